@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire protocol between headstart-run (or any client) and headstartd, all of it.
+ * docs/protocol.md explains it in prose; this header is the authority.
+ *
+ * Transport: a SOCK_STREAM Unix socket. Every message is a header followed by `size` payload bytes.
+ * Integers are in host byte order: the socket is local, so both ends share one machine.
+ * File descriptors travel as SCM_RIGHTS attached to the first byte of the message that carries them.
+ *
+ * Who sends what:
+ *   client -> daemon: LAUNCH (exactly one per connection)
+ *   daemon -> client: LAUNCHED, then EXITED; or DECLINED (at any point before the program's main);
+ *                     or ERROR (the request was malformed; the connection is closed after it).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HS_PROTOCOL_MAGIC 0x52545348u /* "HSTR" in little-endian memory order */
+#define HS_PROTOCOL_VERSION 1u
+
+/* Limits. The kernel allows at most 6 MiB of argument and environment strings (3/4 of the 8 MiB
+ * stack limit cap, fs/exec.c), so 16 MiB of payload leaves room for the pointer-free encoding. */
+#define HS_MAX_PAYLOAD (16u * 1024u * 1024u)
+#define HS_MAX_STRINGS (4u * 1024u * 1024u) /* argc + envc */
+#define HS_MAX_PATH 4096u                     /* PATH_MAX */
+#define HS_MAX_TEXT 1024u                     /* reason text in DECLINED and ERROR */
+/* SCM_MAX_FD is 253 (include/net/scm.h); two of them are the program and the working directory. */
+#define HS_MAX_FDS 253u
+#define HS_MAX_PASSED_FDS (HS_MAX_FDS - 2u)
+#define HS_MAX_TARGET_FD (1u << 20) /* fs.nr_open default ceiling */
+#define HS_RLIMIT_COUNT 16u         /* RLIM_NLIMITS on Linux */
+#define HS_SIGNAL_COUNT 64u         /* signals 1..64 as bits 0..63 */
+
+enum hs_message_type {
+        HS_MSG_LAUNCH = 1,
+        HS_MSG_LAUNCHED = 2,
+        HS_MSG_EXITED = 3,
+        HS_MSG_DECLINED = 4,
+        HS_MSG_ERROR = 5,
+};
+
+struct hs_header {
+        uint32_t magic;
+        uint16_t version;
+        uint16_t type;
+        uint32_t size; /* payload bytes that follow */
+};
+
+struct hs_rlimit {
+        uint64_t cur;
+        uint64_t max;
+};
+
+/* LAUNCH payload: this fixed part, then
+ *   uint32_t fd_targets[nfds]        the number each passed fd must have in the program
+ *   char     path[path_size]         the program file as the client resolved it, NUL-terminated
+ *   char     strings[strings_size]   argc argument strings then envc environment strings, each NUL-terminated
+ * SCM_RIGHTS: [program (O_PATH is enough), working directory, passed fd 0 .. nfds-1]. */
+struct hs_launch_fixed {
+        uint32_t flags; /* none defined yet; must be 0 */
+        uint32_t umask;
+        uint64_t sigmask;   /* blocked signals */
+        uint64_t sigignore; /* signals whose disposition is SIG_IGN (kept across exec, so kept here) */
+        struct hs_rlimit rlimits[HS_RLIMIT_COUNT];
+        uint32_t nfds;
+        uint32_t argc;
+        uint32_t envc;
+        uint32_t path_size;
+        uint32_t strings_size;
+        uint32_t reserved; /* must be 0 */
+};
+
+/* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
+struct hs_launched {
+        int32_t pid;
+        uint32_t reserved;
+};
+
+/* EXITED payload: the program's waitid() result. */
+struct hs_exited {
+        int32_t code;   /* CLD_EXITED, CLD_KILLED or CLD_DUMPED */
+        int32_t status; /* exit status or signal number */
+};
+
+/* DECLINED and ERROR payload: this, then `text` bytes of reason (not NUL-terminated). */
+struct hs_reason {
+        int32_t code; /* an hs_decline_reason for DECLINED, a positive errno for ERROR */
+        uint32_t reserved;
+};
+
+/* Why the daemon would not serve a program: the client then execs it itself. */
+enum hs_decline_reason {
+        HS_DECLINE_UNSUPPORTED = 1, /* the program is of a kind the daemon cannot run as exec would */
+        HS_DECLINE_ENVIRONMENT = 2, /* the client's loader environment differs from the daemon's */
+        HS_DECLINE_LIMITS = 3,      /* a resource limit the daemon cannot grant */
+        HS_DECLINE_START_FAILED = 4, /* loading failed in the child, before the program's main ran */
+        HS_DECLINE_BUSY = 5,        /* too many launches in flight, or shutting down */
+};
+
+/* A LAUNCH request as the daemon sees it after validation. Pointers point into the payload buffer,
+ * except argv and envp, which are NULL-terminated arrays the parser allocates. */
+struct hs_launch_request {
+        struct hs_launch_fixed fixed;
+        const uint32_t *fd_targets;
+        const char *path;
+        char **argv;
+        char **envp;
+};
+
+/* Checks a header; returns 0 or -EPROTO (not ours), -EPROTONOSUPPORT (other version), -EMSGSIZE. */
+int hs_header_check(const struct hs_header *h);
+
+/* Validates a LAUNCH payload and fills ret_req; nfds_received is how many fds came with it.
+ * Returns 0 or a negative errno; on error, *ret_what names the bad field. */
+int hs_launch_parse(const void *payload, size_t size, size_t nfds_received, struct hs_launch_request *ret_req,
+                    const char **ret_what);
+void hs_launch_request_done(struct hs_launch_request *req);
+
+/* Encodes a LAUNCH payload. Returns a malloc'ed buffer of *ret_size bytes or NULL with errno set. */
+void *hs_launch_encode(const struct hs_launch_fixed *fixed, const uint32_t *fd_targets, const char *path,
+                       char *const *argv, char *const *envp, size_t *ret_size);
+
+void hs_header_init(struct hs_header *h, enum hs_message_type type, uint32_t size);

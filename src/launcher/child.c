@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* The forked child: makes the process look as if the client had exec'd the program, then loads the
+ * program image and calls its main. Runs between fork and main, so it is short, allocates little,
+ * and reports any failure to the daemon before main through the report pipe. */
+#include "child.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc-title.h"
+
+extern char **environ;
+
+static _Noreturn void fail(int report_fd, const char *what, const char *detail) {
+        char msg[HS_MAX_TEXT];
+        int n = snprintf(msg, sizeof msg, "%s: %s", what, detail);
+        if (n > 0)
+                (void) !write(report_fd, msg, (size_t) n < sizeof msg ? (size_t) n : sizeof msg - 1);
+        _exit(127);
+}
+
+static _Noreturn void fail_errno(int report_fd, const char *what) {
+        fail(report_fd, what, strerror(errno));
+}
+
+/* Dispositions as exec leaves them: handled signals back to default, ignored ones stay ignored. */
+static void reset_signals(uint64_t ignored) {
+        for (int sig = 1; sig < NSIG; sig++) {
+                if (sig == SIGKILL || sig == SIGSTOP)
+                        continue;
+                bool ign = sig <= (int) HS_SIGNAL_COUNT && (ignored & (UINT64_C(1) << (sig - 1)));
+                struct sigaction sa = { .sa_handler = ign ? SIG_IGN : SIG_DFL };
+                (void) sigaction(sig, &sa, NULL); /* glibc refuses its own internal signals; fine */
+        }
+}
+
+static int cmp_int(const void *a, const void *b) {
+        return *(const int *) a - *(const int *) b;
+}
+
+/* Gives each passed fd its target number, without the close-on-exec flag, and closes every other
+ * fd except *report_fd, which is moved above the targets. The fds are first moved above every
+ * target so that placing one never overwrites another still to be placed. */
+static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_fd) {
+        int top = 3;
+        for (uint32_t i = 0; i < n; i++)
+                if ((int) targets[i] >= top)
+                        top = (int) targets[i] + 1;
+
+        for (uint32_t i = 0; i < n; i++) {
+                fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, top);
+                if (fds[i] < 0)
+                        return -errno;
+        }
+        *report_fd = fcntl(*report_fd, F_DUPFD_CLOEXEC, top);
+        if (*report_fd < 0)
+                return -errno;
+        for (uint32_t i = 0; i < n; i++)
+                if (dup2(fds[i], (int) targets[i]) < 0)
+                        return -errno;
+
+        int keep[HS_MAX_PASSED_FDS + 1];
+        for (uint32_t i = 0; i < n; i++)
+                keep[i] = (int) targets[i];
+        keep[n] = *report_fd;
+        qsort(keep, n + 1, sizeof keep[0], cmp_int);
+
+        unsigned lo = 0;
+        for (uint32_t i = 0; i <= n; i++) {
+                if ((unsigned) keep[i] > lo)
+                        (void) close_range(lo, (unsigned) keep[i] - 1, 0);
+                lo = (unsigned) keep[i] + 1;
+        }
+        (void) close_range(lo, ~0U, 0);
+        return 0;
+}
+
+static int apply_rlimits(const struct hs_rlimit *limits) {
+        for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
+                struct rlimit rl = { .rlim_cur = limits[i].cur, .rlim_max = limits[i].max };
+                if (setrlimit((int) i, &rl) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
+static const char *base_name(const char *path) {
+        const char *s = strrchr(path, '/');
+        return s ? s + 1 : path;
+}
+
+static void set_names(const struct hs_launch_request *req) {
+        /* exec names the process (comm) after the file it runs, not after argv[0]. */
+        (void) prctl(PR_SET_NAME, base_name(req->path), 0, 0, 0);
+        program_invocation_name = req->argv[0];
+        program_invocation_short_name = (char *) base_name(req->argv[0]);
+        proc_title_set(req);
+}
+
+_Noreturn void child_run(const struct child_spec *spec) {
+        const struct hs_launch_request *req = spec->req;
+        int report_fd = spec->report_fd;
+        int *fds = spec->fds;
+
+        reset_signals(req->fixed.sigignore);
+        if (setsid() < 0)
+                fail_errno(report_fd, "setsid");
+        if (fchdir(fds[HS_FD_CWD]) < 0)
+                fail_errno(report_fd, "cannot enter the working directory");
+        if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds, &report_fd) < 0)
+                fail_errno(report_fd, "cannot place the file descriptors");
+        umask((mode_t) req->fixed.umask);
+        if (apply_rlimits(req->fixed.rlimits) < 0)
+                fail_errno(report_fd, "cannot apply the resource limits");
+
+        set_names(req);
+        environ = req->envp;
+
+        sigset_t mask;
+        sigemptyset(&mask);
+        for (int sig = 1; sig <= (int) HS_SIGNAL_COUNT; sig++)
+                if (req->fixed.sigmask & (UINT64_C(1) << (sig - 1)))
+                        sigaddset(&mask, sig);
+        sigprocmask(SIG_SETMASK, &mask, NULL);
+
+        /* Lazy binding, as exec would do unless the program asks for -z now itself. */
+        void *handle = dlopen(spec->image, RTLD_LAZY);
+        if (!handle)
+                fail(report_fd, "cannot load the program", dlerror());
+        int (*main_fn)(int, char **, char **) = (int (*)(int, char **, char **)) dlsym(handle, "main");
+        if (!main_fn)
+                fail(report_fd, "cannot find main", dlerror());
+
+        close(report_fd);
+        exit(main_fn((int) req->fixed.argc, req->argv, environ));
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* The rules that decide whether the daemon can run a program exactly as exec would.
+ * docs/limitations.md explains each; `headstartd --check` prints the verdict. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "elf-info.h"
+
+struct program_facts {
+        struct stat st;
+        struct elf_info elf;
+        bool has_capabilities; /* security.capability extended attribute */
+        bool registered;       /* its library closure was preloaded from --app */
+};
+
+/* Fills facts from a readable fd of the program. Returns 0 or a negative errno. */
+int program_facts_read(int fd, bool registered, struct program_facts *ret);
+
+/* Returns NULL when the daemon can serve the program, otherwise why not, in plain words.
+ * `interp` is the daemon's own dynamic loader. The text may point into `buf`. */
+const char *eligibility_verdict(const struct program_facts *f, const char *interp, char *buf, size_t size);

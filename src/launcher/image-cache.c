@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include "image-cache.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include "eligibility.h"
+#include "macro.h"
+
+static bool same_file(const struct image_entry *e, const struct stat *st) {
+        return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+               e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+               e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+static void entry_clear(struct image_entry *e) {
+        free(e->image);
+        free(e->reason);
+        *e = (struct image_entry){ 0 };
+}
+
+static void remove_old_copies(int dirfd) {
+        DIR *d = fdopendir(dirfd);
+        if (!d) {
+                close(dirfd);
+                return;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        (void) unlinkat(dirfd, de->d_name, 0);
+        closedir(d);
+}
+
+int image_cache_init(struct image_cache *c, const char *dir, const char *interp) {
+        *c = (struct image_cache){ .interp = interp };
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        remove_old_copies(fd);
+        c->dir = strdup(dir);
+        return c->dir ? 0 : -ENOMEM;
+}
+
+void image_cache_done(struct image_cache *c) {
+        for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
+                entry_clear(&c->entries[i]);
+        free(c->dir);
+        c->dir = NULL;
+}
+
+static int copy_fd(int from, int to, off_t size) {
+        off_t off = 0;
+        while (off < size) {
+                ssize_t n = sendfile(to, from, &off, (size_t) (size - off));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+        }
+        return 0;
+}
+
+static int clear_pie_flag(int fd, off_t offset) {
+        uint64_t v;
+        if (pread(fd, &v, sizeof v, offset) != (ssize_t) sizeof v)
+                return -EIO;
+        v &= ~(uint64_t) DF_1_PIE;
+        if (pwrite(fd, &v, sizeof v, offset) != (ssize_t) sizeof v)
+                return -EIO;
+        return 0;
+}
+
+/* Writes a loadable copy under a temporary name and renames it into place only if the source did
+ * not change while we copied it, so that a copy never mixes two versions of a file. */
+static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st, off_t flags_offset,
+                     char **ret_image) {
+        _cleanup_free_ char *base_copy = strdup(path);
+        if (!base_copy)
+                return -ENOMEM;
+        char final[4096], temp[4096];
+        snprintf(final, sizeof final, "%s/%lx-%lx-%lx-%lx.%09ld-%lx.%09ld-%s", c->dir, (unsigned long) st->st_dev,
+                 (unsigned long) st->st_ino, (unsigned long) st->st_size, (unsigned long) st->st_mtim.tv_sec,
+                 st->st_mtim.tv_nsec, (unsigned long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec, basename(base_copy));
+        snprintf(temp, sizeof temp, "%s/.tmp-%d", c->dir, (int) getpid());
+
+        _cleanup_close_ int out = open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0500);
+        if (out < 0)
+                return -errno;
+        int r = copy_fd(fd, out, st->st_size);
+        if (r >= 0)
+                r = clear_pie_flag(out, flags_offset);
+        struct stat now;
+        if (r >= 0 && fstat(fd, &now) < 0)
+                r = -errno;
+        if (r >= 0 && (now.st_mtim.tv_nsec != st->st_mtim.tv_nsec || now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+                       now.st_ctim.tv_sec != st->st_ctim.tv_sec || now.st_ctim.tv_nsec != st->st_ctim.tv_nsec ||
+                       now.st_size != st->st_size))
+                r = -ESTALE;
+        if (r >= 0 && rename(temp, final) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(temp);
+                return r;
+        }
+        *ret_image = strdup(final);
+        return *ret_image ? 0 : -ENOMEM;
+}
+
+static int build_entry(struct image_cache *c, int fd, const char *path, bool registered, const struct stat *st,
+                       struct image_entry *e) {
+        struct program_facts facts;
+        char buf[512];
+
+        int r = program_facts_read(fd, registered, &facts);
+        if (r < 0)
+                return r;
+        /* The facts come from the same fd; a change since the caller's fstat is a new version. */
+        if (facts.st.st_ino != st->st_ino || facts.st.st_size != st->st_size)
+                return -ESTALE;
+
+        const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
+        if (reason)
+                e->reason = strdup(reason);
+        else if (facts.elf.pie_flag)
+                r = make_copy(c, fd, path, st, facts.elf.flags_1_offset, &e->image);
+        else
+                e->image = strdup(path);
+        if (r < 0)
+                return r;
+        if (!e->reason && !e->image)
+                return -ENOMEM;
+        e->dev = st->st_dev;
+        e->ino = st->st_ino;
+        e->size = st->st_size;
+        e->mtime = st->st_mtim;
+        e->ctime = st->st_ctim;
+        return 0;
+}
+
+int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
+                    const struct image_entry **ret) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+
+        for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
+                if ((c->entries[i].image || c->entries[i].reason) && same_file(&c->entries[i], &st)) {
+                        *ret = &c->entries[i];
+                        return 0;
+                }
+
+        struct image_entry *e = &c->entries[c->next];
+        if (e->image && strncmp(e->image, c->dir, strlen(c->dir)) == 0)
+                (void) unlink(e->image);
+        entry_clear(e);
+        int r = build_entry(c, fd, path, registered, &st, e);
+        if (r < 0) {
+                entry_clear(e);
+                return r;
+        }
+        c->next = (c->next + 1) % IMAGE_CACHE_SIZE;
+        *ret = e;
+        return 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* What the daemon knows about each program file it was asked to run: whether it can serve it, and
+ * which file to dlopen. glibc's dlopen refuses an object whose DT_FLAGS_1 carries DF_1_PIE
+ * ("cannot dlopen() a PIE", since 2.30), so for a PIE we dlopen a copy with the flag cleared.
+ * Entries are keyed by device, inode, size, mtime and ctime: a changed file is a new entry. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#define IMAGE_CACHE_SIZE 256
+
+struct image_entry {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        char *image;  /* the file to dlopen; NULL when not served */
+        char *reason; /* why not served; NULL when served */
+};
+
+struct image_cache {
+        char *dir;
+        const char *interp; /* the daemon's own dynamic loader */
+        struct image_entry entries[IMAGE_CACHE_SIZE];
+        unsigned next; /* round-robin eviction */
+};
+
+/* Creates dir (0700) if needed and removes copies a previous daemon left there. */
+int image_cache_init(struct image_cache *c, const char *dir, const char *interp);
+void image_cache_done(struct image_cache *c);
+
+/* Finds or builds the entry for the program open at fd (readable), known to clients as path.
+ * Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
+int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
+                    const struct image_entry **ret);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* One LAUNCH request: check it, decide serve or decline, fork the child. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "loader-env.h"
+#include "log.h"
+#include "macro.h"
+#include "server.h"
+#include "wire.h"
+
+static void send_reason(struct conn *c, enum hs_message_type type, int code, const char *text) {
+        char buf[sizeof(struct hs_reason) + HS_MAX_TEXT];
+        struct hs_reason r = { .code = code };
+        size_t len = strnlen(text, HS_MAX_TEXT);
+        memcpy(buf, &r, sizeof r);
+        memcpy(buf + sizeof r, text, len);
+        (void) hs_send_message(c->fd, type, buf, sizeof r + len, NULL, 0, 1);
+}
+
+static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *text) {
+        s->declines++;
+        if (s->options->verbose)
+                log_info("declined: %s", text);
+        send_reason(c, HS_MSG_DECLINED, code, text);
+        conn_close(s, c);
+}
+
+static void reply_error(struct server *s, struct conn *c, int error, const char *what) {
+        log_warning("malformed request: %s", what);
+        send_reason(c, HS_MSG_ERROR, error, what);
+        conn_close(s, c);
+}
+
+/* A limit above our own hard limit is one our child could not set (only root may raise it). */
+static const char *check_rlimits(const struct hs_launch_request *req) {
+        if (geteuid() == 0)
+                return NULL;
+        for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
+                struct rlimit rl;
+                if (getrlimit((int) i, &rl) < 0)
+                        continue;
+                if (req->fixed.rlimits[i].max > rl.rlim_max)
+                        return "a resource limit of the client is above the daemon's hard limit";
+        }
+        return NULL;
+}
+
+static bool is_registered(const struct server *s, const struct stat *st) {
+        for (size_t i = 0; i < s->nregistered; i++)
+                if (s->registered[i].dev == st->st_dev && s->registered[i].ino == st->st_ino)
+                        return true;
+        return false;
+}
+
+/* Finds what to dlopen. Returns NULL with *ret_image set, or why the program cannot be served. */
+static const char *resolve_image(struct server *s, const struct hs_launch_request *req, int program_fd,
+                                 const char **ret_image, char *buf, size_t size) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", program_fd);
+        /* The client sends an O_PATH fd, which works for execute-only files; dlopen needs to read. */
+        _cleanup_close_ int fd = open(proc, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                snprintf(buf, size, "cannot read the program file (%s): only exec can run it", strerror(errno));
+                return buf;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return "cannot stat the program file";
+
+        const struct image_entry *e;
+        int r = image_cache_get(&s->cache, fd, req->path, is_registered(s, &st), &e);
+        if (r < 0) {
+                snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
+                return buf;
+        }
+        if (e->reason)
+                return e->reason;
+
+        /* When we dlopen the client's path itself, it must be the file the client meant: the
+         * daemon may live in another mount namespace, or the file may have been replaced. */
+        if (strcmp(e->image, req->path) == 0) {
+                struct stat now;
+                if (stat(req->path, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+                        return "the daemon sees a different file at this path than the client";
+        }
+        *ret_image = e->image;
+        return NULL;
+}
+
+static int add_child(struct server *s, struct conn *c, pid_t pid, int pidfd, int report_fd) {
+        struct child *ch = calloc(1, sizeof *ch);
+        if (!ch)
+                return -ENOMEM;
+        *ch = (struct child){
+                .watch.kind = WATCH_CHILD,
+                .pid = pid,
+                .pidfd = pidfd,
+                .report_fd = report_fd,
+                .conn = c,
+        };
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ch->watch };
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
+                free(ch);
+                return -errno;
+        }
+        ch->next = s->children;
+        if (s->children)
+                s->children->prev = ch;
+        s->children = ch;
+        s->nchildren++;
+        c->child = ch;
+        return 0;
+}
+
+static void start(struct server *s, struct conn *c, const struct hs_launch_request *req, const char *image) {
+        int report[2];
+        if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
+                return decline(s, c, HS_DECLINE_BUSY, "the daemon is out of file descriptors");
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(report[0]);
+                close(report[1]);
+                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot fork");
+        }
+        if (pid == 0) {
+                struct child_spec spec = { .req = req, .fds = c->fds, .image = image, .report_fd = report[1] };
+                child_run(&spec);
+        }
+        close(report[1]);
+
+        /* The child is ours and not yet reaped, so its pid cannot have been reused: no race. */
+        int pidfd = pidfd_open(pid, 0);
+        if (pidfd < 0 || add_child(s, c, pid, pidfd, report[0]) < 0) {
+                log_error_errno(errno, "cannot supervise child %d; killing it", (int) pid);
+                kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                if (pidfd >= 0)
+                        close(pidfd);
+                close(report[0]);
+                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot supervise more programs");
+        }
+
+        struct hs_launched msg = { .pid = pid };
+        int r = hs_send_message(c->fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &pidfd, 1, 1);
+        if (r < 0)
+                log_warning_errno(r, "cannot tell the client about child %d", (int) pid);
+        c->launched = true;
+        s->launches++;
+        hs_close_fds(c->fds, c->nfds);
+        c->nfds = 0;
+        if (s->options->verbose)
+                log_info("started %s as %d", req->path, (int) pid);
+}
+
+void launch_handle(struct server *s, struct conn *c) {
+        struct hs_launch_request req;
+        const char *what = NULL, *image = NULL;
+        char buf[HS_MAX_TEXT];
+
+        if (c->header.type != HS_MSG_LAUNCH)
+                return reply_error(s, c, EBADMSG, "unknown message type");
+        int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);
+        if (r < 0)
+                return reply_error(s, c, -r, what);
+
+        const char *differs;
+        const char *reason = NULL;
+        if (s->shutting_down)
+                reason = "the daemon is shutting down";
+        else if (s->nchildren >= s->options->max_children)
+                reason = "too many programs running";
+        if (reason) {
+                decline(s, c, HS_DECLINE_BUSY, reason);
+        } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
+                snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
+                         differs);
+                decline(s, c, HS_DECLINE_ENVIRONMENT, buf);
+        } else if ((reason = check_rlimits(&req))) {
+                decline(s, c, HS_DECLINE_LIMITS, reason);
+        } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
+                decline(s, c, HS_DECLINE_UNSUPPORTED, reason);
+        } else {
+                start(s, c, &req, image);
+        }
+        hs_launch_request_done(&req);
+}

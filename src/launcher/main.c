@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* headstartd: parses options, preloads, listens, then hands over to the event loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "listen.h"
+#include "log.h"
+#include "macro.h"
+#include "options.h"
+#include "preload.h"
+#include "server.h"
+#include "systemd.h"
+
+/* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means. */
+static int find_program(const char *name, char *buf, size_t size) {
+        if (strchr(name, '/')) {
+                if (!realpath(name, buf))
+                        return -errno;
+                return 0;
+        }
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(path && *path ? path : "/bin:/usr/bin");
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                char candidate[PATH_MAX];
+                snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", name);
+                if (access(candidate, X_OK) == 0 && realpath(candidate, buf))
+                        return 0;
+        }
+        (void) size;
+        return -ENOENT;
+}
+
+static int register_apps(struct server *s, const struct daemon_options *o, struct string_list *resolved) {
+        for (size_t i = 0; i < o->apps.n; i++) {
+                char path[PATH_MAX];
+                int r = find_program(o->apps.items[i], path, sizeof path);
+                if (r < 0)
+                        return log_error_errno(r, "--app %s: cannot find the program", o->apps.items[i]);
+                char **items = realloc(resolved->items, (resolved->n + 1) * sizeof(char *));
+                if (!items || !(items[resolved->n] = strdup(path)))
+                        return log_error("out of memory");
+                resolved->items = items;
+                resolved->n++;
+        }
+        (void) s;
+        return 0;
+}
+
+static int preload_all(const char *interp, const struct daemon_options *o, const struct string_list *apps) {
+        struct string_list libs = { 0 };
+        int r = 0;
+        for (size_t i = 0; i < o->preloads.n && r >= 0; i++) {
+                char **items = realloc(libs.items, (libs.n + 1) * sizeof(char *));
+                if (!items || !(items[libs.n] = strdup(o->preloads.items[i])))
+                        r = -ENOMEM;
+                else
+                        libs.items = items, libs.n++;
+        }
+        for (size_t i = 0; i < apps->n && r >= 0; i++)
+                r = preload_resolve_closure(interp, apps->items[i], &libs);
+        size_t loaded = 0;
+        if (r >= 0)
+                r = preload_load(&libs, &loaded);
+        if (r >= 0)
+                log_info("preloaded %zu libraries for %zu programs", loaded, apps->n);
+        for (size_t i = 0; i < libs.n; i++)
+                free(libs.items[i]);
+        free(libs.items);
+        return r;
+}
+
+/* Registers each app's file identity and warms the image cache, saying which apps will be exec'd. */
+static int check_apps(struct server *s, const struct string_list *apps) {
+        s->registered = calloc(apps->n ? apps->n : 1, sizeof *s->registered);
+        if (!s->registered)
+                return log_error("out of memory");
+        for (size_t i = 0; i < apps->n; i++) {
+                struct stat st;
+                if (stat(apps->items[i], &st) < 0)
+                        return log_error_errno(errno, "cannot stat %s", apps->items[i]);
+                s->registered[s->nregistered++] = (struct registered_file){ st.st_dev, st.st_ino };
+        }
+        for (size_t i = 0; i < apps->n; i++) {
+                _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
+                const struct image_entry *e;
+                int r = fd < 0 ? -errno : image_cache_get(&s->cache, fd, apps->items[i], true, &e);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
+                else if (e->reason)
+                        log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
+        }
+        return 0;
+}
+
+static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
+        if (o->socket_path) {
+                snprintf(buf, size, "%s", o->socket_path);
+                return 0;
+        }
+        int r = listen_default_path(buf, size);
+        if (r < 0)
+                return log_error("XDG_RUNTIME_DIR is not set: pass --socket PATH"), r;
+        return 0;
+}
+
+/* The daemon may hold many connections; its children get the client's limits back. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+static int run(const struct daemon_options *o) {
+        if (geteuid() == 0 && !o->allow_root)
+                return log_error("refusing to run as root: programs would start with root's rights; "
+                                 "run it as the user it serves, or pass --allow-root"),
+                       -EPERM;
+
+        char interp[256], path[PATH_MAX], cache_dir[PATH_MAX + 16];
+        int r = preload_own_interp(interp, sizeof interp);
+        if (r < 0)
+                return log_error_errno(r, "cannot find the daemon's own dynamic loader");
+        if ((r = socket_path(o, path, sizeof path)) < 0)
+                return r;
+
+        struct string_list apps = { 0 };
+        struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1 };
+        if ((r = register_apps(&s, o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
+                goto out;
+        raise_fd_limit();
+
+        int fd = systemd_listen_fd();
+        if (fd == -ENOENT)
+                fd = listen_open(path);
+        if (fd < 0) {
+                r = fd;
+                goto out;
+        }
+        if (o->cache_dir)
+                snprintf(cache_dir, sizeof cache_dir, "%s", o->cache_dir);
+        else {
+                char copy[PATH_MAX];
+                snprintf(copy, sizeof copy, "%s", path);
+                snprintf(cache_dir, sizeof cache_dir, "%s/cache", dirname(copy));
+        }
+        if ((r = server_init(&s, o, fd, cache_dir, interp)) < 0 || (r = check_apps(&s, &apps)) < 0)
+                goto out;
+
+        log_info("ready: listening on %s (pid %d)", path, (int) getpid());
+        (void) systemd_notify("READY=1\nSTATUS=Serving launches");
+        r = server_run(&s);
+        (void) systemd_notify("STOPPING=1");
+out:
+        server_done(&s);
+        for (size_t i = 0; i < apps.n; i++)
+                free(apps.items[i]);
+        free(apps.items);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        struct daemon_options o = { 0 };
+        log_setup("headstartd", LOG_LEVEL_INFO);
+        int r = options_parse_argv(&o, argc, argv);
+        if (r > 0)
+                r = run(&o);
+        options_done(&o);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

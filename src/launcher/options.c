@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+
+#define DEFAULT_MAX_CHILDREN 1024u
+
+static int list_add(struct string_list *l, const char *s) {
+        char *copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        char **items = realloc(l->items, (l->n + 1) * sizeof(char *));
+        if (!items) {
+                free(copy);
+                return -ENOMEM;
+        }
+        items[l->n++] = copy;
+        l->items = items;
+        return 0;
+}
+
+static void list_done(struct string_list *l) {
+        for (size_t i = 0; i < l->n; i++)
+                free(l->items[i]);
+        free(l->items);
+        *l = (struct string_list){ 0 };
+}
+
+static int set_string(char **field, const char *value) {
+        char *copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+static int parse_bool(const char *key, const char *value, bool *ret) {
+        if (!value || strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+                *ret = true;
+        else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+                *ret = false;
+        else
+                return log_error("%s: expected yes or no, got '%s'", key, value), -EINVAL;
+        return 0;
+}
+
+static int parse_unsigned(const char *key, const char *value, unsigned *ret) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(value, &end, 10);
+        if (errno || *end || end == value || v == 0 || v > 65536)
+                return log_error("%s: expected a number from 1 to 65536, got '%s'", key, value), -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* One setting, the same for `--key value` and `key = value`. */
+static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
+        int r;
+        if (strcmp(key, "app") == 0)
+                r = list_add(&o->apps, value);
+        else if (strcmp(key, "preload") == 0)
+                r = list_add(&o->preloads, value);
+        else if (strcmp(key, "socket") == 0)
+                r = set_string(&o->socket_path, value);
+        else if (strcmp(key, "cache-dir") == 0)
+                r = set_string(&o->cache_dir, value);
+        else if (strcmp(key, "allow-root") == 0)
+                return parse_bool(key, value, &o->allow_root);
+        else if (strcmp(key, "verbose") == 0)
+                return parse_bool(key, value, &o->verbose);
+        else if (strcmp(key, "max-children") == 0)
+                return parse_unsigned(key, value, &o->max_children);
+        else
+                return log_error("unknown setting '%s'", key), -EINVAL;
+        return r < 0 ? log_error_errno(r, "cannot store setting '%s'", key) : 0;
+}
+
+static char *strip(char *s) {
+        while (*s == ' ' || *s == '\t')
+                s++;
+        char *e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+                *--e = '\0';
+        return s;
+}
+
+int options_parse_config(struct daemon_options *o, const char *path) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(errno, "cannot open configuration file %s", path);
+
+        char *line = NULL;
+        size_t cap = 0;
+        unsigned lineno = 0;
+        int r = 0;
+        while (r >= 0 && getline(&line, &cap, f) >= 0) {
+                lineno++;
+                char *s = strip(line);
+                if (*s == '\0' || *s == '#')
+                        continue;
+                char *eq = strchr(s, '=');
+                if (!eq) {
+                        r = log_error("%s:%u: expected 'key = value'", path, lineno);
+                        r = -EINVAL;
+                        break;
+                }
+                *eq = '\0';
+                r = apply_setting(o, strip(s), strip(eq + 1));
+                if (r < 0)
+                        log_error("%s:%u: setting rejected", path, lineno);
+        }
+        free(line);
+        fclose(f);
+        return r;
+}
+
+static void help(void) {
+        static const char text[] =
+                "Usage: headstartd [OPTIONS]\n"
+                "Starts programs by fork and dlopen instead of exec, with their libraries loaded once.\n\n"
+                "  --app PROGRAM        register PROGRAM: preload its libraries (repeatable)\n"
+                "  --preload LIB        also preload LIB (repeatable)\n"
+                "  --config FILE        read settings from FILE, one 'key = value' per line\n"
+                "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
+                "  --cache-dir DIR      where loadable copies of PIE programs go (default: beside the socket)\n"
+                "  --max-children N     programs running at once before requests are declined (default 1024)\n"
+                "  --allow-root         run as root (serves root only)\n"
+                "  --verbose            log every launch\n"
+                "  --help, --version\n";
+        fputs(text, stdout);
+}
+
+int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
+        static const struct option longopts[] = {
+                { "app", required_argument, NULL, 'a' },
+                { "preload", required_argument, NULL, 'p' },
+                { "config", required_argument, NULL, 'c' },
+                { "socket", required_argument, NULL, 's' },
+                { "cache-dir", required_argument, NULL, 'C' },
+                { "max-children", required_argument, NULL, 'm' },
+                { "allow-root", no_argument, NULL, 'R' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        int c, r, index = 0;
+
+        o->max_children = DEFAULT_MAX_CHILDREN;
+        while ((c = getopt_long(argc, argv, "", longopts, &index)) >= 0) {
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case 'V':
+                        fputs("headstartd " HEADSTART_VERSION "\n", stdout);
+                        return 0;
+                case 'c':
+                        r = options_parse_config(o, optarg);
+                        break;
+                case 'R':
+                        o->allow_root = true;
+                        r = 0;
+                        break;
+                case 'v':
+                        o->verbose = true;
+                        r = 0;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        r = apply_setting(o, longopts[index].name, optarg);
+                        break;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (optind < argc)
+                return log_error("unexpected argument '%s' (programs are registered with --app)", argv[optind]),
+                       -EINVAL;
+        return 1;
+}
+
+void options_done(struct daemon_options *o) {
+        free(o->socket_path);
+        free(o->cache_dir);
+        list_done(&o->apps);
+        list_done(&o->preloads);
+}

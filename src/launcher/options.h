@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* headstartd's settings, from the command line and from a configuration file. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct string_list {
+        char **items;
+        size_t n;
+};
+
+struct daemon_options {
+        char *socket_path;  /* NULL: $XDG_RUNTIME_DIR/headstart/socket */
+        char *cache_dir;    /* NULL: next to the socket, in cache/ */
+        struct string_list apps;
+        struct string_list preloads;
+        bool allow_root;
+        bool verbose;
+        unsigned max_children;
+};
+
+/* Returns 1 to go on, 0 when done (--help, --version), a negative errno after logging the error. */
+int options_parse_argv(struct daemon_options *o, int argc, char *argv[]);
+/* Reads a file with one `key = value` setting per line; keys are the long option names. */
+int options_parse_config(struct daemon_options *o, const char *path);
+void options_done(struct daemon_options *o);

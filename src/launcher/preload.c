@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+#include "preload.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf-info.h"
+#include "log.h"
+#include "macro.h"
+
+extern char **environ;
+
+int preload_own_interp(char *buf, size_t size) {
+        _cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        struct elf_info info;
+        int r = elf_info_read(fd, &info);
+        if (r < 0)
+                return r;
+        if (!info.has_interp)
+                return -ENOEXEC;
+        snprintf(buf, size, "%s", info.interp);
+        return 0;
+}
+
+static bool list_contains(const struct string_list *l, const char *s) {
+        for (size_t i = 0; i < l->n; i++)
+                if (strcmp(l->items[i], s) == 0)
+                        return true;
+        return false;
+}
+
+/* Lines look like "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)"; we keep the resolved paths. */
+static int parse_list_line(char *line, struct string_list *libs) {
+        char *arrow = strstr(line, " => ");
+        if (!arrow)
+                return 0;
+        char *path = arrow + 4;
+        if (path[0] != '/')
+                return log_error("the loader cannot find a library of it: %s", line), -ENOENT;
+        char *end = strstr(path, " (0x");
+        if (end)
+                *end = '\0';
+        if (list_contains(libs, path))
+                return 0;
+        char **items = realloc(libs->items, (libs->n + 1) * sizeof(char *));
+        if (!items)
+                return -ENOMEM;
+        libs->items = items;
+        libs->items[libs->n] = strdup(path);
+        if (!libs->items[libs->n])
+                return -ENOMEM;
+        libs->n++;
+        return 0;
+}
+
+int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs) {
+        int pipefd[2];
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return log_error_errno(errno, "pipe");
+
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+        char *argv[] = { (char *) interp, (char *) "--list", (char *) program, NULL };
+        pid_t pid;
+        int r = posix_spawn(&pid, interp, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        if (r != 0) {
+                close(pipefd[0]);
+                return log_error_errno(r, "cannot run %s --list", interp);
+        }
+
+        FILE *f = fdopen(pipefd[0], "re");
+        char *line = NULL;
+        size_t cap = 0;
+        int pr = 0;
+        while (f && getline(&line, &cap, f) >= 0)
+                if (pr >= 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        pr = parse_list_line(line, libs);
+                }
+        free(line);
+        if (f)
+                fclose(f);
+
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (pr < 0)
+                return log_error_errno(pr, "cannot resolve the libraries of %s", program);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return log_error("%s --list %s failed: is it a dynamically linked program?", interp, program),
+                       -ENOEXEC;
+        return 0;
+}
+
+static int count_threads(void) {
+        DIR *d = opendir("/proc/self/task");
+        if (!d)
+                return -errno;
+        int n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        n++;
+        closedir(d);
+        return n;
+}
+
+int preload_load(const struct string_list *libs, size_t *ret_loaded) {
+        size_t loaded = 0;
+        for (size_t i = 0; i < libs->n; i++) {
+                const char *lib = libs->items[i];
+                if (dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
+                        loaded++;
+                        continue;
+                }
+                /* Local scope, as under exec: a preloaded library must not interpose on other programs. */
+                void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+                if (!h) {
+                        /* Lazy binding tolerates symbols that are never called; exec would too. */
+                        log_warning("cannot preload %s with every symbol bound (%s); binding it lazily", lib,
+                                    dlerror());
+                        h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+                }
+                if (!h)
+                        return log_error("cannot preload %s: %s", lib, dlerror()), -ENOENT;
+                int t = count_threads();
+                if (t != 1)
+                        return log_error("preloading %s started a thread; the daemon forks and must stay "
+                                         "single-threaded: leave this program or library out",
+                                         lib),
+                               -EDEADLK;
+                loaded++;
+        }
+        *ret_loaded = loaded;
+        return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Loading the registered programs' libraries into the daemon, once, with every relocation done. */
+#pragma once
+
+#include <stddef.h>
+
+#include "options.h"
+
+/* Appends to libs the library closure of `program` as the system loader resolves it when it execs
+ * the program: we ask that loader itself (`ld.so --list`, which maps the libraries but runs none of
+ * their code), so search paths, RUNPATH, $ORIGIN, hwcaps and the cache all count exactly as for exec. */
+int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs);
+
+/* dlopen()s each library with RTLD_NOW, skipping ones already loaded. Fails if loading started a
+ * thread: the daemon forks, and a forked copy of a multi-threaded process is not safe to run. */
+int preload_load(const struct string_list *libs, size_t *ret_loaded);
+
+/* Reads the PT_INTERP of our own executable. */
+int preload_own_interp(char *buf, size_t size);

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/* The event loop: accepting clients, reading their requests without ever blocking on one of them,
+ * and reporting how each program ended. */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loader-env.h"
+#include "log.h"
+#include "macro.h"
+#include "wire.h"
+
+#define REQUEST_TIMEOUT_MS 10000u
+#define MAX_CONNECTIONS 4096u
+
+extern char **environ;
+
+uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+static int watch_fd(struct server *s, int fd, struct watch *w, uint32_t events) {
+        struct epoll_event ev = { .events = events, .data.ptr = w };
+        return epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static unsigned count_conns(const struct server *s) {
+        unsigned n = 0;
+        for (const struct conn *c = s->conns; c; c = c->next)
+                n++;
+        return n;
+}
+
+/* Unlinks the connection now and frees it after the current batch of events, which may still
+ * hold an event for it (a child's exit closes its client's connection, for one). */
+void conn_close(struct server *s, struct conn *c) {
+        if (c->child)
+                c->child->conn = NULL;
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+        hs_close_fds(c->fds, c->nfds);
+        c->nfds = 0;
+        free(c->payload);
+        c->payload = NULL;
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->prev = NULL;
+        c->next = s->closed;
+        s->closed = c;
+}
+
+static void free_closed(struct server *s) {
+        while (s->closed) {
+                struct conn *c = s->closed;
+                s->closed = c->next;
+                free(c);
+        }
+}
+
+/* Only the daemon's own user may launch: the kernel's view of the peer, never a claim of the client. */
+static bool peer_allowed(int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return false;
+        return cred.uid == getuid();
+}
+
+static void refuse_peer(int fd) {
+        static const char text[] = "only the user who runs headstartd may use it";
+        char buf[sizeof(struct hs_reason) + sizeof text];
+        struct hs_reason r = { .code = EPERM };
+        memcpy(buf, &r, sizeof r);
+        memcpy(buf + sizeof r, text, sizeof text - 1);
+        (void) hs_send_message(fd, HS_MSG_ERROR, buf, sizeof r + sizeof text - 1, NULL, 0, 1);
+        close(fd);
+}
+
+static void accept_clients(struct server *s) {
+        for (;;) {
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_warning_errno(errno, "accept");
+                        return;
+                }
+                if (!peer_allowed(fd)) {
+                        log_warning("refused a connection from another user");
+                        refuse_peer(fd);
+                        continue;
+                }
+                struct conn *c = count_conns(s) < MAX_CONNECTIONS ? calloc(1, sizeof *c) : NULL;
+                if (!c) {
+                        log_warning("too many connections; dropping one");
+                        close(fd);
+                        continue;
+                }
+                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + REQUEST_TIMEOUT_MS };
+                if (watch_fd(s, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
+                        close(fd);
+                        free(c);
+                        continue;
+                }
+                c->next = s->conns;
+                if (s->conns)
+                        s->conns->prev = c;
+                s->conns = c;
+        }
+}
+
+static void conn_fail(struct server *s, struct conn *c, int error, const char *what) {
+        char buf[sizeof(struct hs_reason) + 256];
+        struct hs_reason r = { .code = error };
+        size_t len = strnlen(what, 256);
+        log_warning("bad request: %s", what);
+        memcpy(buf, &r, sizeof r);
+        memcpy(buf + sizeof r, what, len);
+        (void) hs_send_message(c->fd, HS_MSG_ERROR, buf, sizeof r + len, NULL, 0, 1);
+        conn_close(s, c);
+}
+
+/* Reads as much of the request as is there. Returns 1 when complete, 0 for more later, -1 when the
+ * connection was closed. */
+static int conn_read(struct server *s, struct conn *c) {
+        for (;;) {
+                void *dst;
+                size_t want;
+                if (c->header_got < sizeof c->header) {
+                        dst = (char *) &c->header + c->header_got;
+                        want = sizeof c->header - c->header_got;
+                } else {
+                        dst = c->payload + c->payload_got;
+                        want = c->header.size - c->payload_got;
+                }
+                ssize_t n = want ? hs_recv_some(c->fd, dst, want, c->fds, HS_MAX_FDS, &c->nfds) : 0;
+                if (n == -EAGAIN)
+                        return 0;
+                if (n < 0)
+                        return conn_fail(s, c, (int) -n, n == -EMSGSIZE ? "too many file descriptors" : "read error"),
+                               -1;
+                if (n == 0 && want > 0) {
+                        if (c->header_got > 0)
+                                log_warning("a client disconnected in the middle of its request");
+                        conn_close(s, c);
+                        return -1;
+                }
+
+                if (c->header_got < sizeof c->header) {
+                        c->header_got += (size_t) n;
+                        if (c->header_got < sizeof c->header)
+                                continue;
+                        int r = hs_header_check(&c->header);
+                        if (r == -EPROTONOSUPPORT)
+                                return conn_fail(s, c, -r, "unsupported protocol version"), -1;
+                        if (r == -EMSGSIZE)
+                                return conn_fail(s, c, -r, "request too large"), -1;
+                        if (r < 0)
+                                return conn_fail(s, c, -r, "not a headstart request"), -1;
+                        c->payload = malloc(c->header.size ? c->header.size : 1);
+                        if (!c->payload)
+                                return conn_fail(s, c, ENOMEM, "out of memory"), -1;
+                } else
+                        c->payload_got += (size_t) n;
+                if (c->payload_got == c->header.size)
+                        return 1;
+        }
+}
+
+static void on_conn_event(struct server *s, struct conn *c, uint32_t events) {
+        if (c->fd < 0)
+                return; /* closed earlier in this batch */
+        if (!c->launched) {
+                if (conn_read(s, c) == 1) {
+                        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+                        struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = &c->watch };
+                        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev);
+                        launch_handle(s, c);
+                }
+                return;
+        }
+        /* After the launch the client only listens; a hang-up means it is gone. Its program would
+         * have died with it under exec (SIGKILL cannot be forwarded), so it dies now. */
+        if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                if (c->child)
+                        (void) pidfd_send_signal(c->child->pidfd, SIGKILL, NULL, 0);
+                conn_close(s, c);
+        }
+}
+
+static void read_report(int fd, char *buf, size_t size) {
+        ssize_t n = read(fd, buf, size - 1);
+        buf[n > 0 ? n : 0] = '\0';
+}
+
+static void child_free(struct server *s, struct child *ch) {
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->pidfd, NULL);
+        close(ch->pidfd);
+        close(ch->report_fd);
+        if (ch->prev)
+                ch->prev->next = ch->next;
+        else
+                s->children = ch->next;
+        if (ch->next)
+                ch->next->prev = ch->prev;
+        s->nchildren--;
+        free(ch);
+}
+
+static void on_child_exit(struct server *s, struct child *ch) {
+        siginfo_t si = { 0 };
+        if (waitid(P_PIDFD, (id_t) ch->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return;
+
+        char report[HS_MAX_TEXT];
+        read_report(ch->report_fd, report, sizeof report);
+        struct conn *c = ch->conn;
+        if (c) {
+                if (report[0]) {
+                        struct hs_reason r = { .code = HS_DECLINE_START_FAILED };
+                        char buf[sizeof r + HS_MAX_TEXT];
+                        size_t len = strlen(report);
+                        memcpy(buf, &r, sizeof r);
+                        memcpy(buf + sizeof r, report, len);
+                        (void) hs_send_message(c->fd, HS_MSG_DECLINED, buf, sizeof r + len, NULL, 0, 1);
+                } else {
+                        struct hs_exited msg = { .code = si.si_code, .status = si.si_status };
+                        (void) hs_send_message(c->fd, HS_MSG_EXITED, &msg, sizeof msg, NULL, 0, 1);
+                }
+                conn_close(s, c);
+        }
+        if (report[0])
+                log_warning("child %d could not start its program: %s", (int) ch->pid, report);
+        else if (s->options->verbose)
+                log_info("child %d ended (code %d, status %d)", (int) ch->pid, si.si_code, si.si_status);
+        child_free(s, ch);
+}
+
+static void begin_shutdown(struct server *s) {
+        if (s->shutting_down) {
+                log_info("second stop request: leaving %u programs running", s->nchildren);
+                s->force_exit = true;
+                return;
+        }
+        s->shutting_down = true;
+        log_info("stopping: no new launches; waiting for %u running programs", s->nchildren);
+        if (s->listen_fd >= 0) {
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                close(s->listen_fd);
+                s->listen_fd = -1;
+        }
+}
+
+static void on_signal(struct server *s) {
+        struct signalfd_siginfo si;
+        while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
+                if (si.ssi_signo == SIGHUP)
+                        log_info("SIGHUP: reloading is not implemented yet; carrying on");
+                else
+                        begin_shutdown(s);
+        }
+}
+
+/* Drops connections whose request did not arrive in time; returns the ms until the next deadline. */
+static int expire_requests(struct server *s) {
+        uint64_t now = now_ms(), next = UINT64_MAX;
+        for (struct conn *c = s->conns, *n; c; c = n) {
+                n = c->next;
+                if (c->launched)
+                        continue;
+                if (c->deadline <= now)
+                        conn_fail(s, c, ETIMEDOUT, "request not complete in time");
+                else if (c->deadline < next)
+                        next = c->deadline;
+        }
+        return next == UINT64_MAX ? -1 : (int) (next - now);
+}
+
+int server_run(struct server *s) {
+        struct epoll_event events[64];
+
+        while (!s->force_exit && !(s->shutting_down && s->nchildren == 0)) {
+                int timeout = expire_requests(s);
+                int n = epoll_wait(s->epoll_fd, events, (int) ELEMENTSOF(events), timeout);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return log_error_errno(errno, "epoll_wait");
+                }
+                for (int i = 0; i < n; i++) {
+                        struct watch *w = events[i].data.ptr;
+                        switch (w->kind) {
+                        case WATCH_LISTEN:
+                                accept_clients(s);
+                                break;
+                        case WATCH_SIGNAL:
+                                on_signal(s);
+                                break;
+                        case WATCH_CONN:
+                                on_conn_event(s, (struct conn *) w, events[i].events);
+                                break;
+                        case WATCH_CHILD:
+                                on_child_exit(s, (struct child *) w);
+                                break;
+                        }
+                }
+                free_closed(s);
+        }
+        log_info("stopped after %llu launches and %llu declines", (unsigned long long) s->launches,
+                 (unsigned long long) s->declines);
+        return 0;
+}
+
+static int setup_signals(struct server *s) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        /* We report write errors ourselves; the child restores the client's disposition. */
+        signal(SIGPIPE, SIG_IGN);
+        s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        return s->signal_fd < 0 ? -errno : 0;
+}
+
+int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
+                const char *interp) {
+        *s = (struct server){ .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = -1 };
+        snprintf(s->interp, sizeof s->interp, "%s", interp);
+        s->listen_watch.kind = WATCH_LISTEN;
+        s->signal_watch.kind = WATCH_SIGNAL;
+
+        s->loader_env = loader_env_snapshot(environ);
+        if (!s->loader_env)
+                return log_error("out of memory");
+        int r = image_cache_init(&s->cache, cache_dir, s->interp);
+        if (r < 0)
+                return log_error_errno(r, "cannot use the cache directory %s", cache_dir);
+        s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (s->epoll_fd < 0)
+                return log_error_errno(errno, "epoll_create1");
+        r = setup_signals(s);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up signal handling");
+        if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
+                return log_error_errno(errno, "cannot make the socket non-blocking");
+        if ((r = watch_fd(s, listen_fd, &s->listen_watch, EPOLLIN)) < 0 ||
+            (r = watch_fd(s, s->signal_fd, &s->signal_watch, EPOLLIN)) < 0)
+                return log_error_errno(r, "epoll_ctl");
+        return 0;
+}
+
+void server_done(struct server *s) {
+        while (s->conns)
+                conn_close(s, s->conns);
+        free_closed(s);
+        while (s->children) {
+                s->children->conn = NULL;
+                child_free(s, s->children);
+        }
+        image_cache_done(&s->cache);
+        loader_env_free(s->loader_env);
+        free(s->registered);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        if (s->signal_fd >= 0)
+                close(s->signal_fd);
+        if (s->epoll_fd >= 0)
+                close(s->epoll_fd);
+}

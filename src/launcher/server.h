@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's event loop: one thread, one epoll set holding the listening socket, a signalfd,
+ * every client connection and the pidfd of every program it started. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "image-cache.h"
+#include "options.h"
+#include "protocol.h"
+
+enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD };
+
+struct watch {
+        enum watch_kind kind;
+};
+
+struct child;
+
+struct conn {
+        struct watch watch; /* first: epoll data points here */
+        struct conn *prev, *next;
+        int fd;
+        bool launched;      /* a LAUNCH was served; now waiting for the program to end */
+        uint64_t deadline;  /* CLOCK_MONOTONIC ms by which the request must be complete */
+        struct hs_header header;
+        size_t header_got;
+        char *payload;
+        size_t payload_got;
+        int fds[HS_MAX_FDS];
+        size_t nfds;
+        struct child *child;
+};
+
+struct child {
+        struct watch watch;
+        struct child *prev, *next;
+        pid_t pid;
+        int pidfd;
+        int report_fd;     /* read end: text here means the start failed before main */
+        struct conn *conn; /* NULL once the client has gone */
+};
+
+struct registered_file {
+        dev_t dev;
+        ino_t ino;
+};
+
+struct server {
+        const struct daemon_options *options;
+        struct image_cache cache;
+        char interp[256];
+        char **loader_env; /* the daemon's own LD_*, GLIBC_TUNABLES and MALLOC_* variables, sorted */
+        struct registered_file *registered;
+        size_t nregistered;
+        int epoll_fd, listen_fd, signal_fd;
+        struct watch listen_watch, signal_watch;
+        struct conn *conns;
+        struct conn *closed; /* freed at the end of each batch of events */
+        struct child *children;
+        unsigned nchildren;
+        bool shutting_down;
+        bool force_exit;
+        uint64_t launches, declines;
+};
+
+int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
+                const char *interp);
+int server_run(struct server *s);
+void server_done(struct server *s);
+
+/* launch.c: serves or declines the complete LAUNCH request on c. */
+void launch_handle(struct server *s, struct conn *c);
+void conn_close(struct server *s, struct conn *c);
+uint64_t now_ms(void);

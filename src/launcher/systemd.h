@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* The two pieces of the systemd protocol a daemon needs, without libsystemd:
+ * socket activation (sd_listen_fds(3)) and readiness notification (sd_notify(3)). */
+#pragma once
+
+/* Returns the activated listening socket (fd 3) or -ENOENT when not socket-activated; removes the
+ * LISTEN_* variables so that nothing we start inherits them. */
+int systemd_listen_fd(void);
+
+/* Sends `state` to $NOTIFY_SOCKET; does nothing (returns 0) when it is not set. */
+int systemd_notify(const char *state);
