@@ -1,0 +1,71 @@
+# The two commands of the README: `make demo` and `make test`. Both install what is missing
+# (Debian packages through apt, a Python virtual environment in .venv), build, and run.
+
+APT_PACKAGES := meson ninja-build gcc pkg-config python3-venv \
+	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD := build
+BUILD_SAN := build-sanitize
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build build-sanitize test test-c test-python lint demo bench clean
+
+all: build
+
+# Installs only what is missing, so a ready machine pays one dpkg query.
+deps: $(VENV)/.installed
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		if ! command -v apt-get >/dev/null; then \
+			echo "error: these packages are missing and this is not a Debian-like system: $$missing" >&2; exit 1; fi; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing \
+			|| { echo "error: could not install $$missing (run as root or with sudo)" >&2; exit 1; }; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	@command -v python3 >/dev/null || { echo "error: python3 is needed (3.11 or newer)" >&2; exit 1; }
+	@python3 -m venv $(VENV) 2>/dev/null || { \
+		echo "python3 -m venv failed; installing python3-venv"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv \
+		&& python3 -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) -Dsamples=enabled
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+# AddressSanitizer and UndefinedBehaviorSanitizer build of the daemon, the client and the C tests.
+$(BUILD_SAN)/build.ninja: | deps
+	meson setup $(BUILD_SAN) -Dsamples=enabled -Db_sanitize=address,undefined -Db_lundef=false
+
+build-sanitize: deps $(BUILD_SAN)/build.ninja
+	ninja -C $(BUILD_SAN)
+
+test-c: build build-sanitize
+	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(BUILD_SAN) --print-errorlogs
+
+test-python: build build-sanitize
+	$(PY) -m pytest -q tests
+
+lint: deps
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff format --check python tests
+
+test: lint test-c test-python
+
+demo: build
+	$(VENV)/bin/headstart bench --programs gtk-hello jpeg-encode mp3-encode fft --runs 50
+
+bench: build
+	$(VENV)/bin/headstart bench --runs 200
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN)

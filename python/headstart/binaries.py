@@ -1,0 +1,41 @@
+"""Where the C parts are: $HEADSTART_BUILD_DIR, else the build/ folder of this source tree, else PATH."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from headstart.errors import HeadstartError
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+# Where each binary sits inside a Meson build directory.
+_BUILD_PATHS = {
+    "headstartd": "headstartd",
+    "headstart-run": "headstart-run",
+    "launch-timer": "bench/launch-timer",
+    "gtk-hello": "bench/gtk-hello",
+    "jpeg-encode": "bench/jpeg-encode",
+    "mp3-encode": "bench/mp3-encode",
+    "fft": "bench/fft",
+}
+
+SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft")
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("HEADSTART_BUILD_DIR", SOURCE_ROOT / "build"))
+
+
+def find(name: str) -> Path:
+    """The path of one of our binaries, or a clear error saying how to build it."""
+    rel = _BUILD_PATHS.get(name)
+    if rel:
+        candidate = build_dir() / rel
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    raise HeadstartError(f"cannot find {name}: build it with `make build` or set HEADSTART_BUILD_DIR")

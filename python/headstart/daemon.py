@@ -1,0 +1,78 @@
+"""Starting and stopping a private headstartd, for benchmarks and tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from headstart import binaries
+from headstart.errors import HeadstartError
+
+
+@dataclass
+class RunningDaemon:
+    process: subprocess.Popen[bytes]
+    socket: Path
+    runtime_dir: Path
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def launches_started(self) -> int:
+        return self.log_text().count(" started ")
+
+
+@contextmanager
+def private_daemon(
+    apps: list[Path], extra_args: list[str] | None = None, timeout: float = 60.0
+) -> Iterator[RunningDaemon]:
+    """A daemon on a socket of its own in a temporary runtime directory, stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
+        runtime = Path(tmp)
+        runtime.chmod(0o700)
+        socket = runtime / "headstart" / "socket"
+        log = runtime / "daemon.log"
+        args = [str(binaries.find("headstartd")), "--socket", str(socket), "--verbose"]
+        for app in apps:
+            args += ["--app", str(app)]
+        if os.geteuid() == 0:
+            args.append("--allow-root")
+        args += extra_args or []
+        env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env)
+        daemon = RunningDaemon(proc, socket, runtime, log)
+        try:
+            _wait_ready(daemon, timeout)
+            yield daemon
+        finally:
+            stop(daemon)
+
+
+def _wait_ready(daemon: RunningDaemon, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "ready: listening" in daemon.log_text():
+            return
+        if daemon.process.poll() is not None:
+            raise HeadstartError(f"headstartd did not start: {daemon.log_text().strip()}")
+        time.sleep(0.02)
+    raise HeadstartError(f"headstartd was not ready after {timeout:.0f} s")
+
+
+def stop(daemon: RunningDaemon) -> None:
+    if daemon.process.poll() is None:
+        daemon.process.send_signal(signal.SIGTERM)
+        try:
+            daemon.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daemon.process.kill()
+            daemon.process.wait()

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* A program for the tests: reports what a program can observe about how it was started, or does
+ * one thing the tests need (exit with a code, die of a signal, wait for signals, copy stdin).
+ * Built like the sample apps (PIE, -rdynamic, -fPIC), so it runs by exec and through the daemon. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void print_file(const char *label, const char *path) {
+        char buf[65536];
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+        if (fd >= 0)
+                close(fd);
+        printf("%s:", label);
+        for (ssize_t i = 0; i < n; i++)
+                putchar(buf[i] ? buf[i] : '|');
+        putchar('\n');
+}
+
+static void report(int argc, char *argv[]) {
+        for (int i = 0; i < argc; i++)
+                printf("argv[%d]=%s\n", i, argv[i]);
+        for (char **e = environ; *e; e++)
+                printf("env=%s\n", *e);
+        char cwd[4096];
+        printf("cwd=%s\n", getcwd(cwd, sizeof cwd) ? cwd : strerror(errno));
+        mode_t m = umask(0);
+        umask(m);
+        printf("umask=%04o\n", (unsigned) m);
+        for (int r = 0; r < RLIM_NLIMITS; r++) {
+                struct rlimit rl;
+                getrlimit(r, &rl);
+                printf("rlimit[%d]=%llu/%llu\n", r, (unsigned long long) rl.rlim_cur, (unsigned long long) rl.rlim_max);
+        }
+        sigset_t set;
+        sigprocmask(SIG_SETMASK, NULL, &set);
+        printf("blocked=");
+        for (int s = 1; s < 65; s++)
+                if (sigismember(&set, s) == 1)
+                        printf("%d,", s);
+        printf("\nignored=");
+        for (int s = 1; s < 65; s++) {
+                struct sigaction sa;
+                if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+                        printf("%d,", s);
+        }
+        printf("\nhandled=");
+        for (int s = 1; s < 65; s++) {
+                struct sigaction sa;
+                if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
+                        printf("%d,", s);
+        }
+        printf("\nfds=");
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.' && atoi(de->d_name) != dirfd(d))
+                        printf("%s,", de->d_name);
+        if (d)
+                closedir(d);
+        char comm[17] = "";
+        prctl(PR_GET_NAME, comm, 0, 0, 0);
+        printf("\ncomm=%s\n", comm);
+        printf("invocation_name=%s\n", program_invocation_name);
+        printf("invocation_short_name=%s\n", program_invocation_short_name);
+        printf("own_process_group=%d\n", getpgrp() == getpid());
+        printf("session_leader=%d\n", getsid(0) == getpid());
+        int tty = open("/dev/tty", O_RDONLY | O_CLOEXEC);
+        printf("controlling_tty=%d\n", tty >= 0);
+        print_file("cmdline", "/proc/self/cmdline");
+        print_file("environ", "/proc/self/environ");
+}
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) {
+        got_signal = sig;
+}
+
+/* Announces readiness on stdout, then exits with the number of the first signal it gets. */
+static int wait_signal(void) {
+        int sigs[] = { SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGWINCH, SIGCONT };
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+                signal(sigs[i], on_signal);
+        printf("ready\n");
+        fflush(stdout);
+        while (!got_signal)
+                pause();
+        printf("got %d\n", (int) got_signal);
+        return (int) got_signal;
+}
+
+static int copy_stdin(void) {
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(STDIN_FILENO, buf, sizeof buf)) > 0)
+                for (ssize_t off = 0; off < n;) {
+                        ssize_t w = write(STDOUT_FILENO, buf + off, (size_t) (n - off));
+                        if (w < 0)
+                                return 1;
+                        off += w;
+                }
+        return n < 0;
+}
+
+int main(int argc, char *argv[]) {
+        const char *what = argc > 1 ? argv[1] : "report";
+        if (strcmp(what, "report") == 0) {
+                report(argc, argv);
+                return 0;
+        }
+        if (strcmp(what, "exit") == 0 && argc > 2) {
+                printf("exiting with %d\n", atoi(argv[2]));
+                return atoi(argv[2]);
+        }
+        if (strcmp(what, "kill") == 0 && argc > 2) {
+                fprintf(stderr, "raising %d\n", atoi(argv[2]));
+                if (atoi(argv[2]) == SIGSEGV)
+                        *(volatile int *) 0 = 1;
+                if (atoi(argv[2]) == SIGABRT)
+                        abort();
+                raise(atoi(argv[2]));
+                return 100;
+        }
+        if (strcmp(what, "wait-signal") == 0)
+                return wait_signal();
+        if (strcmp(what, "cat") == 0)
+                return copy_stdin();
+        if (strcmp(what, "sleep") == 0 && argc > 2) {
+                sleep((unsigned) atoi(argv[2]));
+                return 0;
+        }
+        fprintf(stderr, "observe: unknown command %s\n", what);
+        return 2;
+}
