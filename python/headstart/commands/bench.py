@@ -160,14 +160,14 @@ def _fmt(s: Summary | None) -> str:
 
 def render_table(results: list[ProgramResult], file: IO[str]) -> None:
     console = Console(file=file, width=120)
-    table = Table(title="Time to main, µs (median, p10–p90), and ratio to exec, measured alternately")
-    for col in ("program", "mode", "to main", "p10–p90", "ratio", "to exit", "ratio "):
+    table = Table(title="Time to main, µs (median, p10 to p90), and ratio to exec, measured alternately")
+    for col in ("program", "mode", "to main", "p10 to p90", "ratio", "to exit", "ratio "):
         table.add_column(col, justify="left" if col in ("program", "mode") else "right")
     for r in results:
         for mode, m in r.modes.items():
             ratio = r.ratio(mode)
             exit_ratio = r.ratio(mode, "to_exit_us")
-            spread = "-" if m.to_main_us is None else f"{m.to_main_us.p10:,.0f}–{m.to_main_us.p90:,.0f}"
+            spread = "-" if m.to_main_us is None else f"{m.to_main_us.p10:,.0f}-{m.to_main_us.p90:,.0f}"
             table.add_row(
                 r.program,
                 MODE_TITLES[mode],
