@@ -43,7 +43,7 @@ build: deps $(BUILD)/build.ninja
 
 # AddressSanitizer and UndefinedBehaviorSanitizer build of the daemon, the client and the C tests.
 $(BUILD_SAN)/build.ninja: | deps
-	meson setup $(BUILD_SAN) -Dsamples=enabled -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(BUILD_SAN) -Dsamples=disabled -Db_sanitize=address,undefined -Db_lundef=false
 
 build-sanitize: deps $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)

@@ -1,4 +1,9 @@
-"""Where the C parts are: $HEADSTART_BUILD_DIR, else the build/ folder of this source tree, else PATH."""
+"""Where the C parts are: $HEADSTART_BUILD_DIR, else the build/ folder of this source tree, else PATH.
+
+Programs that are launched rather than part of headstart (the sample apps, the test helpers) may
+come from another build, $HEADSTART_APPS_BUILD_DIR: a sanitizer build of the daemon must still run
+uninstrumented programs, since instrumented ones carry DT_PREINIT_ARRAY and go to exec.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,10 @@ _BUILD_PATHS = {
     "jpeg-encode": "bench/jpeg-encode",
     "mp3-encode": "bench/mp3-encode",
     "fft": "bench/fft",
+    "observe": "tests/helpers/observe",
 }
+
+_LAUNCHED = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft", "observe")
 
 SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft")
 
@@ -28,11 +36,16 @@ def build_dir() -> Path:
     return Path(os.environ.get("HEADSTART_BUILD_DIR", SOURCE_ROOT / "build"))
 
 
+def apps_build_dir() -> Path:
+    return Path(os.environ.get("HEADSTART_APPS_BUILD_DIR", build_dir()))
+
+
 def find(name: str) -> Path:
     """The path of one of our binaries, or a clear error saying how to build it."""
     rel = _BUILD_PATHS.get(name)
     if rel:
-        candidate = build_dir() / rel
+        base = apps_build_dir() if name in _LAUNCHED else build_dir()
+        candidate = base / rel
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which(name)

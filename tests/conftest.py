@@ -1,0 +1,93 @@
+"""Fixtures that start the real headstartd and run programs by exec and through it.
+
+The binaries come from $HEADSTART_BUILD_DIR (default build/), the launched programs from
+$HEADSTART_APPS_BUILD_DIR (default the same); `make test` runs this suite against the normal build
+and again against the sanitizer build of the daemon and client.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from headstart import binaries
+from headstart.daemon import RunningDaemon, private_daemon
+
+# Variables the daemon has and a client must never see.
+DAEMON_ONLY_VAR = "HEADSTART_TEST_DAEMON_ONLY"
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def bin_path(name: str) -> Path:
+    return binaries.find(name)
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """A small, explicit environment, the same for exec and served runs."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C", "HOME": os.environ.get("HOME", "/root")}
+    for key in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(extra)
+    return env
+
+
+def run_exec(argv: list[str], **kw: object) -> Result:
+    return _run(argv, **kw)
+
+
+def run_served(daemon: RunningDaemon, argv: list[str], **kw: object) -> Result:
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket)]
+    return _run(client + argv, **kw)
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60, **kw: object) -> Result:
+    # A session of our own: with a controlling terminal, headstart-run would choose exec.
+    p = subprocess.run(
+        argv,
+        env=env if env is not None else base_env(),
+        capture_output=True,
+        timeout=timeout,
+        start_new_session=True,
+        **kw,  # type: ignore[arg-type]
+    )
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+class Served:
+    """Asserts that the launches inside the block were served by the daemon, not sent to exec."""
+
+    def __init__(self, daemon: RunningDaemon, count: int = 1) -> None:
+        self.daemon = daemon
+        self.count = count
+
+    def __enter__(self) -> Served:
+        self.before = self.daemon.launches_started()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            started = self.daemon.launches_started() - self.before
+            assert started == self.count, f"expected {self.count} served launches, daemon started {started}"
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[RunningDaemon]:
+    apps = [bin_path(a) for a in (*binaries.SAMPLE_APPS, "observe")]
+    os.environ[DAEMON_ONLY_VAR] = "1"
+    try:
+        with private_daemon(apps) as d:
+            yield d
+    finally:
+        del os.environ[DAEMON_ONLY_VAR]
+    assert d.process.returncode == 0, d.log_text()

@@ -1,0 +1,254 @@
+"""A served program must behave exactly as the same program run by exec."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import DAEMON_ONLY_VAR, Served, base_env, bin_path, run_exec, run_served
+
+SAMPLES = {
+    "gtk-hello": [["a", "b c"], []],
+    "jpeg-encode": [["85"], ["30", "64", "48"]],
+    "mp3-encode": [["1"], ["0.5", "1000"]],
+    "fft": [[], ["1024"], ["3"]],  # 3 is out of range: exit status 2 and a message
+}
+
+# What a served program sees differently by design: its own session (docs/limitations.md).
+SESSION_LINES = (b"own_process_group=", b"session_leader=")
+
+
+def observe(*args: str) -> list[str]:
+    return [str(bin_path("observe")), *args]
+
+
+def comparable(report: bytes) -> bytes:
+    return b"\n".join(line for line in report.split(b"\n") if not line.startswith(SESSION_LINES))
+
+
+@pytest.mark.parametrize(("app", "args"), [(a, x) for a, xs in SAMPLES.items() for x in xs])
+def test_samples_same_as_exec(daemon, app, args):
+    argv = [str(bin_path(app)), *args]
+    want = run_exec(argv)
+    with Served(daemon):
+        got = run_served(daemon, argv)
+    assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
+    assert want.stdout or want.stderr
+
+
+def test_everything_observable_matches_exec(daemon):
+    env = base_env(CLIENT_ONLY="x y", EMPTY="")
+    want = run_exec(observe("report", "one", "", "two words"), env=env)
+    with Served(daemon):
+        got = run_served(daemon, observe("report", "one", "", "two words"), env=env)
+    assert got.returncode == want.returncode == 0
+    assert comparable(got.stdout) == comparable(want.stdout)
+    # The report covers these; make sure they are really in it, so the comparison means something.
+    for key in (b"env=CLIENT_ONLY=x y", b"cmdline:", b"comm=observe", b"fds=0,1,2,", b"umask="):
+        assert key in got.stdout
+
+
+def test_environment_replaced_exactly(daemon):
+    env = base_env(ONLY_HERE="1")
+    with Served(daemon):
+        got = run_served(daemon, observe("report"), env=env)
+    lines = [line[4:] for line in got.stdout.decode().splitlines() if line.startswith("env=")]
+    assert sorted(lines) == sorted(f"{k}={v}" for k, v in env.items())
+    assert DAEMON_ONLY_VAR not in got.stdout.decode()
+
+
+def test_empty_environment(daemon):
+    with Served(daemon):
+        got = run_served(daemon, observe("report"), env={})
+    assert b"env=" not in got.stdout
+    assert b"environ:\n" in got.stdout
+
+
+def test_working_directory_and_deleted_directory(daemon):
+    with tempfile.TemporaryDirectory() as tmp:
+        with Served(daemon):
+            got = run_served(daemon, observe("report"), cwd=tmp)
+        assert f"cwd={os.path.realpath(tmp)}\n".encode() in got.stdout
+
+        gone = Path(tmp) / "gone"
+        # The client starts in the directory, which is removed before it runs.
+        client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), *observe("report")]
+        script = f'mkdir "{gone}" && cd "{gone}" && rmdir "{gone}" && exec "$@"'
+        with Served(daemon):
+            served = run_exec(["/bin/sh", "-c", script, "sh", *client])
+        plain = run_exec(["/bin/sh", "-c", script, "sh", *observe("report")])
+        assert served.returncode == plain.returncode == 0
+        served_cwd = [x for x in served.stdout.split(b"\n") if x.startswith(b"cwd=")]
+        plain_cwd = [x for x in plain.stdout.split(b"\n") if x.startswith(b"cwd=")]
+        assert served_cwd == plain_cwd
+        assert served_cwd[0] != b"cwd=" + str(gone).encode()  # getcwd reports a deleted directory
+
+
+def test_umask_rlimits_mask_and_ignored_signals(daemon):
+    # The shell sets each property, then execs the client (or the program itself).
+    setup = "umask 0027; ulimit -n 512; ulimit -S -c 0; trap '' USR2 HUP; exec \"$@\""
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket)]
+    with Served(daemon):
+        got = run_exec(["/bin/sh", "-c", setup, "sh", *client, *observe("report")])
+    want = run_exec(["/bin/sh", "-c", setup, "sh", *observe("report")])
+    assert b"umask=0027" in got.stdout
+    assert b"rlimit[7]=512/" in got.stdout
+    assert comparable(got.stdout) == comparable(want.stdout)
+    ignored = next(x for x in got.stdout.split(b"\n") if x.startswith(b"ignored="))
+    assert b"1," in ignored and b"12," in ignored  # SIGHUP and SIGUSR2 stay ignored across exec
+
+
+def test_blocked_signals_are_kept(daemon):
+    # Python's pthread_sigmask is inherited by the child we spawn, then by the program.
+    code = (
+        "import signal, subprocess, sys\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGWINCH})\n"
+        "sys.exit(subprocess.run(sys.argv[1:]).returncode)\n"
+    )
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket)]
+    with Served(daemon):
+        got = run_exec(["python3", "-c", code, *client, *observe("report")])
+    blocked = next(x for x in got.stdout.split(b"\n") if x.startswith(b"blocked="))
+    assert blocked == b"blocked=10,28,"
+
+
+def test_extra_fd_passed_at_same_number(daemon):
+    r, w = os.pipe()
+    try:
+        with Served(daemon):
+            got = run_served(daemon, observe("report"), pass_fds=(w,))
+    finally:
+        os.close(r)
+        os.close(w)
+    fds = next(x for x in got.stdout.split(b"\n") if x.startswith(b"fds="))
+    assert fds == f"fds=0,1,2,{w},".encode()
+
+
+def test_fd_5_reaches_the_program(daemon):
+    script = 'exec 5>"$1"; shift; exec "$@"'
+    with tempfile.NamedTemporaryFile() as out:
+        client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket)]
+        with Served(daemon):
+            got = run_exec(["/bin/sh", "-c", script, "sh", out.name, *client, *observe("report")])
+        assert b"fds=0,1,2,5,\n" in got.stdout
+
+
+@pytest.mark.parametrize("code", [0, 1, 2, 42, 127, 128, 200, 255])
+def test_exit_codes(daemon, code):
+    with Served(daemon):
+        got = run_served(daemon, observe("exit", str(code)))
+    assert got.returncode == code
+
+
+def test_all_exit_codes_in_one_loop(daemon):
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), *observe("exit")]
+    script = 'for i in $(seq 0 255); do "$@" $i >/dev/null; echo $?; done'
+    with Served(daemon, count=256):
+        got = run_exec(["/bin/sh", "-c", script, "sh", *client], timeout=120)
+    assert got.stdout.split() == [str(i).encode() for i in range(256)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT, signal.SIGTERM, signal.SIGKILL])
+def test_killed_by_signal(daemon, sig):
+    with Served(daemon):
+        got = run_served(daemon, observe("kill", str(int(sig))))
+    want = run_exec(observe("kill", str(int(sig))))
+    assert got.returncode == want.returncode == -sig
+    assert got.stderr == want.stderr
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGWINCH]
+)
+def test_signals_reach_the_program(daemon, sig):
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), *observe("wait-signal")]
+    before = daemon.launches_started()
+    p = subprocess.Popen(client, stdout=subprocess.PIPE, env=base_env(), start_new_session=True)
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=30)
+    assert out == f"got {int(sig)}\n".encode()
+    assert p.returncode == int(sig)
+    assert daemon.launches_started() == before + 1
+
+
+def test_ten_megabytes_through_stdin_and_stdout(daemon):
+    data = os.urandom(10 * 1024 * 1024)
+    with Served(daemon):
+        got = run_served(daemon, observe("cat"), input=data)
+    assert got.returncode == 0
+    assert got.stdout == data
+
+
+def test_program_found_on_path_like_execvp(daemon):
+    env = base_env(PATH=f"/nonexistent:{bin_path('observe').parent}:/usr/bin:/bin")
+    with Served(daemon):
+        got = run_served(daemon, ["observe", "report"], env=env)
+    assert b"argv[0]=observe\n" in got.stdout
+    assert b"invocation_short_name=observe\n" in got.stdout
+
+
+def test_process_name_through_a_symlink(daemon, tmp_path):
+    """exec names the process (comm, 15 bytes at most) after the file name it was given."""
+    link = tmp_path / "a-rather-long-alias-name"
+    link.symlink_to(bin_path("observe"))
+    with Served(daemon):
+        got = run_served(daemon, [str(link), "report"])
+    want = run_exec([str(link), "report"])
+
+    def names(out: bytes) -> list[bytes]:
+        keys = (b"comm=", b"invocation_name=", b"invocation_short_name=", b"cmdline:")
+        return [x for x in out.split(b"\n") if x.startswith(keys)]
+
+    assert names(got.stdout) == names(want.stdout)
+    assert b"comm=a-rather-long-a" in names(got.stdout)
+
+
+def test_many_launches_in_a_row_leak_nothing(daemon):
+    """2,000 launches: none fails, and the daemon's fd count and memory do not grow."""
+    timer = bin_path("launch-timer")
+    args = ["--socket", str(daemon.socket), "--run-client", str(bin_path("headstart-run"))]
+    fft = [str(bin_path("fft")), "64"]
+
+    def measure() -> tuple[int, int]:
+        pid = daemon.process.pid
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        rss = next(int(x.split()[1]) for x in open(f"/proc/{pid}/status") if x.startswith("VmRSS:"))
+        return fds, rss
+
+    warm = run_exec([str(timer), "--runs", "100", "--modes", "direct", *args, "--", *fft])
+    assert b"error" not in warm.stdout
+    fds0, rss0 = measure()
+    out = run_exec([str(timer), "--runs", "1000", "--modes", "direct,run", *args, "--", *fft], timeout=600)
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2000
+    assert not [x for x in lines if b"error" in x][:3]
+    fds1, rss1 = measure()
+    assert fds1 == fds0
+    assert rss1 - rss0 < 1024, f"daemon RSS grew from {rss0} to {rss1} KiB"
+
+
+def test_fifty_at_once(daemon):
+    client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket)]
+    before = daemon.launches_started()
+    procs = [
+        subprocess.Popen(
+            [*client, *observe("exit", str(i))],
+            stdout=subprocess.PIPE,
+            env=base_env(),
+            start_new_session=True,
+        )
+        for i in range(50)
+    ]
+    results = [(p.communicate(timeout=60)[0], p.returncode) for p in procs]
+    assert results == [(f"exiting with {i}\n".encode(), i) for i in range(50)]
+    deadline = time.monotonic() + 5
+    while daemon.launches_started() < before + 50 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert daemon.launches_started() == before + 50
