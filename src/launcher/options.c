@@ -80,6 +80,12 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_bool(key, value, &o->verbose);
         else if (strcmp(key, "max-children") == 0)
                 return parse_unsigned(key, value, &o->max_children);
+        else if (strcmp(key, "request-timeout") == 0) {
+                unsigned seconds;
+                r = parse_unsigned(key, value, &seconds);
+                o->request_timeout_ms = seconds * 1000u;
+                return r;
+        }
         else
                 return log_error("unknown setting '%s'", key), -EINVAL;
         return r < 0 ? log_error_errno(r, "cannot store setting '%s'", key) : 0;
@@ -134,6 +140,7 @@ static void help(void) {
                 "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --cache-dir DIR      where loadable copies of PIE programs go (default: beside the socket)\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
+                "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
                 "  --verbose            log every launch\n"
                 "  --help, --version\n";
@@ -148,6 +155,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
                 { "socket", required_argument, NULL, 's' },
                 { "cache-dir", required_argument, NULL, 'C' },
                 { "max-children", required_argument, NULL, 'm' },
+                { "request-timeout", required_argument, NULL, 't' },
                 { "allow-root", no_argument, NULL, 'R' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
@@ -157,6 +165,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
         int c, r, index = 0;
 
         o->max_children = DEFAULT_MAX_CHILDREN;
+        o->request_timeout_ms = 10000u;
         while ((c = getopt_long(argc, argv, "", longopts, &index)) >= 0) {
                 switch (c) {
                 case 'h':

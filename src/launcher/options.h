@@ -18,6 +18,7 @@ struct daemon_options {
         bool allow_root;
         bool verbose;
         unsigned max_children;
+        unsigned request_timeout_ms; /* a request must arrive whole within this */
 };
 
 /* Returns 1 to go on, 0 when done (--help, --version), a negative errno after logging the error. */

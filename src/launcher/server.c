@@ -22,7 +22,6 @@
 #include "macro.h"
 #include "wire.h"
 
-#define REQUEST_TIMEOUT_MS 10000u
 #define MAX_CONNECTIONS 4096u
 
 extern char **environ;
@@ -114,7 +113,7 @@ static void accept_clients(struct server *s) {
                         close(fd);
                         continue;
                 }
-                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + REQUEST_TIMEOUT_MS };
+                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms };
                 if (watch_fd(s, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
                         close(fd);
                         free(c);

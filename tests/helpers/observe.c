@@ -144,3 +144,11 @@ int main(int argc, char *argv[]) {
         fprintf(stderr, "observe: unknown command %s\n", what);
         return 2;
 }
+
+#ifdef WITH_TLS
+/* A thread-local variable in the executable gives it a PT_TLS segment. */
+__thread int observe_tls_counter = 1;
+int observe_tls_touch(void) {
+        return observe_tls_counter++;
+}
+#endif

@@ -1,0 +1,199 @@
+"""Whenever the daemon cannot serve, headstart-run still runs the program, by exec, correctly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+from conftest import Served, base_env, bin_path, run_exec, run_served
+from headstart.daemon import private_daemon
+
+
+def observe(*args: str, variant: str = "observe") -> list[str]:
+    return [str(bin_path("observe").parent / variant), *args]
+
+
+def debug_env(**extra: str) -> dict[str, str]:
+    return base_env(HEADSTART_DEBUG="1", **extra)
+
+
+def assert_fallback(daemon, argv, reason: bytes, env=None):
+    """Runs argv through the client: not served, same result as exec, and the debug line says why."""
+    env = env or debug_env()
+    before = daemon.launches_started()
+    got = run_served(daemon, argv, env=env)
+    want = run_exec(argv, env=env)
+    assert daemon.launches_started() == before
+    assert got.returncode == want.returncode
+    assert got.stdout == want.stdout
+    debug = [x for x in got.stderr.split(b"\n") if x.startswith(b"headstart-run: running")]
+    assert len(debug) == 1 and reason in debug[0], got.stderr
+    assert got.stderr.replace(debug[0] + b"\n", b"") == want.stderr
+
+
+def test_no_daemon(tmp_path):
+    argv = [str(bin_path("headstart-run")), "--socket", str(tmp_path / "none"), *observe("exit", "7")]
+    got = run_exec(argv, env=debug_env())
+    assert got.returncode == 7
+    assert got.stdout == b"exiting with 7\n"
+    assert b"no daemon answers" in got.stderr
+
+
+def test_exec_option(daemon):
+    before = daemon.launches_started()
+    got = run_served(daemon, ["--exec", *observe("exit", "3")], env=debug_env())
+    assert (got.returncode, got.stdout) == (3, b"exiting with 3\n")
+    assert b"--exec given" in got.stderr
+    assert daemon.launches_started() == before
+
+
+def test_missing_program_reports_like_exec(daemon):
+    got = run_served(daemon, ["/nonexistent/prog"])
+    assert got.returncode == 127
+    assert b"/nonexistent/prog" in got.stderr
+    got = run_served(daemon, ["no-such-program-anywhere"])
+    assert got.returncode == 127
+
+
+@pytest.mark.parametrize(
+    ("variant", "reason"),
+    [
+        ("observe-copyreloc", b"copy relocations"),
+        ("observe-tls", b"thread-local storage"),
+        ("observe-nopie", b"not position-independent"),
+        ("observe-static", b"statically linked"),
+        ("observe-noexport", b"does not export main"),
+    ],
+)
+def test_hazardous_programs_go_to_exec(daemon, variant, reason):
+    if not (bin_path("observe").parent / variant).exists():
+        pytest.skip(f"{variant} was not built (no static libc?)")
+    assert_fallback(daemon, observe("exit", "5", variant=variant), reason)
+
+
+def test_unmodified_distro_program_goes_to_exec(daemon):
+    # Debian's programs are -fPIE PIEs that do not export main: served only from the next issue on.
+    assert_fallback(daemon, ["/usr/bin/env", "-u", "HOME"], b"copy relocations")
+
+
+def test_script_goes_to_exec(daemon, tmp_path):
+    script = tmp_path / "hello.sh"
+    script.write_text('#!/bin/sh\necho hello from a script "$@"\nexit 4\n')
+    script.chmod(0o755)
+    assert_fallback(daemon, [str(script), "x"], b"not an ELF file")
+
+
+def test_setuid_program_goes_to_exec(daemon, tmp_path):
+    copy = tmp_path / "observe-setuid"
+    shutil.copy(bin_path("observe"), copy)
+    copy.chmod(0o755 | stat.S_ISUID)
+    assert_fallback(daemon, [str(copy), "exit", "0"], b"set-user-ID")
+
+
+def test_file_capabilities_go_to_exec(daemon, tmp_path):
+    copy = tmp_path / "observe-caps"
+    shutil.copy(bin_path("observe"), copy)
+    if subprocess.run(["setcap", "cap_net_raw+ep", str(copy)], capture_output=True).returncode != 0:
+        pytest.skip("setcap is not permitted here")
+    assert_fallback(daemon, [str(copy), "exit", "0"], b"file capabilities")
+
+
+@pytest.mark.parametrize(
+    "var", ["LD_BIND_NOW=1", "LD_LIBRARY_PATH=/tmp", "GLIBC_TUNABLES=glibc.malloc.check=3"]
+)
+def test_different_loader_environment_goes_to_exec(daemon, var):
+    key, value = var.split("=", 1)
+    assert_fallback(daemon, observe("report"), b"loader's environment differs", env=debug_env(**{key: value}))
+
+
+def test_controlling_terminal_goes_to_exec(daemon):
+    client = f"{bin_path('headstart-run')} --socket {daemon.socket} {bin_path('observe')} report"
+    before = daemon.launches_started()
+    got = subprocess.run(
+        ["script", "-qec", client, "/dev/null"], capture_output=True, env=debug_env(), timeout=60
+    )
+    assert got.returncode == 0
+    assert b"controlling terminal is attached" in got.stdout  # the pty merges stderr into stdout
+    assert b"controlling_tty=1" in got.stdout
+    assert daemon.launches_started() == before
+
+
+def test_stopped_daemon_finishes_running_programs_then_clients_exec():
+    with private_daemon([bin_path("observe")]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        running = subprocess.Popen(
+            [*client, *observe("wait-signal")], stdout=subprocess.PIPE, env=base_env(), start_new_session=True
+        )
+        assert running.stdout is not None
+        assert running.stdout.readline() == b"ready\n"
+        d.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        # The daemon stopped listening: a new launch runs by exec, and correctly.
+        later = run_exec([*client, *observe("exit", "9")], env=debug_env())
+        assert later.returncode == 9
+        assert b"no daemon answers" in later.stderr
+        assert d.process.poll() is None  # still waiting for its running program
+        running.send_signal(signal.SIGUSR1)
+        out, _ = running.communicate(timeout=30)
+        assert (out, running.returncode) == (b"got 10\n", 10)
+        assert d.process.wait(timeout=30) == 0
+
+
+def test_killed_daemon_leaves_a_stale_socket_and_clients_exec():
+    with private_daemon([bin_path("observe")]) as d:
+        d.process.kill()
+        d.process.wait()
+        assert d.socket.exists()
+        got = run_exec(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("exit", "6")],
+            env=debug_env(),
+        )
+        assert got.returncode == 6
+        assert b"no daemon answers" in got.stderr
+
+
+def test_daemon_killed_while_program_runs():
+    with private_daemon([bin_path("observe")]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        p = subprocess.Popen(
+            [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
+        )
+        time.sleep(0.3)
+        d.process.kill()
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 255
+        assert b"exit status is lost" in err
+
+
+def test_refuses_root_without_allow_root(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    got = run_exec([str(bin_path("headstartd")), "--socket", str(tmp_path / "s")])
+    assert got.returncode == 1
+    assert got.stderr.count(b"\n") == 1 and b"refusing to run as root" in got.stderr
+
+
+def test_bad_options_are_one_clear_line(tmp_path):
+    for argv in (["--bogus"], ["--max-children", "zero"], ["--app", "/nonexistent/x", "--allow-root"]):
+        got = run_exec([str(bin_path("headstartd")), "--socket", str(tmp_path / "s"), *argv])
+        assert got.returncode != 0
+        assert got.stderr.strip() and got.stderr.count(b"\n") <= 2, got.stderr
+    got = run_exec([str(bin_path("headstart-run"))])
+    assert got.returncode == 2 and b"no program given" in got.stderr
+
+
+def test_config_file(tmp_path):
+    conf = tmp_path / "headstart.conf"
+    conf.write_text(f"# a comment\napp = {bin_path('observe')}\n\nverbose = yes\n")
+    with private_daemon([], extra_args=["--config", str(conf)]) as d:
+        with Served(d):
+            got = run_served(d, observe("exit", "0"))
+        assert got.returncode == 0
+    conf.write_text("app\n")
+    got = run_exec([str(bin_path("headstartd")), "--config", str(conf), "--allow-root", "--socket", "/x"])
+    assert got.returncode == 1 and b"expected 'key = value'" in got.stderr
