@@ -254,6 +254,10 @@ int main(int argc, char *argv[]) {
         if (s.sigfd < 0)
                 exec_program(prog_argv, "signalfd failed");
         int r = hs_client_send_launch(s.sock, path, prog_argv, environ, &original_mask);
+        /* A daemon that refuses us (another user, say) replies and hangs up, which can break our
+         * write: read what it said before going to exec. */
+        if (r == -EPIPE || r == -ECONNRESET)
+                serve(&s, prog_argv);
         if (r < 0) {
                 char why[128];
                 snprintf(why, sizeof why, "cannot send the request: %s", strerror(-r));

@@ -1,0 +1,296 @@
+"""Bad requests and other users: a clear error, and the daemon keeps serving.
+
+The byte layouts below follow docs/protocol.md (src/common/protocol.h is the authority); they are
+written out here so that these tests can craft requests the real client never would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Served, base_env, bin_path, run_exec, run_served
+from headstart.daemon import private_daemon
+
+MAGIC = 0x52545348
+VERSION = 1
+MSG_LAUNCH, MSG_ERROR = 1, 5
+HEADER = struct.Struct("=IHHI")
+MAX_PAYLOAD = 16 * 1024 * 1024
+# flags, umask, sigmask, sigignore, 16 rlimits (cur, max), nfds, argc, envc, path_size, strings_size, reserved
+FIXED = struct.Struct("=IIQQ" + "QQ" * 16 + "IIIIII")
+
+
+def connect(daemon) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(daemon.socket))
+    s.settimeout(20)
+    return s
+
+
+def read_reply(s: socket.socket) -> tuple[int, int, bytes] | None:
+    """(type, code, text) of one reply, or None when the daemon closed the connection."""
+    head = b""
+    while len(head) < HEADER.size:
+        chunk = s.recv(HEADER.size - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    magic, version, mtype, size = HEADER.unpack(head)
+    assert (magic, version) == (MAGIC, VERSION)
+    body = b""
+    while len(body) < size:
+        body += s.recv(size - len(body))
+    code = struct.unpack("=i", body[:4])[0] if len(body) >= 8 else 0
+    return mtype, code, body[8:]
+
+
+def launch_payload(argv: list[bytes], env: list[bytes], path: bytes, nfds: int = 0, **over: int) -> bytes:
+    strings = b"".join(x + b"\0" for x in argv + env)
+    fields = {"argc": len(argv), "envc": len(env), "path_size": len(path) + 1, "strings_size": len(strings)}
+    fields.update(over)
+    limits = [0] * 32
+    fixed = FIXED.pack(
+        0,
+        0o22,
+        0,
+        0,
+        *limits,
+        nfds,
+        fields["argc"],
+        fields["envc"],
+        fields["path_size"],
+        fields["strings_size"],
+        0,
+    )
+    return fixed + b"\0" * 4 * nfds + path + b"\0" + strings
+
+
+def send_with_fds(s: socket.socket, data: bytes, fds: list[int]) -> None:
+    s.sendmsg(
+        [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+    )
+
+
+def still_serves(daemon) -> None:
+    with Served(daemon):
+        got = run_served(daemon, [str(bin_path("observe")), "exit", "0"])
+    assert got.returncode == 0
+    assert daemon.process.poll() is None
+
+
+def test_random_bytes(daemon):
+    for _ in range(20):
+        with connect(daemon) as s:
+            s.sendall(os.urandom(4096))
+            reply = read_reply(s)
+            assert reply is None or reply[0] == MSG_ERROR
+    still_serves(daemon)
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (HEADER.pack(0xDEADBEEF, VERSION, MSG_LAUNCH, 10), b"not a headstart request"),
+        (HEADER.pack(MAGIC, 99, MSG_LAUNCH, 10), b"unsupported protocol version"),
+        (HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, MAX_PAYLOAD + 1), b"request too large"),
+    ],
+)
+def test_bad_headers_get_a_clear_error(daemon, header, message):
+    with connect(daemon) as s:
+        s.sendall(header)
+        mtype, _, text = read_reply(s)
+        assert (mtype, text) == (MSG_ERROR, message)
+    still_serves(daemon)
+
+
+def test_unknown_message_type(daemon):
+    with connect(daemon) as s:
+        s.sendall(HEADER.pack(MAGIC, VERSION, 42, 0))
+        mtype, _, text = read_reply(s)
+        assert (mtype, text) == (MSG_ERROR, b"unknown message type")
+    still_serves(daemon)
+
+
+def test_malformed_launch_requests(daemon):
+    path = str(bin_path("observe")).encode()
+    cases = [
+        (
+            launch_payload([b"x"], [], path, argc=3),
+            2,
+            b"argument and environment strings do not match their counts",
+        ),
+        (launch_payload([], [], path), 2, b"argv is empty"),
+        (launch_payload([b"x"], [], b"relative"), 2, b"program path is not absolute"),
+        (launch_payload([b"x"], [], path), 0, b"file descriptor count differs from the one attached"),
+        (launch_payload([b"x"], [], path)[:-1], 2, b"sizes do not add up to the payload size"),
+    ]
+    for payload, nfds, message in cases:
+        with connect(daemon) as s:
+            fds = [os.open("/", os.O_RDONLY) for _ in range(nfds)]
+            try:
+                send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            mtype, _, text = read_reply(s)
+            assert (mtype, text) == (MSG_ERROR, message)
+    still_serves(daemon)
+
+
+def test_truncated_request_and_disconnect(daemon):
+    for cut in (1, HEADER.size - 1, HEADER.size, HEADER.size + 100):
+        with connect(daemon) as s:
+            s.sendall((HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, 5000) + b"\0" * 5000)[:cut])
+    still_serves(daemon)
+    assert "a client disconnected in the middle of its request" in daemon.log_text()
+
+
+def test_stalled_client_times_out():
+    with private_daemon([bin_path("observe")], extra_args=["--request-timeout", "1"]) as d:
+        with connect(d) as s:
+            s.sendall(HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, 5000))
+            start = time.monotonic()
+            mtype, _, text = read_reply(s)
+            assert (mtype, text) == (MSG_ERROR, b"request not complete in time")
+            assert time.monotonic() - start < 10
+        still_serves(d)
+
+
+def test_many_idle_connections_do_not_block_others(daemon):
+    idle = [connect(daemon) for _ in range(200)]
+    try:
+        for s in idle[:100]:
+            s.sendall(HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, 100))
+        still_serves(daemon)
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_too_many_fds_is_an_error(daemon):
+    path = str(bin_path("observe")).encode()
+    payload = launch_payload([b"x"], [], path, nfds=0)
+    with connect(daemon) as s:
+        fds = [os.open("/", os.O_RDONLY) for _ in range(253)]
+        try:
+            send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        mtype, _, _ = read_reply(s)
+        assert mtype == MSG_ERROR
+    fds_before = len(os.listdir(f"/proc/{daemon.process.pid}/fd"))
+    still_serves(daemon)
+    assert len(os.listdir(f"/proc/{daemon.process.pid}/fd")) == fds_before
+
+
+def test_full_arg_max_of_arguments_and_environment(daemon):
+    """Arguments and environment up to what exec itself accepts go through unchanged."""
+    arg_max = os.sysconf("SC_ARG_MAX")
+    # Stay just under the kernel's limit, which also counts the pointers and the other strings.
+    big_arg = "a" * (128 * 1024 - 1)  # MAX_ARG_STRLEN minus the NUL
+    count = (arg_max // 2) // (len(big_arg) + 9) + 1
+    argv = [str(bin_path("observe")), "exit", "0", *[big_arg] * count]
+    env = base_env(**{f"V{i}": "e" * 1000 for i in range((arg_max * 4 // 10) // 1010)})
+    want = run_exec(argv, env=env)
+    assert want.returncode == 0
+    with Served(daemon):
+        got = run_served(daemon, argv, env=env)
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout)
+    total = sum(len(a) + 1 for a in argv) + sum(len(k) + len(v) + 2 for k, v in env.items())
+    assert total > arg_max * 0.85
+
+
+# --- other users ---------------------------------------------------------------------------------
+
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def needs_root_and_setpriv() -> None:
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to act as another user")
+
+
+@pytest.fixture
+def shared_tmp():
+    """A directory other users can reach (pytest's own tmp_path is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="headstart-shared-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+def world_readable_copy(tmp: Path, name: str) -> Path:
+    """A copy of one of our binaries that the user nobody can run."""
+    copy = tmp / name
+    shutil.copy(bin_path(name), copy)
+    copy.chmod(0o755)
+    return copy
+
+
+def test_another_user_is_refused_and_runs_by_exec(daemon, shared_tmp):
+    needs_root_and_setpriv()
+    observe = world_readable_copy(shared_tmp, "observe")
+    client = world_readable_copy(shared_tmp, "headstart-run")
+    # Open the door on purpose: the SO_PEERCRED check must hold even when the socket is reachable.
+    daemon.runtime_dir.chmod(0o711)
+    (daemon.socket.parent).chmod(0o711)
+    daemon.socket.chmod(0o777)
+    try:
+        before = daemon.launches_started()
+        got = run_exec([*NOBODY, str(client), "--socket", str(daemon.socket), str(observe), "exit", "4"])
+    finally:
+        daemon.socket.chmod(0o700)
+        (daemon.socket.parent).chmod(0o700)
+        daemon.runtime_dir.chmod(0o700)
+    assert got.returncode == 4
+    assert got.stdout == b"exiting with 4\n"
+    assert b"only the user who runs headstartd may use it" in got.stderr
+    assert daemon.launches_started() == before
+    assert "refused a connection from another user" in daemon.log_text()
+    still_serves(daemon)
+
+
+def test_daemon_as_an_ordinary_user(shared_tmp):
+    tmp_path = shared_tmp
+    """A non-root daemon serves its own user, and the kernel lets it set the command line."""
+    needs_root_and_setpriv()
+    observe = world_readable_copy(tmp_path, "observe")
+    daemon_bin = world_readable_copy(tmp_path, "headstartd")
+    client = world_readable_copy(tmp_path, "headstart-run")
+    runtime = tmp_path / "run"
+    runtime.mkdir()
+    os.chown(runtime, 65534, 65534)
+    runtime.chmod(0o700)
+    sock = runtime / "headstart" / "socket"
+    env = base_env(XDG_RUNTIME_DIR=str(runtime))
+    log = tmp_path / "log"
+    with open(log, "wb") as logf:
+        d = subprocess.Popen(
+            [*NOBODY, str(daemon_bin), "--app", str(observe), "--verbose"], stderr=logf, env=env
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "ready" not in log.read_text() and time.monotonic() < deadline and d.poll() is None:
+            time.sleep(0.05)
+        assert "ready" in log.read_text(), log.read_text()
+        got = run_exec([*NOBODY, str(client), str(observe), "report", "x"], env=env)
+        want = run_exec([*NOBODY, str(observe), "report", "x"], env=env)
+        assert log.read_text().count(" started ") == 1
+        assert got.returncode == 0
+        keep = (b"cmdline:", b"environ:", b"comm=", b"fds=", b"env=")
+        assert [x for x in got.stdout.split(b"\n") if x.startswith(keep)] == [
+            x for x in want.stdout.split(b"\n") if x.startswith(keep)
+        ]
+        assert sock.exists() and (sock.parent.stat().st_mode & 0o777) == 0o700
+    finally:
+        d.terminate()
+        d.wait(timeout=10)
