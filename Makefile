@@ -52,8 +52,13 @@ test-c: build build-sanitize
 	meson test -C $(BUILD) --print-errorlogs
 	meson test -C $(BUILD_SAN) --print-errorlogs
 
+# The suite twice: against the normal build, then with the sanitizer build of the daemon and client
+# launching the normal build's programs.
 test-python: build build-sanitize
 	$(PY) -m pytest -q tests
+	HEADSTART_BUILD_DIR=$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(BUILD) HEADSTART_SANITIZED=1 \
+		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PY) -m pytest -q tests
 
 lint: deps
 	$(VENV)/bin/ruff check python tests

@@ -17,6 +17,9 @@ import pytest
 from headstart import binaries
 from headstart.daemon import RunningDaemon, private_daemon
 
+# Set by `make test` for its run against the AddressSanitizer build.
+SANITIZED = os.environ.get("HEADSTART_SANITIZED") == "1"
+
 # Variables the daemon has and a client must never see.
 DAEMON_ONLY_VAR = "HEADSTART_TEST_DAEMON_ONLY"
 

@@ -103,9 +103,7 @@ def test_file_capabilities_go_to_exec(daemon, tmp_path):
     assert_fallback(daemon, [str(copy), "exit", "0"], b"file capabilities")
 
 
-@pytest.mark.parametrize(
-    "var", ["LD_BIND_NOW=1", "LD_LIBRARY_PATH=/tmp", "GLIBC_TUNABLES=glibc.malloc.check=3"]
-)
+@pytest.mark.parametrize("var", ["LD_BIND_NOW=1", "LD_LIBRARY_PATH=/tmp", "GLIBC_TUNABLES=glibc.malloc.check=3"])
 def test_different_loader_environment_goes_to_exec(daemon, var):
     key, value = var.split("=", 1)
     assert_fallback(daemon, observe("report"), b"loader's environment differs", env=debug_env(**{key: value}))
@@ -114,9 +112,7 @@ def test_different_loader_environment_goes_to_exec(daemon, var):
 def test_controlling_terminal_goes_to_exec(daemon):
     client = f"{bin_path('headstart-run')} --socket {daemon.socket} {bin_path('observe')} report"
     before = daemon.launches_started()
-    got = subprocess.run(
-        ["script", "-qec", client, "/dev/null"], capture_output=True, env=debug_env(), timeout=60
-    )
+    got = subprocess.run(["script", "-qec", client, "/dev/null"], capture_output=True, env=debug_env(), timeout=60)
     assert got.returncode == 0
     assert b"controlling terminal is attached" in got.stdout  # the pty merges stderr into stdout
     assert b"controlling_tty=1" in got.stdout

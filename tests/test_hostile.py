@@ -74,9 +74,7 @@ def launch_payload(argv: list[bytes], env: list[bytes], path: bytes, nfds: int =
 
 
 def send_with_fds(s: socket.socket, data: bytes, fds: list[int]) -> None:
-    s.sendmsg(
-        [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
-    )
+    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else [])
 
 
 def still_serves(daemon) -> None:
@@ -274,9 +272,7 @@ def test_daemon_as_an_ordinary_user(shared_tmp):
     env = base_env(XDG_RUNTIME_DIR=str(runtime))
     log = tmp_path / "log"
     with open(log, "wb") as logf:
-        d = subprocess.Popen(
-            [*NOBODY, str(daemon_bin), "--app", str(observe), "--verbose"], stderr=logf, env=env
-        )
+        d = subprocess.Popen([*NOBODY, str(daemon_bin), "--app", str(observe), "--verbose"], stderr=logf, env=env)
     try:
         deadline = time.monotonic() + 30
         while "ready" not in log.read_text() and time.monotonic() < deadline and d.poll() is None:

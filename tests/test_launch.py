@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DAEMON_ONLY_VAR, Served, base_env, bin_path, run_exec, run_served
+from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, run_exec, run_served
 
 SAMPLES = {
     "gtk-hello": [["a", "b c"], []],
@@ -162,9 +162,7 @@ def test_killed_by_signal(daemon, sig):
     assert got.stderr == want.stderr
 
 
-@pytest.mark.parametrize(
-    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGWINCH]
-)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGWINCH])
 def test_signals_reach_the_program(daemon, sig):
     client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), *observe("wait-signal")]
     before = daemon.launches_started()
@@ -231,6 +229,8 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
     assert not [x for x in lines if b"error" in x][:3]
     fds1, rss1 = measure()
     assert fds1 == fds0
+    if SANITIZED:
+        return  # AddressSanitizer's quarantine holds freed memory; LeakSanitizer checks at daemon exit
     assert rss1 - rss0 < 1024, f"daemon RSS grew from {rss0} to {rss1} KiB"
 
 

@@ -47,7 +47,7 @@ def find(name: str) -> Path:
         base = apps_build_dir() if name in _LAUNCHED else build_dir()
         candidate = base / rel
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+            return candidate.absolute()
     found = shutil.which(name)
     if found:
         return Path(found)
