@@ -42,6 +42,12 @@ static void remove_old_copies(int dirfd) {
 
 int image_cache_init(struct image_cache *c, const char *dir, const char *interp) {
         *c = (struct image_cache){ .interp = interp };
+        /* Under socket activation nobody has created the socket's directory for us. */
+        _cleanup_free_ char *parent = strdup(dir);
+        if (!parent)
+                return -ENOMEM;
+        if (mkdir(dirname(parent), 0700) < 0 && errno != EEXIST)
+                return -errno;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -123,7 +123,9 @@ static void raise_fd_limit(void) {
         }
 }
 
-static int run(const struct daemon_options *o) {
+static int run(const struct daemon_options *o, int activated_fd) {
+        if (activated_fd == -ENOTSOCK)
+                return log_error("socket activation: fd 3 is not a listening socket"), -ENOTSOCK;
         if (geteuid() == 0 && !o->allow_root)
                 return log_error("refusing to run as root: programs would start with root's rights; "
                                  "run it as the user it serves, or pass --allow-root"),
@@ -142,9 +144,7 @@ static int run(const struct daemon_options *o) {
                 goto out;
         raise_fd_limit();
 
-        int fd = systemd_listen_fd();
-        if (fd == -ENOENT)
-                fd = listen_open(path);
+        int fd = activated_fd >= 0 ? activated_fd : listen_open(path);
         if (fd < 0) {
                 r = fd;
                 goto out;
@@ -174,9 +174,10 @@ out:
 int main(int argc, char *argv[]) {
         struct daemon_options o = { 0 };
         log_setup("headstartd", LOG_LEVEL_INFO);
+        int activated_fd = systemd_listen_fd();
         int r = options_parse_argv(&o, argc, argv);
         if (r > 0)
-                r = run(&o);
+                r = run(&o, activated_fd);
         options_done(&o);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

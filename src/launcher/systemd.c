@@ -20,8 +20,12 @@ int systemd_listen_fd(void) {
         int r = -ENOENT;
 
         if (pid && fds && strtol(pid, NULL, 10) == (long) getpid() && strtol(fds, NULL, 10) >= 1) {
+                int listening = 0;
+                socklen_t len = sizeof listening;
                 r = SD_LISTEN_FDS_START;
-                if (fcntl(r, F_SETFD, FD_CLOEXEC) < 0)
+                if (getsockopt(r, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+                        r = -ENOTSOCK;
+                else if (fcntl(r, F_SETFD, FD_CLOEXEC) < 0)
                         r = -errno;
         }
         unsetenv("LISTEN_PID");

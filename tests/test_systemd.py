@@ -1,0 +1,67 @@
+"""The systemd protocol pieces: socket activation and readiness notification, as systemd drives them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+from conftest import base_env, bin_path, run_exec
+
+# Execs headstartd with the listening socket as fd 3 and LISTEN_PID set to its own pid, as systemd does.
+ACTIVATE = """
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(16)
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1", LISTEN_FDNAMES="headstart.socket")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def test_socket_activation_and_notify(tmp_path):
+    sock = tmp_path / "activated.sock"
+    notify = tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(notify))
+    listener.settimeout(30)
+    daemon = [str(bin_path("headstartd")), "--app", str(bin_path("observe")), "--verbose"]
+    if os.geteuid() == 0:
+        daemon.append("--allow-root")
+    env = base_env(NOTIFY_SOCKET=str(notify), XDG_RUNTIME_DIR=str(tmp_path))
+    log = tmp_path / "log"
+    with open(log, "wb") as logf:
+        p = subprocess.Popen(["python3", "-c", ACTIVATE, str(sock), *daemon], env=env, stderr=logf)
+    try:
+        message = listener.recv(4096)
+        assert b"READY=1" in message
+        got = run_exec(
+            [str(bin_path("headstart-run")), "--socket", str(sock), str(bin_path("observe")), "report"],
+            env=base_env(),
+        )
+        assert got.returncode == 0
+        assert b"LISTEN_" not in got.stdout and b"NOTIFY_SOCKET" not in got.stdout
+        deadline = time.monotonic() + 10
+        while " started " not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert " started " in log.read_text()
+        # Listening on the inherited socket: the default path was never created.
+        assert not (tmp_path / "headstart" / "socket").exists()
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+        stopping = listener.recv(4096)
+        listener.close()
+    assert b"STOPPING=1" in stopping
+
+
+@pytest.mark.parametrize("unit", ["headstart.service", "headstart.socket"])
+def test_units_are_generated(unit):
+    text = (bin_path("headstartd").parent / "packaging" / unit).read_text()
+    assert "@" not in text.replace("%t/", "").replace("%E/", "")
+    if unit == "headstart.service":
+        assert "Type=notify" in text and "ExecStart=/" in text
