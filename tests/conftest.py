@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,23 @@ def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60
         **kw,  # type: ignore[arg-type]
     )
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def daemon_fd_count(daemon: RunningDaemon, expect: int | None = None, timeout: float = 5.0) -> int:
+    """The daemon's open fds once it has settled. The daemon finishes its clean-up of a launch (or
+    of a connection a test dropped) just after the client has its answer, so we wait up to
+    `timeout` for the count to reach `expect`, or without `expect` to stay the same for 0.2 s."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while True:
+        n = len(os.listdir(f"/proc/{daemon.process.pid}/fd"))
+        now = time.monotonic()
+        if n != last:
+            last, since = n, now
+        settled = n == expect if expect is not None else now - since >= 0.2
+        if settled or now > deadline:
+            return n
+        time.sleep(0.02)
 
 
 class Served:

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Served, base_env, bin_path, run_exec, run_served
+from conftest import Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
 from headstart.daemon import private_daemon
 
 MAGIC = 0x52545348
 VERSION = 1
-MSG_LAUNCH, MSG_ERROR = 1, 5
+MSG_LAUNCH, MSG_DECLINED, MSG_ERROR = 1, 4, 5
 HEADER = struct.Struct("=IHHI")
 MAX_PAYLOAD = 16 * 1024 * 1024
 # flags, umask, sigmask, sigignore, 16 rlimits (cur, max), nfds, argc, envc, path_size, strings_size, reserved
@@ -176,6 +176,7 @@ def test_many_idle_connections_do_not_block_others(daemon):
 def test_too_many_fds_is_an_error(daemon):
     path = str(bin_path("observe")).encode()
     payload = launch_payload([b"x"], [], path, nfds=0)
+    fds_before = daemon_fd_count(daemon)
     with connect(daemon) as s:
         fds = [os.open("/", os.O_RDONLY) for _ in range(253)]
         try:
@@ -185,9 +186,8 @@ def test_too_many_fds_is_an_error(daemon):
                 os.close(fd)
         mtype, _, _ = read_reply(s)
         assert mtype == MSG_ERROR
-    fds_before = len(os.listdir(f"/proc/{daemon.process.pid}/fd"))
     still_serves(daemon)
-    assert len(os.listdir(f"/proc/{daemon.process.pid}/fd")) == fds_before
+    assert daemon_fd_count(daemon, expect=fds_before) == fds_before
 
 
 def test_full_arg_max_of_arguments_and_environment(daemon):
@@ -290,3 +290,20 @@ def test_daemon_as_an_ordinary_user(shared_tmp):
     finally:
         d.terminate()
         d.wait(timeout=10)
+
+
+def test_program_fd_that_is_a_fifo_is_declined(daemon, tmp_path):
+    """The daemon must not open what the client hands it blindly: a FIFO would block it."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    payload = launch_payload([b"fifo"], [], str(fifo).encode())
+    fds = [os.open(fifo, os.O_PATH), os.open(tmp_path, os.O_PATH)]
+    try:
+        with connect(daemon) as s:
+            send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+            mtype, _, text = read_reply(s)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert (mtype, text) == (MSG_DECLINED, b"not a regular file")
+    still_serves(daemon)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, run_exec, run_served
+from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
 
 SAMPLES = {
     "gtk-hello": [["a", "b c"], []],
@@ -214,10 +214,9 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
     args = ["--socket", str(daemon.socket), "--run-client", str(bin_path("headstart-run"))]
     fft = [str(bin_path("fft")), "64"]
 
-    def measure() -> tuple[int, int]:
-        pid = daemon.process.pid
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-        rss = next(int(x.split()[1]) for x in open(f"/proc/{pid}/status") if x.startswith("VmRSS:"))
+    def measure(expect_fds: int | None = None) -> tuple[int, int]:
+        fds = daemon_fd_count(daemon, expect=expect_fds)
+        rss = next(int(x.split()[1]) for x in open(f"/proc/{daemon.process.pid}/status") if x.startswith("VmRSS:"))
         return fds, rss
 
     warm = run_exec([str(timer), "--runs", "100", "--modes", "direct", *args, "--", *fft])
@@ -227,7 +226,7 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
     lines = out.stdout.splitlines()
     assert len(lines) == 2000
     assert not [x for x in lines if b"error" in x][:3]
-    fds1, rss1 = measure()
+    fds1, rss1 = measure(expect_fds=fds0)
     assert fds1 == fds0
     if SANITIZED:
         return  # AddressSanitizer's quarantine holds freed memory; LeakSanitizer checks at daemon exit

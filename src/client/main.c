@@ -136,7 +136,7 @@ static void catchable_signals(sigset_t *set) {
 }
 
 static bool has_controlling_terminal(void) {
-        int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
                 return false;
         close(fd);

@@ -67,14 +67,17 @@ static bool is_registered(const struct server *s, const struct stat *st) {
 static const char *resolve_image(struct server *s, const struct hs_launch_request *req, int program_fd,
                                  const char **ret_image, char *buf, size_t size) {
         char proc[64];
+        struct stat st;
+        /* Only a regular file is opened: opening a FIFO would block the daemon, a device could act. */
+        if (fstat(program_fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return "not a regular file";
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", program_fd);
         /* The client sends an O_PATH fd, which works for execute-only files; dlopen needs to read. */
-        _cleanup_close_ int fd = open(proc, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
                 snprintf(buf, size, "cannot read the program file (%s): only exec can run it", strerror(errno));
                 return buf;
         }
-        struct stat st;
         if (fstat(fd, &st) < 0)
                 return "cannot stat the program file";
 
