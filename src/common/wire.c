@@ -70,6 +70,15 @@ int hs_send_message(int sock, enum hs_message_type type, const void *payload, si
         return 0;
 }
 
+int hs_send_reason(int sock, enum hs_message_type type, int code, const char *text) {
+        char buf[sizeof(struct hs_reason) + HS_MAX_TEXT];
+        struct hs_reason r = { .code = code };
+        size_t len = strnlen(text, HS_MAX_TEXT);
+        memcpy(buf, &r, sizeof r);
+        memcpy(buf + sizeof r, text, len);
+        return hs_send_message(sock, type, buf, sizeof r + len, NULL, 0, 1);
+}
+
 ssize_t hs_recv_some(int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *nfds) {
         union {
                 struct cmsghdr align;

@@ -12,6 +12,9 @@
 int hs_send_message(int sock, enum hs_message_type type, const void *payload, size_t size, const int *fds,
                     size_t nfds, int nonblock);
 
+/* Sends a DECLINED or ERROR message: `code` and up to HS_MAX_TEXT bytes of `text`. Never blocks. */
+int hs_send_reason(int sock, enum hs_message_type type, int code, const char *text);
+
 /* One recvmsg into buf; fds that arrive with it are appended to fds[*nfds] (close-on-exec set).
  * Returns bytes read (0 at end of stream) or a negative errno. Too many fds is -EMSGSIZE, with the
  * surplus closed. */

@@ -19,26 +19,11 @@
 #include "server.h"
 #include "wire.h"
 
-static void send_reason(struct conn *c, enum hs_message_type type, int code, const char *text) {
-        char buf[sizeof(struct hs_reason) + HS_MAX_TEXT];
-        struct hs_reason r = { .code = code };
-        size_t len = strnlen(text, HS_MAX_TEXT);
-        memcpy(buf, &r, sizeof r);
-        memcpy(buf + sizeof r, text, len);
-        (void) hs_send_message(c->fd, type, buf, sizeof r + len, NULL, 0, 1);
-}
-
 static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *text) {
         s->declines++;
         if (s->options->verbose)
                 log_info("declined: %s", text);
-        send_reason(c, HS_MSG_DECLINED, code, text);
-        conn_close(s, c);
-}
-
-static void reply_error(struct server *s, struct conn *c, int error, const char *what) {
-        log_warning("malformed request: %s", what);
-        send_reason(c, HS_MSG_ERROR, error, what);
+        (void) hs_send_reason(c->fd, HS_MSG_DECLINED, code, text);
         conn_close(s, c);
 }
 
@@ -173,10 +158,10 @@ void launch_handle(struct server *s, struct conn *c) {
         char buf[HS_MAX_TEXT];
 
         if (c->header.type != HS_MSG_LAUNCH)
-                return reply_error(s, c, EBADMSG, "unknown message type");
+                return conn_fail(s, c, EBADMSG, "unknown message type");
         int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);
         if (r < 0)
-                return reply_error(s, c, -r, what);
+                return conn_fail(s, c, -r, what);
 
         const char *differs;
         const char *reason = NULL;

@@ -84,16 +84,6 @@ static bool peer_allowed(int fd) {
         return cred.uid == getuid();
 }
 
-static void refuse_peer(int fd) {
-        static const char text[] = "only the user who runs headstartd may use it";
-        char buf[sizeof(struct hs_reason) + sizeof text];
-        struct hs_reason r = { .code = EPERM };
-        memcpy(buf, &r, sizeof r);
-        memcpy(buf + sizeof r, text, sizeof text - 1);
-        (void) hs_send_message(fd, HS_MSG_ERROR, buf, sizeof r + sizeof text - 1, NULL, 0, 1);
-        close(fd);
-}
-
 static void accept_clients(struct server *s) {
         for (;;) {
                 int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -104,7 +94,8 @@ static void accept_clients(struct server *s) {
                 }
                 if (!peer_allowed(fd)) {
                         log_warning("refused a connection from another user");
-                        refuse_peer(fd);
+                        (void) hs_send_reason(fd, HS_MSG_ERROR, EPERM, "only the user who runs headstartd may use it");
+                        close(fd);
                         continue;
                 }
                 struct conn *c = count_conns(s) < MAX_CONNECTIONS ? calloc(1, sizeof *c) : NULL;
@@ -126,14 +117,9 @@ static void accept_clients(struct server *s) {
         }
 }
 
-static void conn_fail(struct server *s, struct conn *c, int error, const char *what) {
-        char buf[sizeof(struct hs_reason) + 256];
-        struct hs_reason r = { .code = error };
-        size_t len = strnlen(what, 256);
+void conn_fail(struct server *s, struct conn *c, int error, const char *what) {
         log_warning("bad request: %s", what);
-        memcpy(buf, &r, sizeof r);
-        memcpy(buf + sizeof r, what, len);
-        (void) hs_send_message(c->fd, HS_MSG_ERROR, buf, sizeof r + len, NULL, 0, 1);
+        (void) hs_send_reason(c->fd, HS_MSG_ERROR, error, what);
         conn_close(s, c);
 }
 
@@ -233,14 +219,9 @@ static void on_child_exit(struct server *s, struct child *ch) {
         read_report(ch->report_fd, report, sizeof report);
         struct conn *c = ch->conn;
         if (c) {
-                if (report[0]) {
-                        struct hs_reason r = { .code = HS_DECLINE_START_FAILED };
-                        char buf[sizeof r + HS_MAX_TEXT];
-                        size_t len = strlen(report);
-                        memcpy(buf, &r, sizeof r);
-                        memcpy(buf + sizeof r, report, len);
-                        (void) hs_send_message(c->fd, HS_MSG_DECLINED, buf, sizeof r + len, NULL, 0, 1);
-                } else {
+                if (report[0])
+                        (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, report);
+                else {
                         struct hs_exited msg = { .code = si.si_code, .status = si.si_status };
                         (void) hs_send_message(c->fd, HS_MSG_EXITED, &msg, sizeof msg, NULL, 0, 1);
                 }

@@ -74,4 +74,6 @@ void server_done(struct server *s);
 /* launch.c: serves or declines the complete LAUNCH request on c. */
 void launch_handle(struct server *s, struct conn *c);
 void conn_close(struct server *s, struct conn *c);
+/* Sends ERROR (a malformed request) and closes the connection. */
+void conn_fail(struct server *s, struct conn *c, int error, const char *what);
 uint64_t now_ms(void);
