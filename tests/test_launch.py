@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -251,3 +252,35 @@ def test_fifty_at_once(daemon):
     while daemon.launches_started() < before + 50 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert daemon.launches_started() == before + 50
+
+
+def test_shared_object_exporting_main_is_served(daemon):
+    lib = bin_path("observe").parent / "observe-lib.so"
+    with Served(daemon):
+        got = run_served(daemon, [str(lib), "report", "x"])
+    want = run_exec(observe("report", "x"))
+    assert got.returncode == 0
+
+    def body(out: bytes) -> list[bytes]:
+        # Everything but the lines that name the file itself.
+        names = (b"argv[0]=", b"comm=", b"invocation_", b"cmdline:")
+        return [x for x in comparable(out).split(b"\n") if not x.startswith(names)]
+
+    assert body(got.stdout) == body(want.stdout)
+    assert b"comm=observe-lib.so" in got.stdout
+
+
+def test_a_changed_file_is_never_served_stale(daemon, tmp_path):
+    """Replacing a program in place (same path, even same inode) serves the new one."""
+    prog = tmp_path / "prog"
+    shutil.copy(bin_path("fft"), prog)
+    with Served(daemon):
+        first = run_served(daemon, [str(prog), "64"])
+    assert first.stdout.startswith(b"fft of 64 points")
+    with open(prog, "r+b") as f:  # rewrite the same inode
+        f.truncate(0)
+        f.write(bin_path("jpeg-encode").read_bytes())
+    with Served(daemon):
+        second = run_served(daemon, [str(prog), "80", "16", "16"])
+    want = run_exec([str(bin_path("jpeg-encode")), "80", "16", "16"])
+    assert second.stdout == want.stdout and second.stdout.startswith(b"\xff\xd8")
