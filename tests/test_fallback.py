@@ -193,3 +193,15 @@ def test_config_file(tmp_path):
     conf.write_text("app\n")
     got = run_exec([str(bin_path("headstartd")), "--config", str(conf), "--allow-root", "--socket", "/x"])
     assert got.returncode == 1 and b"expected 'key = value'" in got.stderr
+
+
+def test_load_failing_in_the_child_falls_back_to_exec(daemon):
+    """The daemon accepts the program, but loading fails in the child before main (no room for a
+    library's static TLS after start-up): the client hears so and execs; main runs exactly once."""
+    prog = [str(bin_path("observe").parent / "uses-bigtls")]
+    before = daemon.launches_started()
+    got = run_served(daemon, prog, env=debug_env())
+    want = run_exec(prog)
+    assert daemon.launches_started() == before + 1  # it was started, then failed before main
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout) == (3, b"bigtls says 1\n")
+    assert b"cannot load the program" in got.stderr and b"static TLS" in got.stderr
