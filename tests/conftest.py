@@ -102,12 +102,16 @@ class Served:
             assert started == self.count, f"expected {self.count} served launches, daemon started {started}"
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[RunningDaemon]:
+@pytest.fixture(scope="session", params=["preload", "warm"])
+def daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
+    """A daemon serving the samples and test programs, once registered with --app (preload mode)
+    and once with --warm (the program images loaded in the daemon too): every test runs in both."""
     apps = [bin_path(a) for a in (*binaries.SAMPLE_APPS, "observe")]
+    extra = [arg for app in apps for arg in ("--warm", str(app))] if request.param == "warm" else []
     os.environ[DAEMON_ONLY_VAR] = "1"
     try:
-        with private_daemon(apps) as d:
+        with private_daemon([] if extra else apps, extra_args=extra) as d:
+            d.mode = request.param  # type: ignore[attr-defined]
             yield d
     finally:
         del os.environ[DAEMON_ONLY_VAR]

@@ -148,7 +148,8 @@ _Noreturn void child_run(const struct child_spec *spec) {
                         sigaddset(&mask, sig);
         sigprocmask(SIG_SETMASK, &mask, NULL);
 
-        /* Lazy binding, as exec would do unless the program asks for -z now itself. */
+        /* Lazy binding, as exec would do unless the program asks for -z now itself. A warm program
+         * is already loaded and relocated in the daemon: dlopen just finds it. */
         void *handle = dlopen(spec->image, RTLD_LAZY);
         if (!handle)
                 fail(report_fd, "cannot load the program", dlerror());

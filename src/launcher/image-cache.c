@@ -155,7 +155,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
 }
 
 int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
-                    const struct image_entry **ret) {
+                    struct image_entry **ret) {
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return -errno;
@@ -166,7 +166,12 @@ int image_cache_get(struct image_cache *c, int fd, const char *path, bool regist
                         return 0;
                 }
 
+        /* Warm entries stay: their image is loaded in the daemon for good. */
+        for (unsigned tries = 0; c->entries[c->next].warm && tries < IMAGE_CACHE_SIZE; tries++)
+                c->next = (c->next + 1) % IMAGE_CACHE_SIZE;
         struct image_entry *e = &c->entries[c->next];
+        if (e->warm)
+                return -ENOSPC;
         if (e->image && strncmp(e->image, c->dir, strlen(c->dir)) == 0)
                 (void) unlink(e->image);
         entry_clear(e);

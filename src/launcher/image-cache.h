@@ -17,6 +17,7 @@ struct image_entry {
         struct timespec mtime, ctime;
         char *image;  /* the file to dlopen; NULL when not served */
         char *reason; /* why not served; NULL when served */
+        bool warm;    /* the image is loaded in the daemon: children only call main */
 };
 
 struct image_cache {
@@ -33,4 +34,4 @@ void image_cache_done(struct image_cache *c);
 /* Finds or builds the entry for the program open at fd (readable), known to clients as path.
  * Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
 int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
-                    const struct image_entry **ret);
+                    struct image_entry **ret);

@@ -50,7 +50,7 @@ static bool is_registered(const struct server *s, const struct stat *st) {
 
 /* Finds what to dlopen. Returns NULL with *ret_image set, or why the program cannot be served. */
 static const char *resolve_image(struct server *s, const struct hs_launch_request *req, int program_fd,
-                                 const char **ret_image, char *buf, size_t size) {
+                                 const struct image_entry **ret_entry, char *buf, size_t size) {
         char proc[64];
         struct stat st;
         /* Only a regular file is opened: opening a FIFO would block the daemon, a device could act. */
@@ -66,7 +66,7 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         if (fstat(fd, &st) < 0)
                 return "cannot stat the program file";
 
-        const struct image_entry *e;
+        struct image_entry *e;
         int r = image_cache_get(&s->cache, fd, req->path, is_registered(s, &st), &e);
         if (r < 0) {
                 snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
@@ -82,7 +82,7 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
                 if (stat(req->path, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
                         return "the daemon sees a different file at this path than the client";
         }
-        *ret_image = e->image;
+        *ret_entry = e;
         return NULL;
 }
 
@@ -111,7 +111,8 @@ static int add_child(struct server *s, struct conn *c, pid_t pid, int pidfd, int
         return 0;
 }
 
-static void start(struct server *s, struct conn *c, const struct hs_launch_request *req, const char *image) {
+static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
+                  const struct image_entry *image) {
         int report[2];
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
                 return decline(s, c, HS_DECLINE_BUSY, "the daemon is out of file descriptors");
@@ -123,7 +124,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
                 return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot fork");
         }
         if (pid == 0) {
-                struct child_spec spec = { .req = req, .fds = c->fds, .image = image, .report_fd = report[1] };
+                struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .report_fd = report[1] };
                 child_run(&spec);
         }
         close(report[1]);
@@ -149,12 +150,13 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         hs_close_fds(c->fds, c->nfds);
         c->nfds = 0;
         if (s->options->verbose)
-                log_info("started %s as %d", req->path, (int) pid);
+                log_info("started %s as %d (%s)", req->path, (int) pid, image->warm ? "warm" : "preload");
 }
 
 void launch_handle(struct server *s, struct conn *c) {
         struct hs_launch_request req;
-        const char *what = NULL, *image = NULL;
+        const char *what = NULL;
+        const struct image_entry *image = NULL;
         char buf[HS_MAX_TEXT];
 
         if (c->header.type != HS_MSG_LAUNCH)

@@ -41,12 +41,14 @@ static int find_program(const char *name, char *buf, size_t size) {
         return -ENOENT;
 }
 
+/* Resolves --app and then --warm programs into one list; the warm ones are its last o->warm.n. */
 static int register_apps(struct server *s, const struct daemon_options *o, struct string_list *resolved) {
-        for (size_t i = 0; i < o->apps.n; i++) {
+        for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
+                const char *name = i < o->apps.n ? o->apps.items[i] : o->warm.items[i - o->apps.n];
                 char path[PATH_MAX];
-                int r = find_program(o->apps.items[i], path, sizeof path);
+                int r = find_program(name, path, sizeof path);
                 if (r < 0)
-                        return log_error_errno(r, "--app %s: cannot find the program", o->apps.items[i]);
+                        return log_error_errno(r, "%s: cannot find the program", name);
                 char **items = realloc(resolved->items, (resolved->n + 1) * sizeof(char *));
                 if (!items || !(items[resolved->n] = strdup(path)))
                         return log_error("out of memory");
@@ -80,8 +82,9 @@ static int preload_all(const char *interp, const struct daemon_options *o, const
         return r;
 }
 
-/* Registers each app's file identity and warms the image cache, saying which apps will be exec'd. */
-static int check_apps(struct server *s, const struct string_list *apps) {
+/* Registers each app's file identity and warms the image cache, saying which apps will be exec'd;
+ * loads the warm ones (the last `nwarm` of apps) into the daemon. */
+static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm) {
         s->registered = calloc(apps->n ? apps->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
@@ -93,12 +96,14 @@ static int check_apps(struct server *s, const struct string_list *apps) {
         }
         for (size_t i = 0; i < apps->n; i++) {
                 _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
-                const struct image_entry *e;
+                struct image_entry *e;
                 int r = fd < 0 ? -errno : image_cache_get(&s->cache, fd, apps->items[i], true, &e);
                 if (r < 0)
                         log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
                 else if (e->reason)
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
+                else if (i >= apps->n - nwarm && preload_warm_program(apps->items[i], e->image) == 0)
+                        e->warm = true;
         }
         return 0;
 }
@@ -156,7 +161,7 @@ static int run(const struct daemon_options *o, int activated_fd) {
                 snprintf(copy, sizeof copy, "%s", path);
                 snprintf(cache_dir, sizeof cache_dir, "%s/cache", dirname(copy));
         }
-        if ((r = server_init(&s, o, fd, cache_dir, interp)) < 0 || (r = check_apps(&s, &apps)) < 0)
+        if ((r = server_init(&s, o, fd, cache_dir, interp)) < 0 || (r = check_apps(&s, &apps, o->warm.n)) < 0)
                 goto out;
 
         log_info("ready: listening on %s (pid %d)", path, (int) getpid());

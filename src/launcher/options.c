@@ -68,6 +68,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         int r;
         if (strcmp(key, "app") == 0)
                 r = list_add(&o->apps, value);
+        else if (strcmp(key, "warm") == 0)
+                r = list_add(&o->warm, value);
         else if (strcmp(key, "preload") == 0)
                 r = list_add(&o->preloads, value);
         else if (strcmp(key, "socket") == 0)
@@ -135,6 +137,8 @@ static void help(void) {
                 "Usage: headstartd [OPTIONS]\n"
                 "Starts programs by fork and dlopen instead of exec, with their libraries loaded once.\n\n"
                 "  --app PROGRAM        register PROGRAM: preload its libraries (repeatable)\n"
+                "  --warm PROGRAM       register PROGRAM and load the program itself too: a launch is then\n"
+                "                       fork and main; its constructors run once, here (repeatable)\n"
                 "  --preload LIB        also preload LIB (repeatable)\n"
                 "  --config FILE        read settings from FILE, one 'key = value' per line\n"
                 "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
@@ -150,6 +154,7 @@ static void help(void) {
 int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
         static const struct option longopts[] = {
                 { "app", required_argument, NULL, 'a' },
+                { "warm", required_argument, NULL, 'w' },
                 { "preload", required_argument, NULL, 'p' },
                 { "config", required_argument, NULL, 'c' },
                 { "socket", required_argument, NULL, 's' },
@@ -204,5 +209,6 @@ void options_done(struct daemon_options *o) {
         free(o->socket_path);
         free(o->cache_dir);
         list_done(&o->apps);
+        list_done(&o->warm);
         list_done(&o->preloads);
 }

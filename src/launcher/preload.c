@@ -118,6 +118,42 @@ static int count_threads(void) {
         return n;
 }
 
+/* Loading runs the program's constructors, so try it first where a thread could do no harm. */
+static int load_starts_thread(const char *image) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int before = count_threads();
+                if (!dlopen(image, RTLD_NOW))
+                        _exit(1);
+                _exit(count_threads() > before ? 2 : 0);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) == 1)
+                return -ENOEXEC;
+        return WEXITSTATUS(status) == 2;
+}
+
+int preload_warm_program(const char *program, const char *image) {
+        int r = load_starts_thread(image);
+        if (r < 0)
+                return log_warning_errno(r, "%s cannot be loaded into the daemon; serving it in preload mode", program);
+        if (r > 0)
+                return log_warning("%s starts a thread while it loads, so it cannot be warm in a daemon that forks; "
+                                   "serving it in preload mode",
+                                   program),
+                       -EDEADLK;
+        if (!dlopen(image, RTLD_NOW))
+                return log_warning("%s cannot be loaded into the daemon (%s); serving it in preload mode", program,
+                                   dlerror()),
+                       -ENOEXEC;
+        return 0;
+}
+
 int preload_load(const struct string_list *libs, size_t *ret_loaded) {
         size_t loaded = 0;
         for (size_t i = 0; i < libs->n; i++) {

@@ -15,5 +15,10 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
  * thread: the daemon forks, and a forked copy of a multi-threaded process is not safe to run. */
 int preload_load(const struct string_list *libs, size_t *ret_loaded);
 
+/* Loads a program image into the daemon with every relocation done (a "warm" program), after
+ * checking in a throwaway child that loading it starts no thread. -EDEADLK if it does, another
+ * negative errno if it cannot be loaded; the reason is logged. */
+int preload_warm_program(const char *program, const char *image);
+
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);
