@@ -73,6 +73,16 @@ def launch_payload(argv: list[bytes], env: list[bytes], path: bytes, nfds: int =
     return fixed + b"\0" * 4 * nfds + path + b"\0" + strings
 
 
+def send_launch_with_root_fds(s: socket.socket, payload: bytes, nfds: int) -> None:
+    """Sends a LAUNCH with `nfds` descriptors of / attached (closed again on our side)."""
+    fds = [os.open("/", os.O_RDONLY) for _ in range(nfds)]
+    try:
+        send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def send_with_fds(s: socket.socket, data: bytes, fds: list[int]) -> None:
     s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else [])
 
@@ -132,12 +142,7 @@ def test_malformed_launch_requests(daemon):
     ]
     for payload, nfds, message in cases:
         with connect(daemon) as s:
-            fds = [os.open("/", os.O_RDONLY) for _ in range(nfds)]
-            try:
-                send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            send_launch_with_root_fds(s, payload, nfds)
             mtype, _, text = read_reply(s)
             assert (mtype, text) == (MSG_ERROR, message)
     still_serves(daemon)
@@ -178,12 +183,7 @@ def test_too_many_fds_is_an_error(daemon):
     payload = launch_payload([b"x"], [], path, nfds=0)
     fds_before = daemon_fd_count(daemon)
     with connect(daemon) as s:
-        fds = [os.open("/", os.O_RDONLY) for _ in range(253)]
-        try:
-            send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        send_launch_with_root_fds(s, payload, 253)
         mtype, _, _ = read_reply(s)
         assert mtype == MSG_ERROR
     still_serves(daemon)
