@@ -154,14 +154,10 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         return 0;
 }
 
-int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
+int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
-                if ((c->entries[i].image || c->entries[i].reason) && same_file(&c->entries[i], &st)) {
+                if ((c->entries[i].image || c->entries[i].reason) && same_file(&c->entries[i], st)) {
                         *ret = &c->entries[i];
                         return 0;
                 }
@@ -175,7 +171,7 @@ int image_cache_get(struct image_cache *c, int fd, const char *path, bool regist
         if (e->image && strncmp(e->image, c->dir, strlen(c->dir)) == 0)
                 (void) unlink(e->image);
         entry_clear(e);
-        int r = build_entry(c, fd, path, registered, &st, e);
+        int r = build_entry(c, fd, path, registered, st, e);
         if (r < 0) {
                 entry_clear(e);
                 return r;

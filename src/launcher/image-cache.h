@@ -31,7 +31,7 @@ struct image_cache {
 int image_cache_init(struct image_cache *c, const char *dir, const char *interp);
 void image_cache_done(struct image_cache *c);
 
-/* Finds or builds the entry for the program open at fd (readable), known to clients as path.
- * Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
-int image_cache_get(struct image_cache *c, int fd, const char *path, bool registered,
+/* Finds or builds the entry for the program open at fd (readable, with fstat result st), known to
+ * clients as path. Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
+int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret);

@@ -67,7 +67,7 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
                 return "cannot stat the program file";
 
         struct image_entry *e;
-        int r = image_cache_get(&s->cache, fd, req->path, is_registered(s, &st), &e);
+        int r = image_cache_get(&s->cache, fd, &st, req->path, is_registered(s, &st), &e);
         if (r < 0) {
                 snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
                 return buf;

@@ -19,13 +19,11 @@
 #include "server.h"
 #include "systemd.h"
 
-/* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means. */
-static int find_program(const char *name, char *buf, size_t size) {
-        if (strchr(name, '/')) {
-                if (!realpath(name, buf))
-                        return -errno;
-                return 0;
-        }
+/* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
+ * buf must hold PATH_MAX bytes (realpath's contract). */
+static int find_program(const char *name, char buf[static PATH_MAX]) {
+        if (strchr(name, '/'))
+                return realpath(name, buf) ? 0 : -errno;
         const char *path = getenv("PATH");
         _cleanup_free_ char *copy = strdup(path && *path ? path : "/bin:/usr/bin");
         if (!copy)
@@ -37,38 +35,28 @@ static int find_program(const char *name, char *buf, size_t size) {
                 if (access(candidate, X_OK) == 0 && realpath(candidate, buf))
                         return 0;
         }
-        (void) size;
         return -ENOENT;
 }
 
 /* Resolves --app and then --warm programs into one list; the warm ones are its last o->warm.n. */
-static int register_apps(struct server *s, const struct daemon_options *o, struct string_list *resolved) {
+static int register_apps(const struct daemon_options *o, struct string_list *resolved) {
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 const char *name = i < o->apps.n ? o->apps.items[i] : o->warm.items[i - o->apps.n];
                 char path[PATH_MAX];
-                int r = find_program(name, path, sizeof path);
+                int r = find_program(name, path);
                 if (r < 0)
                         return log_error_errno(r, "%s: cannot find the program", name);
-                char **items = realloc(resolved->items, (resolved->n + 1) * sizeof(char *));
-                if (!items || !(items[resolved->n] = strdup(path)))
+                if (string_list_add(resolved, path) < 0)
                         return log_error("out of memory");
-                resolved->items = items;
-                resolved->n++;
         }
-        (void) s;
         return 0;
 }
 
 static int preload_all(const char *interp, const struct daemon_options *o, const struct string_list *apps) {
         struct string_list libs = { 0 };
         int r = 0;
-        for (size_t i = 0; i < o->preloads.n && r >= 0; i++) {
-                char **items = realloc(libs.items, (libs.n + 1) * sizeof(char *));
-                if (!items || !(items[libs.n] = strdup(o->preloads.items[i])))
-                        r = -ENOMEM;
-                else
-                        libs.items = items, libs.n++;
-        }
+        for (size_t i = 0; i < o->preloads.n && r >= 0; i++)
+                r = string_list_add(&libs, o->preloads.items[i]);
         for (size_t i = 0; i < apps->n && r >= 0; i++)
                 r = preload_resolve_closure(interp, apps->items[i], &libs);
         size_t loaded = 0;
@@ -76,9 +64,7 @@ static int preload_all(const char *interp, const struct daemon_options *o, const
                 r = preload_load(&libs, &loaded);
         if (r >= 0)
                 log_info("preloaded %zu libraries for %zu programs", loaded, apps->n);
-        for (size_t i = 0; i < libs.n; i++)
-                free(libs.items[i]);
-        free(libs.items);
+        string_list_done(&libs);
         return r;
 }
 
@@ -96,8 +82,10 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
         }
         for (size_t i = 0; i < apps->n; i++) {
                 _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
+                struct stat st;
                 struct image_entry *e;
-                int r = fd < 0 ? -errno : image_cache_get(&s->cache, fd, apps->items[i], true, &e);
+                int r = fd < 0 || fstat(fd, &st) < 0 ? -errno
+                                                     : image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
                 if (r < 0)
                         log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
                 else if (e->reason)
@@ -145,7 +133,7 @@ static int run(const struct daemon_options *o, int activated_fd) {
 
         struct string_list apps = { 0 };
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1 };
-        if ((r = register_apps(&s, o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
+        if ((r = register_apps(o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
                 goto out;
         raise_fd_limit();
 
@@ -170,9 +158,7 @@ static int run(const struct daemon_options *o, int activated_fd) {
         (void) systemd_notify("STOPPING=1");
 out:
         server_done(&s);
-        for (size_t i = 0; i < apps.n; i++)
-                free(apps.items[i]);
-        free(apps.items);
+        string_list_done(&apps);
         return r;
 }
 

@@ -13,27 +13,6 @@
 
 #define DEFAULT_MAX_CHILDREN 1024u
 
-static int list_add(struct string_list *l, const char *s) {
-        char *copy = strdup(s);
-        if (!copy)
-                return -ENOMEM;
-        char **items = realloc(l->items, (l->n + 1) * sizeof(char *));
-        if (!items) {
-                free(copy);
-                return -ENOMEM;
-        }
-        items[l->n++] = copy;
-        l->items = items;
-        return 0;
-}
-
-static void list_done(struct string_list *l) {
-        for (size_t i = 0; i < l->n; i++)
-                free(l->items[i]);
-        free(l->items);
-        *l = (struct string_list){ 0 };
-}
-
 static int set_string(char **field, const char *value) {
         char *copy = strdup(value);
         if (!copy)
@@ -67,11 +46,11 @@ static int parse_unsigned(const char *key, const char *value, unsigned *ret) {
 static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
         int r;
         if (strcmp(key, "app") == 0)
-                r = list_add(&o->apps, value);
+                r = string_list_add(&o->apps, value);
         else if (strcmp(key, "warm") == 0)
-                r = list_add(&o->warm, value);
+                r = string_list_add(&o->warm, value);
         else if (strcmp(key, "preload") == 0)
-                r = list_add(&o->preloads, value);
+                r = string_list_add(&o->preloads, value);
         else if (strcmp(key, "socket") == 0)
                 r = set_string(&o->socket_path, value);
         else if (strcmp(key, "cache-dir") == 0)
@@ -208,7 +187,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
 void options_done(struct daemon_options *o) {
         free(o->socket_path);
         free(o->cache_dir);
-        list_done(&o->apps);
-        list_done(&o->warm);
-        list_done(&o->preloads);
+        string_list_done(&o->apps);
+        string_list_done(&o->warm);
+        string_list_done(&o->preloads);
 }

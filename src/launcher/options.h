@@ -5,10 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct string_list {
-        char **items;
-        size_t n;
-};
+#include "string-list.h"
 
 struct daemon_options {
         char *socket_path;  /* NULL: $XDG_RUNTIME_DIR/headstart/socket */

@@ -32,13 +32,6 @@ int preload_own_interp(char *buf, size_t size) {
         return 0;
 }
 
-static bool list_contains(const struct string_list *l, const char *s) {
-        for (size_t i = 0; i < l->n; i++)
-                if (strcmp(l->items[i], s) == 0)
-                        return true;
-        return false;
-}
-
 /* Lines look like "\tlibfoo.so.1 => /usr/lib/libfoo.so.1 (0x...)"; we keep the resolved paths. */
 static int parse_list_line(char *line, struct string_list *libs) {
         char *arrow = strstr(line, " => ");
@@ -50,17 +43,7 @@ static int parse_list_line(char *line, struct string_list *libs) {
         char *end = strstr(path, " (0x");
         if (end)
                 *end = '\0';
-        if (list_contains(libs, path))
-                return 0;
-        char **items = realloc(libs->items, (libs->n + 1) * sizeof(char *));
-        if (!items)
-                return -ENOMEM;
-        libs->items = items;
-        libs->items[libs->n] = strdup(path);
-        if (!libs->items[libs->n])
-                return -ENOMEM;
-        libs->n++;
-        return 0;
+        return string_list_contains(libs, path) ? 0 : string_list_add(libs, path);
 }
 
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs) {
