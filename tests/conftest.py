@@ -102,12 +102,15 @@ class Served:
             assert started == self.count, f"expected {self.count} served launches, daemon started {started}"
 
 
-@pytest.fixture(scope="session", params=["preload", "warm"])
+@pytest.fixture(scope="session", params=["preload", "warm", "pool"])
 def daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
-    """A daemon serving the samples and test programs, once registered with --app (preload mode)
-    and once with --warm (the program images loaded in the daemon too): every test runs in both."""
+    """A daemon serving the samples and test programs: registered with --app (preload mode), with
+    --warm (the program images loaded in the daemon too), and warm with a pool of waiting children.
+    Every test that takes this fixture runs in all three."""
     apps = [bin_path(a) for a in (*binaries.SAMPLE_APPS, "observe")]
-    extra = [arg for app in apps for arg in ("--warm", str(app))] if request.param == "warm" else []
+    extra = [arg for app in apps for arg in ("--warm", str(app))] if request.param != "preload" else []
+    if request.param == "pool":
+        extra += ["--pool", "2"]
     os.environ[DAEMON_ONLY_VAR] = "1"
     try:
         with private_daemon([] if extra else apps, extra_args=extra) as d:

@@ -9,7 +9,8 @@ from headstart.daemon import private_daemon
 def test_launches_report_their_mode(daemon):
     with Served(daemon):
         run_served(daemon, [str(bin_path("observe")), "exit", "0"])
-    assert daemon.log_text().rstrip().splitlines()[-2].endswith(f"({daemon.mode})")
+    expected = {"preload": "(preload)", "warm": "(warm)", "pool": "(warm, from the pool)"}[daemon.mode]
+    assert daemon.log_text().rstrip().splitlines()[-2].endswith(expected)
 
 
 def test_constructors_run_once_in_the_daemon_when_warm(tmp_path, monkeypatch):

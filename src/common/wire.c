@@ -2,6 +2,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -148,5 +149,27 @@ int hs_recv_message(int sock, struct hs_header *ret_header, void *payload, size_
         if (r < 0)
                 return r;
         *ret_header = h;
+        return 0;
+}
+
+int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_payload, int *fds, size_t max_fds,
+                          size_t *nfds) {
+        struct hs_header h;
+        int r = recv_exact(sock, &h, sizeof h, fds, max_fds, nfds);
+        if (r < 0)
+                return r;
+        r = hs_header_check(&h);
+        if (r < 0)
+                return r;
+        void *payload = malloc(h.size ? h.size : 1);
+        if (!payload)
+                return -ENOMEM;
+        r = recv_exact(sock, payload, h.size, fds, max_fds, nfds);
+        if (r < 0) {
+                free(payload);
+                return r;
+        }
+        *ret_header = h;
+        *ret_payload = payload;
         return 0;
 }

@@ -25,4 +25,8 @@ ssize_t hs_recv_some(int sock, void *buf, size_t len, int *fds, size_t max_fds, 
 int hs_recv_message(int sock, struct hs_header *ret_header, void *payload, size_t max, int *fds,
                     size_t max_fds, size_t *nfds);
 
+/* As hs_recv_message, for a payload of any size up to HS_MAX_PAYLOAD, returned malloc'ed. */
+int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_payload, int *fds, size_t max_fds,
+                          size_t *nfds);
+
 void hs_close_fds(int *fds, size_t n);

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,6 +14,7 @@
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
+#include "pool.h"
 #include "server.h"
 #include "wire.h"
 
@@ -86,29 +85,16 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         return NULL;
 }
 
-static int add_child(struct server *s, struct conn *c, pid_t pid, int pidfd, int report_fd) {
-        struct child *ch = calloc(1, sizeof *ch);
-        if (!ch)
-                return -ENOMEM;
-        *ch = (struct child){
-                .watch.kind = WATCH_CHILD,
-                .pid = pid,
-                .pidfd = pidfd,
-                .report_fd = report_fd,
-                .conn = c,
-        };
-        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ch->watch };
-        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
-                free(ch);
-                return -errno;
+static struct child *fork_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
+                               const char *image, int report_fd) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return NULL;
+        if (pid == 0) {
+                struct child_spec spec = { .req = req, .fds = c->fds, .image = image, .report_fd = report_fd };
+                child_run(&spec);
         }
-        ch->next = s->children;
-        if (s->children)
-                s->children->prev = ch;
-        s->children = ch;
-        s->nchildren++;
-        c->child = ch;
-        return 0;
+        return child_watch(s, pid);
 }
 
 static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
@@ -117,40 +103,32 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
                 return decline(s, c, HS_DECLINE_BUSY, "the daemon is out of file descriptors");
 
-        pid_t pid = fork();
-        if (pid < 0) {
-                close(report[0]);
-                close(report[1]);
-                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot fork");
-        }
-        if (pid == 0) {
-                struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .report_fd = report[1] };
-                child_run(&spec);
-        }
+        struct child *ch = pool_take(s, c, image->image, report[1]);
+        bool pooled = ch != NULL;
+        if (!ch)
+                ch = fork_child(s, c, req, image->image, report[1]);
         close(report[1]);
-
-        /* The child is ours and not yet reaped, so its pid cannot have been reused: no race. */
-        int pidfd = pidfd_open(pid, 0);
-        if (pidfd < 0 || add_child(s, c, pid, pidfd, report[0]) < 0) {
-                log_error_errno(errno, "cannot supervise child %d; killing it", (int) pid);
-                kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                if (pidfd >= 0)
-                        close(pidfd);
+        if (!ch) {
                 close(report[0]);
-                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot supervise more programs");
+                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot start more programs");
         }
+        ch->report_fd = report[0];
+        ch->conn = c;
+        c->child = ch;
+        child_list_push(&s->children, ch);
+        s->nchildren++;
 
-        struct hs_launched msg = { .pid = pid };
-        int r = hs_send_message(c->fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &pidfd, 1, 1);
+        struct hs_launched msg = { .pid = ch->pid };
+        int r = hs_send_message(c->fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &ch->pidfd, 1, 1);
         if (r < 0)
-                log_warning_errno(r, "cannot tell the client about child %d", (int) pid);
+                log_warning_errno(r, "cannot tell the client about child %d", (int) ch->pid);
         c->launched = true;
         s->launches++;
         hs_close_fds(c->fds, c->nfds);
         c->nfds = 0;
         if (s->options->verbose)
-                log_info("started %s as %d (%s)", req->path, (int) pid, image->warm ? "warm" : "preload");
+                log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
+                         pooled ? ", from the pool" : "");
 }
 
 void launch_handle(struct server *s, struct conn *c) {

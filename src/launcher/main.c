@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "options.h"
+#include "pool.h"
 #include "preload.h"
 #include "server.h"
 #include "systemd.h"
@@ -152,6 +153,7 @@ static int run(const struct daemon_options *o, int activated_fd) {
         if ((r = server_init(&s, o, fd, cache_dir, interp)) < 0 || (r = check_apps(&s, &apps, o->warm.n)) < 0)
                 goto out;
 
+        pool_fill(&s);
         log_info("ready: listening on %s (pid %d)", path, (int) getpid());
         (void) systemd_notify("READY=1\nSTATUS=Serving launches");
         r = server_run(&s);

@@ -61,6 +61,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_bool(key, value, &o->verbose);
         else if (strcmp(key, "max-children") == 0)
                 return parse_unsigned(key, value, &o->max_children);
+        else if (strcmp(key, "pool") == 0)
+                return parse_unsigned(key, value, &o->pool_size);
         else if (strcmp(key, "request-timeout") == 0) {
                 unsigned seconds;
                 r = parse_unsigned(key, value, &seconds);
@@ -122,6 +124,7 @@ static void help(void) {
                 "  --config FILE        read settings from FILE, one 'key = value' per line\n"
                 "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --cache-dir DIR      where loadable copies of PIE programs go (default: beside the socket)\n"
+                "  --pool N             keep N children forked and waiting for a request (default none)\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -139,6 +142,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
                 { "socket", required_argument, NULL, 's' },
                 { "cache-dir", required_argument, NULL, 'C' },
                 { "max-children", required_argument, NULL, 'm' },
+                { "pool", required_argument, NULL, 'P' },
                 { "request-timeout", required_argument, NULL, 't' },
                 { "allow-root", no_argument, NULL, 'R' },
                 { "verbose", no_argument, NULL, 'v' },

@@ -16,6 +16,7 @@ struct daemon_options {
         bool allow_root;
         bool verbose;
         unsigned max_children;
+        unsigned pool_size; /* waiting children kept forked; 0: none */
         unsigned request_timeout_ms; /* a request must arrive whole within this */
 };
 

@@ -20,6 +20,7 @@
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
+#include "pool.h"
 #include "wire.h"
 
 #define MAX_CONNECTIONS 4096u
@@ -196,18 +197,69 @@ static void read_report(int fd, char *buf, size_t size) {
         buf[n > 0 ? n : 0] = '\0';
 }
 
-static void child_free(struct server *s, struct child *ch) {
-        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->pidfd, NULL);
-        close(ch->pidfd);
-        close(ch->report_fd);
+void child_list_push(struct child **head, struct child *ch) {
+        ch->prev = NULL;
+        ch->next = *head;
+        if (*head)
+                (*head)->prev = ch;
+        *head = ch;
+}
+
+void child_list_remove(struct child **head, struct child *ch) {
         if (ch->prev)
                 ch->prev->next = ch->next;
         else
-                s->children = ch->next;
+                *head = ch->next;
         if (ch->next)
                 ch->next->prev = ch->prev;
-        s->nchildren--;
+        ch->prev = ch->next = NULL;
+}
+
+struct child *child_watch(struct server *s, pid_t pid) {
+        /* The child is ours and not yet reaped, so its pid cannot have been reused: no race. */
+        int pidfd = pidfd_open(pid, 0);
+        struct child *ch = pidfd >= 0 ? calloc(1, sizeof *ch) : NULL;
+        if (ch) {
+                *ch = (struct child){ .watch.kind = WATCH_CHILD, .pid = pid, .pidfd = pidfd, .report_fd = -1,
+                                      .channel_fd = -1 };
+                struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &ch->watch };
+                if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) == 0)
+                        return ch;
+        }
+        log_error_errno(errno, "cannot supervise child %d; killing it", (int) pid);
+        kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        if (pidfd >= 0)
+                close(pidfd);
         free(ch);
+        return NULL;
+}
+
+static void child_close(struct server *s, struct child *ch) {
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->pidfd, NULL);
+        close(ch->pidfd);
+        if (ch->report_fd >= 0)
+                close(ch->report_fd);
+        if (ch->channel_fd >= 0)
+                close(ch->channel_fd);
+        free(ch);
+}
+
+void child_kill(struct server *s, struct child *ch) {
+        (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
+        (void) waitid(P_PIDFD, (id_t) ch->pidfd, &(siginfo_t){ 0 }, WEXITED);
+        child_close(s, ch);
+}
+
+static void child_free(struct server *s, struct child *ch) {
+        if (ch->waiting) {
+                child_list_remove(&s->pool, ch);
+                s->npool--;
+        } else {
+                child_list_remove(&s->children, ch);
+                s->nchildren--;
+        }
+        child_close(s, ch);
 }
 
 static void on_child_exit(struct server *s, struct child *ch) {
@@ -215,6 +267,12 @@ static void on_child_exit(struct server *s, struct child *ch) {
         if (waitid(P_PIDFD, (id_t) ch->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
 
+        if (ch->waiting) {
+                if (!s->shutting_down)
+                        log_warning("waiting child %d ended unexpectedly (code %d, status %d)", (int) ch->pid,
+                                    si.si_code, si.si_status);
+                return child_free(s, ch);
+        }
         char report[HS_MAX_TEXT];
         read_report(ch->report_fd, report, sizeof report);
         struct conn *c = ch->conn;
@@ -241,6 +299,7 @@ static void begin_shutdown(struct server *s) {
                 return;
         }
         s->shutting_down = true;
+        pool_release(s);
         log_info("stopping: no new launches; waiting for %u running programs", s->nchildren);
         if (s->listen_fd >= 0) {
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
@@ -277,9 +336,17 @@ static int expire_requests(struct server *s) {
 int server_run(struct server *s) {
         struct epoll_event events[64];
 
-        while (!s->force_exit && !(s->shutting_down && s->nchildren == 0)) {
+        while (!s->force_exit && !(s->shutting_down && s->nchildren == 0 && s->npool == 0)) {
+                /* The pool is refilled only when no event is waiting: a request never waits for it. */
+                bool refill = pool_needs_refill(s);
                 int timeout = expire_requests(s);
+                if (refill)
+                        timeout = 0;
                 int n = epoll_wait(s->epoll_fd, events, (int) ELEMENTSOF(events), timeout);
+                if (n == 0 && refill) {
+                        pool_add_one(s);
+                        continue;
+                }
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -358,6 +425,8 @@ void server_done(struct server *s) {
                 s->children->conn = NULL;
                 child_free(s, s->children);
         }
+        while (s->pool)
+                child_free(s, s->pool); /* the channel closes: the child exits */
         image_cache_done(&s->cache);
         loader_env_free(s->loader_env);
         free(s->registered);

@@ -35,11 +35,13 @@ struct conn {
 };
 
 struct child {
-        struct watch watch;
+        struct watch watch; /* first: epoll data points here */
         struct child *prev, *next;
         pid_t pid;
         int pidfd;
-        int report_fd;     /* read end: text here means the start failed before main */
+        int report_fd;     /* read end: text here means the start failed before main; -1 while waiting */
+        int channel_fd;    /* a waiting child in the pool takes its request from here; else -1 */
+        bool waiting;      /* in the pool (s->pool), not yet running a program (s->children) */
         struct conn *conn; /* NULL once the client has gone */
 };
 
@@ -59,8 +61,11 @@ struct server {
         struct watch listen_watch, signal_watch;
         struct conn *conns;
         struct conn *closed; /* freed at the end of each batch of events */
-        struct child *children;
+        struct child *children; /* running programs */
         unsigned nchildren;
+        struct child *pool; /* waiting children, see pool.h */
+        unsigned npool;
+        uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
         bool shutting_down;
         bool force_exit;
         uint64_t launches, declines;
@@ -77,3 +82,11 @@ void conn_close(struct server *s, struct conn *c);
 /* Sends ERROR (a malformed request) and closes the connection. */
 void conn_fail(struct server *s, struct conn *c, int error, const char *what);
 uint64_t now_ms(void);
+
+/* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child
+ * killed and reaped) when it cannot be supervised. */
+struct child *child_watch(struct server *s, pid_t pid);
+/* Kills, reaps and frees a child that is in no list. */
+void child_kill(struct server *s, struct child *ch);
+void child_list_push(struct child **head, struct child *ch);
+void child_list_remove(struct child **head, struct child *ch);

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+#include "pool.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "log.h"
+#include "wire.h"
+
+/* The two messages on a waiting child's channel: the image to load with the report pipe, then the
+ * client's LAUNCH payload with the client's fds, as received. Two, because the client may send the
+ * most fds one message can carry. */
+#define POOL_MSG_IMAGE 100
+#define POOL_MSG_REQUEST 101
+
+static _Noreturn void wait_for_request(int channel, pid_t daemon) {
+        /* Nothing of the daemon's stays open here: a client's connection held by a waiting child
+         * would not see the daemon close it. */
+        if (channel > 0)
+                (void) close_range(0, (unsigned) channel - 1, 0);
+        (void) close_range((unsigned) channel + 1, ~0U, 0);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != daemon)
+                _exit(0);
+
+        struct hs_header h;
+        char image[HS_MAX_PATH + 1];
+        int report_fd = -1, fds[HS_MAX_FDS];
+        size_t nreport = 0, nfds = 0;
+        void *payload = NULL;
+        if (hs_recv_message(channel, &h, image, HS_MAX_PATH, &report_fd, 1, &nreport) < 0 ||
+            h.type != POOL_MSG_IMAGE || nreport != 1 || h.size == 0 || image[h.size - 1] != '\0')
+                _exit(0); /* the daemon let us go */
+        if (hs_recv_message_alloc(channel, &h, &payload, fds, HS_MAX_FDS, &nfds) < 0 || h.type != POOL_MSG_REQUEST)
+                _exit(127);
+        (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+
+        /* The daemon parsed this same payload before passing it on; it cannot fail here. */
+        struct hs_launch_request req;
+        const char *what;
+        if (hs_launch_parse(payload, h.size, nfds, &req, &what) < 0)
+                _exit(127);
+        struct child_spec spec = { .req = &req, .fds = fds, .image = image, .report_fd = report_fd };
+        child_run(&spec);
+}
+
+/* After a failed fork the pool is left alone for this long, so the loop does not spin. */
+#define POOL_RETRY_MS 1000u
+
+static int add_one(struct server *s) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        pid_t daemon = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return r;
+        }
+        if (pid == 0)
+                wait_for_request(sv[1], daemon);
+        close(sv[1]);
+
+        struct child *ch = child_watch(s, pid);
+        if (!ch) {
+                close(sv[0]);
+                return -ENOMEM;
+        }
+        ch->channel_fd = sv[0];
+        ch->waiting = true;
+        child_list_push(&s->pool, ch);
+        s->npool++;
+        return 0;
+}
+
+int pool_add_one(struct server *s) {
+        int r = add_one(s);
+        if (r < 0) {
+                log_warning_errno(r, "cannot fork a child for the pool; retrying in %u ms", POOL_RETRY_MS);
+                s->pool_retry_at = now_ms() + POOL_RETRY_MS;
+        }
+        return r;
+}
+
+bool pool_needs_refill(const struct server *s) {
+        return !s->shutting_down && s->npool < s->options->pool_size && now_ms() >= s->pool_retry_at;
+}
+
+void pool_fill(struct server *s) {
+        while (pool_needs_refill(s) && pool_add_one(s) >= 0)
+                ;
+}
+
+static int hand_over(struct child *ch, const struct conn *c, const char *image, int report_fd) {
+        int r = hs_send_message(ch->channel_fd, POOL_MSG_IMAGE, image, strlen(image) + 1, &report_fd, 1, 0);
+        if (r >= 0)
+                r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 0);
+        return r;
+}
+
+struct child *pool_take(struct server *s, const struct conn *c, const char *image, int report_fd) {
+        /* The oldest first (children are pushed at the front), so none waits forever. */
+        struct child *ch = s->pool;
+        if (!ch)
+                return NULL;
+        while (ch->next)
+                ch = ch->next;
+        child_list_remove(&s->pool, ch);
+        ch->waiting = false;
+        s->npool--;
+        int r = hand_over(ch, c, image, report_fd);
+        close(ch->channel_fd);
+        ch->channel_fd = -1;
+        if (r < 0) {
+                log_warning_errno(r, "a waiting child (%d) did not take its request; forking instead", (int) ch->pid);
+                child_kill(s, ch);
+                return NULL;
+        }
+        return ch;
+}
+
+void pool_release(struct server *s) {
+        for (struct child *ch = s->pool; ch; ch = ch->next)
+                if (ch->channel_fd >= 0) {
+                        close(ch->channel_fd);
+                        ch->channel_fd = -1;
+                }
+}
