@@ -20,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "headstart/client.h"
+#include "protocol.h"
 
 extern char **environ;
 
@@ -55,28 +56,20 @@ static int spawn_and_wait(const char *file, char **argv, char **envp, int *ret_s
 }
 
 static int run_direct(const struct config *c, char **envp, int *ret_status, char *why, size_t size) {
-        int sock = hs_client_connect(c->socket);
-        if (sock < 0)
-                return snprintf(why, size, "connect: %s", strerror(-sock)), -1;
-        sigset_t mask;
-        sigprocmask(SIG_SETMASK, NULL, &mask);
-        int r = hs_client_send_launch(sock, c->path, c->argv, envp, &mask);
-        struct hs_reply reply;
-        while (r >= 0 && (r = hs_client_read_reply(sock, &reply)) >= 0) {
-                if (reply.type == HS_MSG_LAUNCHED)
-                        close(reply.pidfd);
-                else if (reply.type == HS_MSG_EXITED) {
-                        *ret_status = reply.code == CLD_EXITED ? W_EXITCODE(reply.status, 0) : reply.status;
-                        break;
-                } else {
-                        snprintf(why, size, "declined: %s", reply.text);
-                        r = -1;
-                }
-        }
-        close(sock);
-        if (r < 0 && !why[0])
-                snprintf(why, size, "protocol: %s", strerror(-r));
-        return r < 0 ? -1 : 0;
+        struct hs_launch_options o = { .socket = c->socket };
+        struct hs_launch *l;
+        int code = 0, status = 0;
+        int r = hs_launch_start(c->path, c->argv, envp, &o, &l);
+        if (r == 0)
+                r = hs_launch_wait(l, &code, &status);
+        if (r > 0)
+                snprintf(why, size, "declined: %s", hs_launch_reason(l));
+        else if (r < 0)
+                snprintf(why, size, "launch: %s", strerror(-r));
+        else
+                *ret_status = code == CLD_EXITED ? W_EXITCODE(status, 0) : status;
+        hs_launch_free(l);
+        return r != 0 ? -1 : 0;
 }
 
 static char **env_with_mark(int fd) {

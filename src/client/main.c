@@ -16,7 +16,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "headstart/client.h"
 #include "log.h"
 #include "macro.h"
 
@@ -143,80 +143,48 @@ static bool has_controlling_terminal(void) {
         return true;
 }
 
-struct session {
-        int sock, sigfd, pidfd;
-        int pending[64]; /* signals that arrived before the pidfd */
-        unsigned npending;
-};
-
-static void forward_signal(struct session *s, int sig) {
-        if (s->pidfd < 0) {
-                if (s->npending < ELEMENTSOF(s->pending))
-                        s->pending[s->npending++] = sig;
-                return;
-        }
-        (void) pidfd_send_signal(s->pidfd, sig, NULL, 0);
-}
-
-static void drain_signals(struct session *s) {
+static void drain_signals(struct hs_launch *l, int sigfd) {
         struct signalfd_siginfo si;
-        while (read(s->sigfd, &si, sizeof si) == (ssize_t) sizeof si)
-                forward_signal(s, (int) si.ssi_signo);
+        while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si)
+                (void) hs_launch_signal(l, (int) si.ssi_signo);
 }
 
 /* The daemon vanished while the program runs: it keeps running, but its status is lost. */
-static _Noreturn void wait_orphan(struct session *s, char *argv[]) {
+static _Noreturn void wait_orphan(struct hs_launch *l, int sigfd, char *argv[]) {
         log_error("the daemon went away while %s was running; its exit status is lost", argv[0]);
-        struct pollfd p[2] = { { .fd = s->pidfd, .events = POLLIN }, { .fd = s->sigfd, .events = POLLIN } };
+        struct pollfd p[2] = { { .fd = hs_launch_pidfd(l), .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
         for (;;) {
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
                         break;
                 if (p[0].revents)
                         break;
                 if (p[1].revents)
-                        drain_signals(s);
+                        drain_signals(l, sigfd);
         }
         exit(255);
 }
 
-static _Noreturn void serve(struct session *s, char *argv[]) {
+/* The program runs: forward signals until the daemon reports how it ended. */
+static _Noreturn void serve(struct hs_launch *l, int sigfd, char *argv[]) {
+        drain_signals(l, sigfd); /* those that arrived while it was starting */
         for (;;) {
-                struct pollfd p[2] = { { .fd = s->sock, .events = POLLIN }, { .fd = s->sigfd, .events = POLLIN } };
+                struct pollfd p[2] = { { .fd = hs_launch_fd(l), .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
                 if (poll(p, 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        exec_program(argv, "poll failed");
+                        wait_orphan(l, sigfd, argv);
                 }
                 if (p[1].revents)
-                        drain_signals(s);
+                        drain_signals(l, sigfd);
                 if (!p[0].revents)
                         continue;
-
-                struct hs_reply reply;
-                int r = hs_client_read_reply(s->sock, &reply);
-                if (r < 0) {
-                        if (s->pidfd >= 0)
-                                wait_orphan(s, argv);
-                        exec_program(argv, "the daemon closed the connection");
-                }
-                switch (reply.type) {
-                case HS_MSG_LAUNCHED:
-                        s->pidfd = reply.pidfd;
-                        for (unsigned i = 0; i < s->npending; i++)
-                                forward_signal(s, s->pending[i]);
-                        s->npending = 0;
-                        break;
-                case HS_MSG_EXITED:
-                        exit_like(reply.code, reply.status);
-                case HS_MSG_DECLINED:
-                        exec_program(argv, reply.text);
-                case HS_MSG_ERROR:
-                        /* Not our fault or the program's: say it even without HEADSTART_DEBUG. */
-                        log_error("the daemon rejected the request: %s", reply.text);
-                        exec_program(argv, NULL);
-                default:
-                        exec_program(argv, "unexpected reply from the daemon");
-                }
+                int code, status;
+                int r = hs_launch_wait(l, &code, &status);
+                if (r == 0)
+                        exit_like(code, status);
+                if (r == HS_LAUNCH_DECLINED) /* it failed before its main: it never ran */
+                        exec_program(argv, hs_launch_reason(l));
+                wait_orphan(l, sigfd, argv);
         }
 }
 
@@ -246,22 +214,25 @@ int main(int argc, char *argv[]) {
         catchable_signals(&all);
         sigprocmask(SIG_BLOCK, &all, NULL);
 
-        struct session s = { .sock = -1, .pidfd = -1 };
-        s.sock = hs_client_connect(arg_socket);
-        if (s.sock < 0)
-                exec_program(prog_argv, "no daemon answers on the socket");
-        s.sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (s.sigfd < 0)
+        int sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sigfd < 0)
                 exec_program(prog_argv, "signalfd failed");
-        int r = hs_client_send_launch(s.sock, path, prog_argv, environ, &original_mask);
-        /* A daemon that refuses us (another user, say) replies and hangs up, which can break our
-         * write: read what it said before going to exec. */
-        if (r == -EPIPE || r == -ECONNRESET)
-                serve(&s, prog_argv);
-        if (r < 0) {
-                char why[128];
-                snprintf(why, sizeof why, "cannot send the request: %s", strerror(-r));
-                exec_program(prog_argv, why);
+
+        struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask };
+        struct hs_launch *l;
+        int r = hs_launch_start(path, prog_argv, environ, &o, &l);
+        if (r == 0)
+                serve(l, sigfd, prog_argv);
+        if (r == HS_LAUNCH_DECLINED)
+                exec_program(prog_argv, hs_launch_reason(l));
+        if (r == HS_LAUNCH_REJECTED) {
+                /* Not our fault or the program's: say it even without HEADSTART_DEBUG. */
+                log_error("the daemon rejected the request: %s", hs_launch_reason(l));
+                exec_program(prog_argv, NULL);
         }
-        serve(&s, prog_argv);
+        if (r == -ENOENT || r == -ECONNREFUSED || r == -ENXIO)
+                exec_program(prog_argv, "no daemon answers on the socket");
+        char why[128];
+        snprintf(why, sizeof why, "cannot ask the daemon: %s", strerror(-r));
+        exec_program(prog_argv, why);
 }

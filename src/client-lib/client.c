@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-#include "client.h"
+#include "headstart/client.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,11 +11,20 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/pidfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "macro.h"
+#include "protocol.h"
 #include "wire.h"
+
+struct hs_launch {
+        int sock;
+        pid_t pid;
+        int pidfd;
+        char reason[HS_MAX_TEXT + 1];
+};
 
 static int default_socket_path(char *buf, size_t size) {
         const char *env = getenv("HEADSTART_SOCKET");
@@ -29,7 +39,7 @@ static int default_socket_path(char *buf, size_t size) {
         return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 
-int hs_client_connect(const char *path) {
+static int connect_daemon(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (!path) {
                 int r = default_socket_path(sa.sun_path, sizeof sa.sun_path);
@@ -96,7 +106,11 @@ static int inherited_fds(int *fds, uint32_t *targets, uint32_t *ret_n) {
         return r;
 }
 
-static int open_cwd(void) {
+static int open_cwd(const char *path) {
+        if (path) {
+                int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                return fd < 0 ? -errno : fd;
+        }
         int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         /* "." cannot be looked up in a deleted directory; the /proc link still reaches it. */
         if (fd < 0)
@@ -104,7 +118,26 @@ static int open_cwd(void) {
         return fd < 0 ? -errno : fd;
 }
 
-int hs_client_send_launch(int sock, const char *path, char *const argv[], char *const envp[], const sigset_t *sigmask) {
+/* The fds the caller chose: fds[i] becomes fd i. */
+static int chosen_fds(const int *chosen, size_t n, int *fds, uint32_t *targets, uint32_t *ret_n) {
+        uint32_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (chosen[i] < 0)
+                        continue;
+                if (k >= HS_MAX_PASSED_FDS)
+                        return -EMFILE;
+                if (fcntl(chosen[i], F_GETFD) < 0)
+                        return -EBADF;
+                fds[k] = chosen[i];
+                targets[k] = (uint32_t) i;
+                k++;
+        }
+        *ret_n = k;
+        return 0;
+}
+
+static int send_launch(int sock, const char *path, char *const argv[], char *const envp[],
+                       const struct hs_launch_options *o) {
         int fds[HS_MAX_FDS];
         uint32_t targets[HS_MAX_PASSED_FDS];
         struct hs_launch_fixed f = { 0 };
@@ -112,7 +145,10 @@ int hs_client_send_launch(int sock, const char *path, char *const argv[], char *
         mode_t mask = umask(0);
         umask(mask);
         f.umask = (uint32_t) mask;
-        f.sigmask = sigset_bits(sigmask);
+        sigset_t sigmask;
+        if (!o->sigmask)
+                sigprocmask(SIG_SETMASK, NULL, &sigmask);
+        f.sigmask = sigset_bits(o->sigmask ? o->sigmask : &sigmask);
         f.sigignore = ignored_signals();
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
                 struct rlimit rl;
@@ -120,14 +156,15 @@ int hs_client_send_launch(int sock, const char *path, char *const argv[], char *
                         return -errno;
                 f.rlimits[i] = (struct hs_rlimit){ rl.rlim_cur, rl.rlim_max };
         }
-        int r = inherited_fds(fds + 2, targets, &f.nfds);
+        int r = o->fds ? chosen_fds(o->fds, o->nfds, fds + 2, targets, &f.nfds)
+                       : inherited_fds(fds + 2, targets, &f.nfds);
         if (r < 0)
                 return r;
 
         _cleanup_close_ int program = open(path, O_PATH | O_CLOEXEC);
         if (program < 0)
                 return -errno;
-        _cleanup_close_ int cwd = open_cwd();
+        _cleanup_close_ int cwd = open_cwd(o->cwd);
         if (cwd < 0)
                 return cwd;
         fds[0] = program;
@@ -140,18 +177,27 @@ int hs_client_send_launch(int sock, const char *path, char *const argv[], char *
         return hs_send_message(sock, HS_MSG_LAUNCH, payload, size, fds, f.nfds + 2, 0);
 }
 
-int hs_client_read_reply(int sock, struct hs_reply *ret) {
+struct reply {
+        enum hs_message_type type;
+        pid_t pid;   /* LAUNCHED */
+        int pidfd;   /* LAUNCHED */
+        int code;    /* EXITED: CLD_*; DECLINED: hs_decline_reason; ERROR: errno */
+        int status;  /* EXITED: exit status or signal */
+};
+
+/* Reads one reply; the reason text of DECLINED and ERROR goes to l->reason. */
+static int read_reply(struct hs_launch *l, struct reply *ret) {
         struct hs_header h;
         char payload[sizeof(struct hs_reason) + HS_MAX_TEXT];
         int fds[1] = { -1 };
         size_t nfds = 0;
 
-        int r = hs_recv_message(sock, &h, payload, sizeof payload, fds, 1, &nfds);
+        int r = hs_recv_message(l->sock, &h, payload, sizeof payload, fds, 1, &nfds);
         if (r < 0) {
                 hs_close_fds(fds, nfds);
                 return r;
         }
-        *ret = (struct hs_reply){ .type = (enum hs_message_type) h.type, .pidfd = -1 };
+        *ret = (struct reply){ .type = (enum hs_message_type) h.type, .pidfd = -1 };
         switch (h.type) {
         case HS_MSG_LAUNCHED: {
                 struct hs_launched m;
@@ -179,12 +225,110 @@ int hs_client_read_reply(int sock, struct hs_reply *ret) {
                         break;
                 memcpy(&m, payload, sizeof m);
                 ret->code = m.code;
-                memcpy(ret->text, payload + sizeof m, h.size - sizeof m);
-                ret->text[h.size - sizeof m] = '\0';
+                memcpy(l->reason, payload + sizeof m, h.size - sizeof m);
+                l->reason[h.size - sizeof m] = '\0';
                 hs_close_fds(fds, nfds);
                 return 0;
         }
         }
         hs_close_fds(fds, nfds);
         return -EBADMSG;
+}
+
+int hs_launch_start(const char *path, char *const argv[], char *const envp[],
+                           const struct hs_launch_options *options, struct hs_launch **ret) {
+        static const struct hs_launch_options defaults = { 0 };
+        const struct hs_launch_options *o = options ? options : &defaults;
+        *ret = NULL;
+        if (!path || path[0] != '/' || !argv || !argv[0] || !envp)
+                return -EINVAL;
+
+        struct hs_launch *l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        l->pidfd = -1;
+        l->sock = connect_daemon(o->socket);
+        if (l->sock < 0) {
+                int r = l->sock;
+                free(l);
+                return r;
+        }
+        int r = send_launch(l->sock, path, argv, envp, o);
+        /* A daemon that refuses us (another user, say) replies and hangs up, which can break our
+         * write: its reply still says why. */
+        if (r == -EPIPE || r == -ECONNRESET || r >= 0) {
+                struct reply reply;
+                r = read_reply(l, &reply);
+                if (r >= 0) {
+                        switch (reply.type) {
+                        case HS_MSG_LAUNCHED:
+                                l->pid = reply.pid;
+                                l->pidfd = reply.pidfd;
+                                r = 0;
+                                break;
+                        case HS_MSG_DECLINED:
+                                r = HS_LAUNCH_DECLINED;
+                                break;
+                        case HS_MSG_ERROR:
+                                r = HS_LAUNCH_REJECTED;
+                                break;
+                        default:
+                                r = -EBADMSG;
+                        }
+                }
+        }
+        if (r < 0) {
+                hs_launch_free(l);
+                return r;
+        }
+        *ret = l;
+        return r;
+}
+
+pid_t hs_launch_pid(const struct hs_launch *l) {
+        return l->pid;
+}
+
+int hs_launch_pidfd(const struct hs_launch *l) {
+        return l->pidfd;
+}
+
+int hs_launch_fd(const struct hs_launch *l) {
+        return l->sock;
+}
+
+const char *hs_launch_reason(const struct hs_launch *l) {
+        return l->reason;
+}
+
+int hs_launch_signal(struct hs_launch *l, int sig) {
+        if (l->pidfd < 0)
+                return -ESRCH;
+        return pidfd_send_signal(l->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status) {
+        if (l->pidfd < 0)
+                return -ECHILD;
+        struct reply reply;
+        int r = read_reply(l, &reply);
+        if (r < 0)
+                return r;
+        if (reply.type == HS_MSG_DECLINED)
+                return HS_LAUNCH_DECLINED; /* failed before main: it never ran */
+        if (reply.type != HS_MSG_EXITED)
+                return -EBADMSG;
+        *ret_code = reply.code;
+        *ret_status = reply.status;
+        return 0;
+}
+
+void hs_launch_free(struct hs_launch *l) {
+        if (!l)
+                return;
+        if (l->sock >= 0)
+                close(l->sock);
+        if (l->pidfd >= 0)
+                close(l->pidfd);
+        free(l);
 }

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libheadstart-client: start a program through headstartd from C, without running headstart-run.
+ * For a home screen, a shell or a build tool that launches the same programs again and again.
+ *
+ *     struct hs_launch *l;
+ *     int r = hs_launch_start("/usr/bin/app", argv, environ, NULL, &l);
+ *     if (r == 0) {                       // running: hs_launch_pid(l), hs_launch_pidfd(l)
+ *             int code, status;
+ *             r = hs_launch_wait(l, &code, &status);
+ *     }
+ *     if (r == HS_LAUNCH_DECLINED)        // the daemon will not run it: run it yourself
+ *             ...posix_spawn...;          // hs_launch_reason(l) says why
+ *     hs_launch_free(l);
+ *
+ * The program gets what exec would give it from the caller unless the options say otherwise:
+ * the caller's working directory, umask, resource limits, ignored signals and signal mask, and its
+ * fds without FD_CLOEXEC. Functions return a negative errno on failure and never print anything.
+ * A handle belongs to one thread at a time.
+ */
+#pragma once
+
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hs_launch;
+
+struct hs_launch_options {
+        /* NULL: $HEADSTART_SOCKET, else $XDG_RUNTIME_DIR/headstart/socket. */
+        const char *socket;
+        /* NULL: the caller's working directory. */
+        const char *cwd;
+        /* NULL: every fd of the caller without FD_CLOEXEC, at its own number (as exec).
+         * Otherwise the program gets fds[i] as its fd i, for i < nfds, and no other fd;
+         * a negative fds[i] leaves fd i closed. */
+        const int *fds;
+        size_t nfds;
+        /* NULL: the caller's signal mask. */
+        const sigset_t *sigmask;
+};
+
+/* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
+enum {
+        HS_LAUNCH_DECLINED = 1, /* the daemon cannot run this program as exec would: run it yourself */
+        HS_LAUNCH_REJECTED = 2, /* the daemon refused the request itself (another user, a bad request) */
+};
+
+/* Asks the daemon to start the program file `path` (absolute) with argv and envp, and waits until
+ * it has started or declined. Returns 0 (running), HS_LAUNCH_DECLINED or HS_LAUNCH_REJECTED with
+ * *ret set, or a negative errno with *ret NULL (-ENOENT or -ECONNREFUSED: no daemon). */
+int hs_launch_start(const char *path, char *const argv[], char *const envp[], const struct hs_launch_options *options,
+                    struct hs_launch **ret);
+
+pid_t hs_launch_pid(const struct hs_launch *l);
+/* A pidfd of the program, owned by the handle; -1 unless it is running. The caller is not the
+ * program's parent, so it cannot waitid() on it, but it can poll it and signal through it. */
+int hs_launch_pidfd(const struct hs_launch *l);
+/* The connection to the daemon: it becomes readable when hs_launch_wait() would not block. */
+int hs_launch_fd(const struct hs_launch *l);
+/* Why the daemon declined or rejected the launch; "" otherwise. */
+const char *hs_launch_reason(const struct hs_launch *l);
+
+int hs_launch_signal(struct hs_launch *l, int sig);
+
+/* Waits for the program to end. Returns 0 with *ret_code CLD_EXITED (*ret_status: exit status)
+ * or CLD_KILLED/CLD_DUMPED (*ret_status: the signal); HS_LAUNCH_DECLINED when the program failed
+ * to start before its main (run it yourself); -ECONNRESET when the daemon went away and the
+ * status is lost. */
+int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
+
+/* Closes the handle. A program still running keeps running, but it is killed if no one else
+ * holds the connection: closing it tells the daemon its client is gone, as a dead parent would. */
+void hs_launch_free(struct hs_launch *l);
+
+#ifdef __cplusplus
+}
+#endif
