@@ -74,8 +74,9 @@ def daemon_fd_count(daemon: RunningDaemon, expect: int | None = None, timeout: f
     `timeout` for the count to reach `expect`, or without `expect` to stay the same for 0.2 s."""
     deadline = time.monotonic() + timeout
     last, since = -1, time.monotonic()
+    pid = daemon.zygote_pid()
     while True:
-        n = len(os.listdir(f"/proc/{daemon.process.pid}/fd"))
+        n = len(os.listdir(f"/proc/{pid}/fd"))
         now = time.monotonic()
         if n != last:
             last, since = n, now

@@ -153,17 +153,39 @@ def test_killed_daemon_leaves_a_stale_socket_and_clients_exec():
         assert b"no daemon answers" in got.stderr
 
 
-def test_daemon_killed_while_program_runs():
+def test_zygote_killed_while_program_runs():
+    """The process holding the client's connection dies: the program runs on, its status is lost."""
     with private_daemon([bin_path("observe")]) as d:
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
         p = subprocess.Popen(
             [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
         )
         time.sleep(0.3)
-        d.process.kill()
+        os.kill(d.zygote_pid(), signal.SIGKILL)
         _, err = p.communicate(timeout=30)
         assert p.returncode == 255
         assert b"exit status is lost" in err
+
+
+def test_supervisor_killed_while_program_runs():
+    """Without its supervisor the zygote stops listening but sees its programs through."""
+    with private_daemon([bin_path("observe")]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        p = subprocess.Popen(
+            [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
+        )
+        time.sleep(0.3)
+        zygote = d.zygote_pid()
+        d.process.kill()
+        d.process.wait()
+        _, err = p.communicate(timeout=30)
+        assert (p.returncode, err) == (0, b"")
+        later = run_exec([*client, *observe("exit", "6")], env=debug_env())
+        assert later.returncode == 6 and b"no daemon answers" in later.stderr
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{zygote}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not os.path.exists(f"/proc/{zygote}")
 
 
 def test_refuses_root_without_allow_root(tmp_path):

@@ -217,7 +217,7 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
 
     def measure(expect_fds: int | None = None) -> tuple[int, int]:
         fds = daemon_fd_count(daemon, expect=expect_fds)
-        rss = next(int(x.split()[1]) for x in open(f"/proc/{daemon.process.pid}/status") if x.startswith("VmRSS:"))
+        rss = next(int(x.split()[1]) for x in open(f"/proc/{daemon.zygote_pid()}/status") if x.startswith("VmRSS:"))
         return fds, rss
 
     warm = run_exec([str(timer), "--runs", "100", "--modes", "direct", *args, "--", *fft])

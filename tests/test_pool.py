@@ -18,7 +18,7 @@ from headstart.daemon import RunningDaemon, private_daemon
 
 def waiting_children(d: RunningDaemon, expect: int, timeout: float = 10.0) -> list[int]:
     """The daemon's children once there are `expect` of them (no program is running in these tests)."""
-    pid = d.process.pid
+    pid = d.zygote_pid()
     deadline = time.monotonic() + timeout
     while True:
         kids = [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

@@ -77,6 +77,10 @@ int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
  * holds the connection: closing it tells the daemon its client is gone, as a dead parent would. */
 void hs_launch_free(struct hs_launch *l);
 
+/* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.
+ * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. */
+int hs_daemon_status(const char *socket, char **ret_text);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,26 @@ class RunningDaemon:
     def launches_started(self) -> int:
         return self.log_text().count(" started ")
 
+    def status(self) -> dict[str, list[str]]:
+        """The daemon's answer to `headstart-run --status`: each key with its values in order."""
+        out = subprocess.run(
+            [str(binaries.find("headstart-run")), "--socket", str(self.socket), "--status"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if out.returncode != 0:
+            raise HeadstartError(f"no status from headstartd: {out.stderr.strip()}")
+        fields: dict[str, list[str]] = {}
+        for line in out.stdout.splitlines():
+            key, _, value = line.partition(": ")
+            fields.setdefault(key, []).append(value)
+        return fields
+
+    def zygote_pid(self) -> int:
+        """The process that serves launches now (the supervisor, `process`, only starts it)."""
+        return int(self.status()["pid"][0])
+
 
 @contextmanager
 def private_daemon(

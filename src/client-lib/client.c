@@ -332,3 +332,31 @@ void hs_launch_free(struct hs_launch *l) {
                 close(l->pidfd);
         free(l);
 }
+
+int hs_daemon_status(const char *socket, char **ret_text) {
+        _cleanup_close_ int sock = connect_daemon(socket);
+        if (sock < 0)
+                return sock;
+        int r = hs_send_message(sock, HS_MSG_STATUS, NULL, 0, NULL, 0, 0);
+        if (r < 0)
+                return r;
+        struct hs_header h;
+        void *payload;
+        int fds[1];
+        size_t nfds = 0;
+        r = hs_recv_message_alloc(sock, &h, &payload, fds, 0, &nfds);
+        if (r < 0)
+                return r;
+        if (h.type != HS_MSG_STATUS_REPLY) {
+                free(payload);
+                return -EBADMSG;
+        }
+        char *text = realloc(payload, h.size + 1);
+        if (!text) {
+                free(payload);
+                return -ENOMEM;
+        }
+        text[h.size] = '\0';
+        *ret_text = text;
+        return 0;
+}

@@ -24,6 +24,7 @@ extern char **environ;
 
 static const char *arg_socket = NULL;
 static bool arg_exec = false;
+static bool arg_status = false;
 
 /* Set once in main, read-only afterwards. */
 static bool debug = false;
@@ -32,10 +33,12 @@ static sigset_t original_mask;
 static void help(void) {
         static const char text[] =
                 "Usage: headstart-run [--socket PATH] [--exec] PROGRAM [ARGS...]\n"
+                "       headstart-run [--socket PATH] --status\n"
                 "Runs PROGRAM through headstartd when it can, and by exec otherwise.\n\n"
                 "  --socket PATH   the daemon's socket (default $HEADSTART_SOCKET,\n"
                 "                  else $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --exec          do not ask the daemon: exec PROGRAM directly\n"
+                "  --status        print what the daemon serves and how it has been doing\n"
                 "Set HEADSTART_DEBUG=1 to see why a launch went to exec.\n";
         (void) !write(STDOUT_FILENO, text, sizeof text - 1);
 }
@@ -49,6 +52,8 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 } else if (strcmp(argv[i], "--exec") == 0)
                         arg_exec = true;
+                else if (strcmp(argv[i], "--status") == 0)
+                        arg_status = true;
                 else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
                         arg_socket = argv[++i];
                 else if (strncmp(argv[i], "--socket=", 9) == 0)
@@ -65,7 +70,7 @@ static int parse_argv(int argc, char *argv[]) {
                         return -1;
                 }
         }
-        if (i >= argc) {
+        if (i >= argc && !arg_status) {
                 log_error("no program given (try --help)");
                 return -1;
         }
@@ -188,6 +193,19 @@ static _Noreturn void serve(struct hs_launch *l, int sigfd, char *argv[]) {
         }
 }
 
+static int print_status(void) {
+        char *text;
+        int r = hs_daemon_status(arg_socket, &text);
+        if (r < 0) {
+                log_error_errno(r, "cannot get the daemon's status");
+                return EXIT_FAILURE;
+        }
+        size_t len = strlen(text);
+        bool ok = write(STDOUT_FILENO, text, len) == (ssize_t) len;
+        free(text);
+        return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 int main(int argc, char *argv[]) {
         log_setup("headstart-run", LOG_LEVEL_INFO);
         const char *d = getenv("HEADSTART_DEBUG");
@@ -197,6 +215,8 @@ int main(int argc, char *argv[]) {
         int first = parse_argv(argc, argv);
         if (first <= 0)
                 return first == 0 ? EXIT_SUCCESS : 2;
+        if (arg_status)
+                return print_status();
         char **prog_argv = argv + first;
 
         if (arg_exec)

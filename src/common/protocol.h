@@ -8,9 +8,10 @@
  * File descriptors travel as SCM_RIGHTS attached to the first byte of the message that carries them.
  *
  * Who sends what:
- *   client -> daemon: LAUNCH (exactly one per connection)
- *   daemon -> client: LAUNCHED, then EXITED; or DECLINED (at any point before the program's main);
- *                     or ERROR (the request was malformed; the connection is closed after it).
+ *   client -> daemon: LAUNCH or STATUS (exactly one per connection)
+ *   daemon -> client: for LAUNCH: LAUNCHED, then EXITED; or DECLINED (at any point before the
+ *                     program's main); for STATUS: STATUS_REPLY; for anything malformed: ERROR,
+ *                     after which the connection is closed.
  */
 #pragma once
 
@@ -40,6 +41,8 @@ enum hs_message_type {
         HS_MSG_EXITED = 3,
         HS_MSG_DECLINED = 4,
         HS_MSG_ERROR = 5,
+        HS_MSG_STATUS = 6,       /* empty payload */
+        HS_MSG_STATUS_REPLY = 7, /* payload: human-readable text, "key: value" lines, not NUL-terminated */
 };
 
 struct hs_header {
@@ -98,6 +101,7 @@ enum hs_decline_reason {
         HS_DECLINE_LIMITS = 3,      /* a resource limit the daemon cannot grant */
         HS_DECLINE_START_FAILED = 4, /* loading failed in the child, before the program's main ran */
         HS_DECLINE_BUSY = 5,        /* too many launches in flight, or shutting down */
+        HS_DECLINE_COUNT
 };
 
 /* A LAUNCH request as the daemon sees it after validation. Pointers point into the payload buffer,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +28,43 @@ static void entry_clear(struct image_entry *e) {
         *e = (struct image_entry){ 0 };
 }
 
-static void remove_old_copies(int dirfd) {
+/* Empties and removes the directory `name` under dirfd, which holds only files. */
+static void remove_dir(int dirfd, const char *name) {
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        (void) unlinkat(fd, de->d_name, 0);
+        closedir(d);
+        (void) unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* Each daemon process keeps its copies in a directory named after its pid, because an old zygote
+ * and its successor run side by side during a refresh. Directories of processes that are gone,
+ * and anything else, are left-overs. */
+static void remove_left_overs(int dirfd) {
         DIR *d = fdopendir(dirfd);
         if (!d) {
                 close(dirfd);
                 return;
         }
         struct dirent *de;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        (void) unlinkat(dirfd, de->d_name, 0);
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end == '\0' && pid > 0 && (kill((pid_t) pid, 0) == 0 || errno == EPERM))
+                        continue;
+                if (unlinkat(dirfd, de->d_name, 0) < 0 && errno == EISDIR)
+                        remove_dir(dirfd, de->d_name);
+        }
         closedir(d);
 }
 
@@ -53,14 +81,24 @@ int image_cache_init(struct image_cache *c, const char *dir, const char *interp)
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        remove_old_copies(fd);
-        c->dir = strdup(dir);
-        return c->dir ? 0 : -ENOMEM;
+        remove_left_overs(fd);
+        if (asprintf(&c->dir, "%s/%d", dir, (int) getpid()) < 0) {
+                c->dir = NULL;
+                return -ENOMEM;
+        }
+        if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
 }
 
 void image_cache_done(struct image_cache *c) {
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
                 entry_clear(&c->entries[i]);
+        if (c->dir) {
+                _cleanup_free_ char *copy = strdup(c->dir);
+                if (copy)
+                        remove_dir(AT_FDCWD, copy);
+        }
         free(c->dir);
         c->dir = NULL;
 }

@@ -27,8 +27,10 @@ struct image_cache {
         unsigned next; /* round-robin eviction */
 };
 
-/* Creates dir (0700) if needed and removes copies a previous daemon left there. */
+/* Creates dir (0700) if needed, removes what daemons that are gone left there, and keeps this
+ * process's copies in dir/PID (an old zygote and a new one run side by side). */
 int image_cache_init(struct image_cache *c, const char *dir, const char *interp);
+/* Forgets every entry and removes this process's copies. */
 void image_cache_done(struct image_cache *c);
 
 /* Finds or builds the entry for the program open at fd (readable, with fstat result st), known to

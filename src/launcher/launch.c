@@ -19,7 +19,7 @@
 #include "wire.h"
 
 static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *text) {
-        s->declines++;
+        count_decline(s, code, text);
         if (s->options->verbose)
                 log_info("declined: %s", text);
         (void) hs_send_reason(c->fd, HS_MSG_DECLINED, code, text);
@@ -124,6 +124,9 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
                 log_warning_errno(r, "cannot tell the client about child %d", (int) ch->pid);
         c->launched = true;
         s->launches++;
+        s->launches_pooled += pooled;
+        if (s->options->refresh_launches && s->launches >= s->options->refresh_launches)
+                server_request_refresh(s, "--refresh-launches reached");
         hs_close_fds(c->fds, c->nfds);
         c->nfds = 0;
         if (s->options->verbose)
@@ -137,6 +140,8 @@ void launch_handle(struct server *s, struct conn *c) {
         const struct image_entry *image = NULL;
         char buf[HS_MAX_TEXT];
 
+        if (c->header.type == HS_MSG_STATUS)
+                return status_reply(s, c);
         if (c->header.type != HS_MSG_LAUNCH)
                 return conn_fail(s, c, EBADMSG, "unknown message type");
         int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);

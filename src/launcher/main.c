@@ -18,6 +18,7 @@
 #include "pool.h"
 #include "preload.h"
 #include "server.h"
+#include "supervisor.h"
 #include "systemd.h"
 
 /* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
@@ -69,30 +70,36 @@ static int preload_all(const char *interp, const struct daemon_options *o, const
         return r;
 }
 
-/* Registers each app's file identity and warms the image cache, saying which apps will be exec'd;
- * loads the warm ones (the last `nwarm` of apps) into the daemon. */
+/* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
+ * `nwarm` of apps) into the daemon. */
 static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm) {
         s->registered = calloc(apps->n ? apps->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
         for (size_t i = 0; i < apps->n; i++) {
+                struct registered_file *reg = &s->registered[s->nregistered];
                 struct stat st;
-                if (stat(apps->items[i], &st) < 0)
-                        return log_error_errno(errno, "cannot stat %s", apps->items[i]);
-                s->registered[s->nregistered++] = (struct registered_file){ st.st_dev, st.st_ino };
-        }
-        for (size_t i = 0; i < apps->n; i++) {
                 _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
-                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return log_error_errno(errno, "cannot open %s", apps->items[i]);
+                *reg = (struct registered_file){ .dev = st.st_dev, .ino = st.st_ino, .path = strdup(apps->items[i]) };
+                if (!reg->path)
+                        return log_error("out of memory");
+                s->nregistered++;
+
                 struct image_entry *e;
-                int r = fd < 0 || fstat(fd, &st) < 0 ? -errno
-                                                     : image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
-                if (r < 0)
+                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
+                if (r < 0) {
                         log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
-                else if (e->reason)
+                        reg->reason = strdup("cannot prepare it for loading");
+                } else if (e->reason) {
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
-                else if (i >= apps->n - nwarm && preload_warm_program(apps->items[i], e->image) == 0)
+                        reg->reason = strdup(e->reason);
+                } else if (i >= apps->n - nwarm && preload_warm_program(apps->items[i], e->image) == 0) {
                         e->warm = true;
+                        reg->mode = MODE_WARM;
+                } else
+                        reg->mode = MODE_PRELOAD;
         }
         return 0;
 }
@@ -117,14 +124,16 @@ static void raise_fd_limit(void) {
         }
 }
 
-static int run(const struct daemon_options *o, int activated_fd) {
-        if (activated_fd == -ENOTSOCK)
-                return log_error("socket activation: fd 3 is not a listening socket"), -ENOTSOCK;
+static int check_user(const struct daemon_options *o) {
         if (geteuid() == 0 && !o->allow_root)
                 return log_error("refusing to run as root: programs would start with root's rights; "
                                  "run it as the user it serves, or pass --allow-root"),
                        -EPERM;
+        return 0;
+}
 
+/* A zygote: preload, then serve launches on the socket the supervisor gave us. */
+static int run_zygote(const struct daemon_options *o) {
         char interp[256], path[PATH_MAX], cache_dir[PATH_MAX + 16];
         int r = preload_own_interp(interp, sizeof interp);
         if (r < 0)
@@ -133,16 +142,10 @@ static int run(const struct daemon_options *o, int activated_fd) {
                 return r;
 
         struct string_list apps = { 0 };
-        struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1 };
+        struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
         if ((r = register_apps(o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
                 goto out;
         raise_fd_limit();
-
-        int fd = activated_fd >= 0 ? activated_fd : listen_open(path);
-        if (fd < 0) {
-                r = fd;
-                goto out;
-        }
         if (o->cache_dir)
                 snprintf(cache_dir, sizeof cache_dir, "%s", o->cache_dir);
         else {
@@ -150,27 +153,54 @@ static int run(const struct daemon_options *o, int activated_fd) {
                 snprintf(copy, sizeof copy, "%s", path);
                 snprintf(cache_dir, sizeof cache_dir, "%s/cache", dirname(copy));
         }
-        if ((r = server_init(&s, o, fd, cache_dir, interp)) < 0 || (r = check_apps(&s, &apps, o->warm.n)) < 0)
+        if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0 ||
+            (r = check_apps(&s, &apps, o->warm.n)) < 0)
                 goto out;
-
+        server_watch_files(&s);
         pool_fill(&s);
-        log_info("ready: listening on %s (pid %d)", path, (int) getpid());
-        (void) systemd_notify("READY=1\nSTATUS=Serving launches");
+        server_ready(&s);
         r = server_run(&s);
-        (void) systemd_notify("STOPPING=1");
 out:
         server_done(&s);
         string_list_done(&apps);
         return r;
 }
 
+/* The supervisor: listen, then keep a zygote serving. */
+static int run_supervisor(const struct daemon_options *o, int activated_fd, char *argv[]) {
+        if (activated_fd == -ENOTSOCK)
+                return log_error("socket activation: fd 3 is not a listening socket"), -ENOTSOCK;
+        char path[PATH_MAX];
+        int r = socket_path(o, path, sizeof path);
+        if (r < 0)
+                return r;
+        int fd = activated_fd >= 0 ? activated_fd : listen_open(path);
+        if (fd < 0)
+                return fd;
+        return supervisor_run(o, fd, path, argv);
+}
+
 int main(int argc, char *argv[]) {
         struct daemon_options o = { 0 };
         log_setup("headstartd", LOG_LEVEL_INFO);
         int activated_fd = systemd_listen_fd();
+        /* getopt permutes argv; zygotes get our arguments as they were given. */
+        char **args = calloc((size_t) argc + 1, sizeof *args);
+        if (!args)
+                return EXIT_FAILURE;
+        memcpy(args, argv, (size_t) argc * sizeof *args);
+
         int r = options_parse_argv(&o, argc, argv);
-        if (r > 0)
-                r = run(&o, activated_fd);
+        if (r > 0 && (r = check_user(&o)) >= 0) {
+                if (o.zygote.active) {
+                        static char ident[64];
+                        snprintf(ident, sizeof ident, "headstartd[zygote %u]", o.zygote.generation);
+                        log_setup(ident, LOG_LEVEL_INFO);
+                        r = run_zygote(&o);
+                } else
+                        r = run_supervisor(&o, activated_fd, args);
+        }
+        free(args);
         options_done(&o);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

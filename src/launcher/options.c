@@ -63,6 +63,10 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_unsigned(key, value, &o->max_children);
         else if (strcmp(key, "pool") == 0)
                 return parse_unsigned(key, value, &o->pool_size);
+        else if (strcmp(key, "refresh-launches") == 0)
+                return parse_unsigned(key, value, &o->refresh_launches);
+        else if (strcmp(key, "refresh-seconds") == 0)
+                return parse_unsigned(key, value, &o->refresh_seconds);
         else if (strcmp(key, "request-timeout") == 0) {
                 unsigned seconds;
                 r = parse_unsigned(key, value, &seconds);
@@ -72,6 +76,20 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         else
                 return log_error("unknown setting '%s'", key), -EINVAL;
         return r < 0 ? log_error_errno(r, "cannot store setting '%s'", key) : 0;
+}
+
+/* --zygote LISTEN_FD,CONTROL_FD,GENERATION,REASON: how the supervisor starts a zygote. */
+static int parse_zygote(struct daemon_options *o, const char *value) {
+        int listen_fd, control_fd, n = 0;
+        unsigned generation;
+        if (sscanf(value, "%d,%d,%u,%n", &listen_fd, &control_fd, &generation, &n) != 3 || n == 0 || listen_fd < 0 ||
+            control_fd < 0)
+                return log_error("--zygote is for headstartd's own use"), -EINVAL;
+        o->zygote.active = true;
+        o->zygote.listen_fd = listen_fd;
+        o->zygote.control_fd = control_fd;
+        o->zygote.generation = generation;
+        return set_string(&o->zygote.reason, value + n);
 }
 
 static char *strip(char *s) {
@@ -125,6 +143,10 @@ static void help(void) {
                 "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --cache-dir DIR      where loadable copies of PIE programs go (default: beside the socket)\n"
                 "  --pool N             keep N children forked and waiting for a request (default none)\n"
+                "  --refresh-launches N start a fresh zygote (new address layout and stack canary) after\n"
+                "                       N launches; the old one finishes its programs (default never)\n"
+                "  --refresh-seconds S  ... or after S seconds (default never); SIGHUP and a change on disk\n"
+                "                       to a loaded library or registered program refresh too\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -143,6 +165,9 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
                 { "cache-dir", required_argument, NULL, 'C' },
                 { "max-children", required_argument, NULL, 'm' },
                 { "pool", required_argument, NULL, 'P' },
+                { "refresh-launches", required_argument, NULL, 'L' },
+                { "refresh-seconds", required_argument, NULL, 'S' },
+                { "zygote", required_argument, NULL, 'Z' }, /* internal */
                 { "request-timeout", required_argument, NULL, 't' },
                 { "allow-root", no_argument, NULL, 'R' },
                 { "verbose", no_argument, NULL, 'v' },
@@ -173,6 +198,9 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
                         o->verbose = true;
                         r = 0;
                         break;
+                case 'Z':
+                        r = parse_zygote(o, optarg);
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -191,6 +219,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
 void options_done(struct daemon_options *o) {
         free(o->socket_path);
         free(o->cache_dir);
+        free(o->zygote.reason);
         string_list_done(&o->apps);
         string_list_done(&o->warm);
         string_list_done(&o->preloads);

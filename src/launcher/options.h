@@ -17,6 +17,15 @@ struct daemon_options {
         bool verbose;
         unsigned max_children;
         unsigned pool_size; /* waiting children kept forked; 0: none */
+        unsigned refresh_launches; /* start a fresh zygote after this many launches; 0: never */
+        unsigned refresh_seconds;  /* ... or after this long; 0: never */
+        /* Internal, set by the supervisor when it starts a zygote (see supervisor.h). */
+        struct {
+                bool active;
+                int listen_fd, control_fd;
+                unsigned generation;
+                char *reason;
+        } zygote;
         unsigned request_timeout_ms; /* a request must arrive whole within this */
 };
 

@@ -94,7 +94,7 @@ int pool_add_one(struct server *s) {
 }
 
 bool pool_needs_refill(const struct server *s) {
-        return !s->shutting_down && s->npool < s->options->pool_size && now_ms() >= s->pool_retry_at;
+        return !s->shutting_down && !s->retiring && s->npool < s->options->pool_size && now_ms() >= s->pool_retry_at;
 }
 
 void pool_fill(struct server *s) {

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
@@ -31,6 +32,13 @@ uint64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+void count_decline(struct server *s, enum hs_decline_reason code, const char *text) {
+        s->declines++;
+        s->declined[code]++;
+        snprintf(s->last_decline[code], sizeof s->last_decline[code], "%.*s", (int) sizeof s->last_decline[code] - 1,
+                 text);
 }
 
 static int watch_fd(struct server *s, int fd, struct watch *w, uint32_t events) {
@@ -268,7 +276,7 @@ static void on_child_exit(struct server *s, struct child *ch) {
                 return;
 
         if (ch->waiting) {
-                if (!s->shutting_down)
+                if (ch->channel_fd >= 0) /* not one we let go */
                         log_warning("waiting child %d ended unexpectedly (code %d, status %d)", (int) ch->pid,
                                     si.si_code, si.si_status);
                 return child_free(s, ch);
@@ -277,8 +285,10 @@ static void on_child_exit(struct server *s, struct child *ch) {
         read_report(ch->report_fd, report, sizeof report);
         struct conn *c = ch->conn;
         if (c) {
-                if (report[0])
+                if (report[0]) {
+                        count_decline(s, HS_DECLINE_START_FAILED, report);
                         (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, report);
+                }
                 else {
                         struct hs_exited msg = { .code = si.si_code, .status = si.si_status };
                         (void) hs_send_message(c->fd, HS_MSG_EXITED, &msg, sizeof msg, NULL, 0, 1);
@@ -292,6 +302,85 @@ static void on_child_exit(struct server *s, struct child *ch) {
         child_free(s, ch);
 }
 
+/* Asks the supervisor for a fresh zygote, once. */
+void server_request_refresh(struct server *s, const char *reason) {
+        if (s->refresh_requested || s->control_fd < 0)
+                return;
+        s->refresh_requested = true;
+        log_info("asking for a refresh: %s", reason);
+        int r = control_send(s->control_fd, CONTROL_REFRESH "%s", reason);
+        if (r < 0)
+                log_warning_errno(r, "cannot reach the supervisor");
+}
+
+static void stop_listening(struct server *s) {
+        if (s->listen_fd >= 0) {
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+                close(s->listen_fd);
+                s->listen_fd = -1;
+        }
+        pool_release(s);
+}
+
+static void retire(struct server *s) {
+        if (s->retiring)
+                return;
+        s->retiring = true;
+        log_info("retiring: a newer zygote serves; finishing %u programs", s->nchildren);
+        stop_listening(s);
+}
+
+static void on_control(struct server *s) {
+        char msg[CONTROL_MAX];
+        ssize_t n = control_recv(s->control_fd, msg);
+        if (n == -EAGAIN)
+                return;
+        if (n <= 0) { /* the supervisor is gone: no one will start our successor */
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->control_fd, NULL);
+                close(s->control_fd);
+                s->control_fd = -1;
+                retire(s);
+        } else if (strcmp(msg, CONTROL_RETIRE) == 0)
+                retire(s);
+}
+
+static void on_files_changed(struct server *s) {
+        const char *path = file_watch_read(&s->files);
+        if (path) {
+                char reason[CONTROL_MAX - 16];
+                snprintf(reason, sizeof reason, "changed on disk: %s", path);
+                server_request_refresh(s, reason);
+        }
+}
+
+void server_watch_files(struct server *s) {
+        char *changed = NULL;
+        int r = file_watch_init(&s->files, s->cache.dir, &changed);
+        for (size_t i = 0; i < s->nregistered && r >= 0; i++)
+                r = file_watch_add(&s->files, s->registered[i].path);
+        if (r >= 0)
+                r = watch_fd(s, s->files.fd, &s->files_watch, EPOLLIN);
+        if (r < 0)
+                log_warning_errno(r, "cannot watch the loaded files for changes; refresh by SIGHUP after an update");
+        if (changed) {
+                char reason[CONTROL_MAX - 16];
+                snprintf(reason, sizeof reason, "changed on disk while loading: %s", changed);
+                server_request_refresh(s, reason);
+                free(changed);
+        }
+}
+
+void server_ready(struct server *s) {
+        s->started_ms = now_ms();
+        if (s->control_fd >= 0) {
+                int r = control_send(s->control_fd, CONTROL_READY);
+                if (r < 0)
+                        log_warning_errno(r, "cannot tell the supervisor we are ready");
+        }
+        log_info("zygote %u ready (pid %d): %zu programs registered, pool of %u", s->zygote.generation,
+                 (int) getpid(), s->nregistered, s->npool);
+}
+
 static void begin_shutdown(struct server *s) {
         if (s->shutting_down) {
                 log_info("second stop request: leaving %u programs running", s->nchildren);
@@ -299,20 +388,15 @@ static void begin_shutdown(struct server *s) {
                 return;
         }
         s->shutting_down = true;
-        pool_release(s);
         log_info("stopping: no new launches; waiting for %u running programs", s->nchildren);
-        if (s->listen_fd >= 0) {
-                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
-                close(s->listen_fd);
-                s->listen_fd = -1;
-        }
+        stop_listening(s);
 }
 
 static void on_signal(struct server *s) {
         struct signalfd_siginfo si;
         while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
                 if (si.ssi_signo == SIGHUP)
-                        log_info("SIGHUP: reloading is not implemented yet; carrying on");
+                        server_request_refresh(s, "SIGHUP to the zygote");
                 else
                         begin_shutdown(s);
         }
@@ -336,7 +420,10 @@ static int expire_requests(struct server *s) {
 int server_run(struct server *s) {
         struct epoll_event events[64];
 
-        while (!s->force_exit && !(s->shutting_down && s->nchildren == 0 && s->npool == 0)) {
+        for (;;) {
+                bool idle = s->nchildren == 0 && s->npool == 0;
+                if (s->force_exit || (s->shutting_down && idle) || (s->retiring && idle && !s->conns))
+                        break;
                 /* The pool is refilled only when no event is waiting: a request never waits for it. */
                 bool refill = pool_needs_refill(s);
                 int timeout = expire_requests(s);
@@ -367,6 +454,12 @@ int server_run(struct server *s) {
                         case WATCH_CHILD:
                                 on_child_exit(s, (struct child *) w);
                                 break;
+                        case WATCH_CONTROL:
+                                on_control(s);
+                                break;
+                        case WATCH_FILES:
+                                on_files_changed(s);
+                                break;
                         }
                 }
                 free_closed(s);
@@ -392,10 +485,24 @@ static int setup_signals(struct server *s) {
 
 int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
                 const char *interp) {
-        *s = (struct server){ .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = -1 };
+        *s = (struct server){
+                .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1,
+                .files = { .fd = -1 },
+        };
         snprintf(s->interp, sizeof s->interp, "%s", interp);
         s->listen_watch.kind = WATCH_LISTEN;
         s->signal_watch.kind = WATCH_SIGNAL;
+        s->control_watch.kind = WATCH_CONTROL;
+        s->files_watch.kind = WATCH_FILES;
+        if (o->zygote.active) {
+                s->control_fd = o->zygote.control_fd;
+                s->zygote.generation = o->zygote.generation;
+                snprintf(s->zygote.reason, sizeof s->zygote.reason, "%s", o->zygote.reason ? o->zygote.reason : "");
+                /* Given to us without close-on-exec; nothing we start may inherit them. */
+                (void) fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+                (void) fcntl(s->control_fd, F_SETFD, FD_CLOEXEC);
+                (void) fcntl(s->control_fd, F_SETFL, O_NONBLOCK);
+        }
 
         s->loader_env = loader_env_snapshot(environ);
         if (!s->loader_env)
@@ -412,7 +519,8 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
                 return log_error_errno(errno, "cannot make the socket non-blocking");
         if ((r = watch_fd(s, listen_fd, &s->listen_watch, EPOLLIN)) < 0 ||
-            (r = watch_fd(s, s->signal_fd, &s->signal_watch, EPOLLIN)) < 0)
+            (r = watch_fd(s, s->signal_fd, &s->signal_watch, EPOLLIN)) < 0 ||
+            (s->control_fd >= 0 && (r = watch_fd(s, s->control_fd, &s->control_watch, EPOLLIN)) < 0))
                 return log_error_errno(r, "epoll_ctl");
         return 0;
 }
@@ -428,7 +536,14 @@ void server_done(struct server *s) {
         while (s->pool)
                 child_free(s, s->pool); /* the channel closes: the child exits */
         image_cache_done(&s->cache);
+        file_watch_done(&s->files);
+        if (s->control_fd >= 0)
+                close(s->control_fd);
         loader_env_free(s->loader_env);
+        for (size_t i = 0; i < s->nregistered; i++) {
+                free(s->registered[i].path);
+                free(s->registered[i].reason);
+        }
         free(s->registered);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);

@@ -7,11 +7,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "file-watch.h"
 #include "image-cache.h"
 #include "options.h"
 #include "protocol.h"
 
-enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD };
+enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES };
 
 struct watch {
         enum watch_kind kind;
@@ -45,9 +46,21 @@ struct child {
         struct conn *conn; /* NULL once the client has gone */
 };
 
+enum program_mode { MODE_EXEC, MODE_PRELOAD, MODE_WARM };
+
+/* A program registered with --app or --warm, and what the daemon made of it. */
 struct registered_file {
         dev_t dev;
         ino_t ino;
+        char *path;
+        enum program_mode mode;
+        char *reason; /* MODE_EXEC: why */
+};
+
+/* What the supervisor told this zygote about itself (see supervisor.h); zero without one. */
+struct zygote_info {
+        unsigned generation; /* 1 for the first zygote, +1 for each refresh */
+        char reason[128];    /* why it was started */
 };
 
 struct server {
@@ -58,7 +71,9 @@ struct server {
         struct registered_file *registered;
         size_t nregistered;
         int epoll_fd, listen_fd, signal_fd;
-        struct watch listen_watch, signal_watch;
+        int control_fd; /* to the supervisor */
+        struct file_watch files;
+        struct watch listen_watch, signal_watch, control_watch, files_watch;
         struct conn *conns;
         struct conn *closed; /* freed at the end of each batch of events */
         struct child *children; /* running programs */
@@ -66,22 +81,37 @@ struct server {
         struct child *pool; /* waiting children, see pool.h */
         unsigned npool;
         uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
-        bool shutting_down;
+        bool shutting_down; /* SIGTERM: decline what comes, wait for the programs, exit */
+        bool retiring;      /* a newer zygote serves: finish what was accepted, wait, exit */
+        bool refresh_requested;
         bool force_exit;
-        uint64_t launches, declines;
+        struct zygote_info zygote;
+        uint64_t started_ms;
+        uint64_t launches, launches_pooled, declines;
+        uint64_t declined[HS_DECLINE_COUNT];
+        char last_decline[HS_DECLINE_COUNT][160];
 };
 
 int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
                 const char *interp);
+/* Watches the files loaded so far and the registered programs for changes on disk. */
+void server_watch_files(struct server *s);
+/* Asks the supervisor for a fresh zygote (once; later calls do nothing). */
+void server_request_refresh(struct server *s, const char *reason);
+/* Tells the supervisor the zygote is ready. */
+void server_ready(struct server *s);
 int server_run(struct server *s);
 void server_done(struct server *s);
 
+/* status.c: answers a STATUS request. */
+void status_reply(struct server *s, struct conn *c);
 /* launch.c: serves or declines the complete LAUNCH request on c. */
 void launch_handle(struct server *s, struct conn *c);
 void conn_close(struct server *s, struct conn *c);
 /* Sends ERROR (a malformed request) and closes the connection. */
 void conn_fail(struct server *s, struct conn *c, int error, const char *what);
 uint64_t now_ms(void);
+void count_decline(struct server *s, enum hs_decline_reason code, const char *text);
 
 /* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child
  * killed and reaped) when it cannot be supervised. */

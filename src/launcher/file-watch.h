@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* Noticing that a file the zygote has loaded changed on disk. Exec would load the new file; a
+ * zygote still serves the old one, so a change asks for a refresh. We watch the directories (a
+ * package update renames a new file over the old name, which no watch on the old inode sees) and
+ * compare each watched name's identity with what is loaded. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct watched_file {
+        char *path;
+        const char *name; /* within path */
+        int wd;
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+};
+
+struct file_watch {
+        int fd; /* inotify; -1 when nothing is watched */
+        struct watched_file *files;
+        size_t n;
+};
+
+/* Watches every file mapped into this process (the libraries and warm programs it has loaded) but
+ * those under `skip_dir` and our own executable. Returns 0 or a negative errno; *ret_changed is set
+ * to a mapped file that is already not what its path names, if any (caller frees). */
+int file_watch_init(struct file_watch *w, const char *skip_dir, char **ret_changed);
+/* Adds a file by path, as it is now. */
+int file_watch_add(struct file_watch *w, const char *path);
+/* Reads pending events; returns a watched path whose file changed (owned by w), or NULL. */
+const char *file_watch_read(struct file_watch *w);
+void file_watch_done(struct file_watch *w);

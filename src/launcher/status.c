@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* The answer to a STATUS request: what `headstart-run --status` prints. One "key: value" per line,
+ * so that people can read it and scripts can grep it; docs/protocol.md lists the keys. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "server.h"
+#include "wire.h"
+
+struct text {
+        char *buf;
+        size_t len, cap;
+        bool failed;
+};
+
+static void add(struct text *t, const char *format, ...) {
+        va_list ap;
+        for (;;) {
+                va_start(ap, format);
+                int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->cap - t->len, format, ap);
+                va_end(ap);
+                if (n < 0) {
+                        t->failed = true;
+                        return;
+                }
+                if (t->len + (size_t) n < t->cap) {
+                        t->len += (size_t) n;
+                        return;
+                }
+                size_t cap = (t->len + (size_t) n + 1) * 2;
+                char *b = realloc(t->buf, cap);
+                if (!b) {
+                        t->failed = true;
+                        return;
+                }
+                t->buf = b;
+                t->cap = cap;
+        }
+}
+
+static const char *mode_name(enum program_mode m) {
+        switch (m) {
+        case MODE_WARM:
+                return "warm";
+        case MODE_PRELOAD:
+                return "preload";
+        case MODE_EXEC:
+                break;
+        }
+        return "exec";
+}
+
+static const char *const decline_names[HS_DECLINE_COUNT] = {
+        [HS_DECLINE_UNSUPPORTED] = "unsupported", [HS_DECLINE_ENVIRONMENT] = "environment",
+        [HS_DECLINE_LIMITS] = "limits",           [HS_DECLINE_START_FAILED] = "start-failed",
+        [HS_DECLINE_BUSY] = "busy",
+};
+
+static void compose(const struct server *s, struct text *t) {
+        const struct daemon_options *o = s->options;
+        add(t, "version: %s\n", HEADSTART_VERSION);
+        add(t, "pid: %d\n", (int) getpid());
+        add(t, "generation: %u\n", s->zygote.generation);
+        add(t, "refreshes: %u\n", s->zygote.generation ? s->zygote.generation - 1 : 0);
+        if (s->zygote.reason[0])
+                add(t, "started-because: %s\n", s->zygote.reason);
+        add(t, "uptime-seconds: %llu\n", (unsigned long long) ((now_ms() - s->started_ms) / 1000u));
+        add(t, "refresh-after-launches: %u\n", o->refresh_launches);
+        add(t, "refresh-after-seconds: %u\n", o->refresh_seconds);
+        for (size_t i = 0; i < s->nregistered; i++) {
+                const struct registered_file *r = &s->registered[i];
+                add(t, "program: %s %s%s%s\n", mode_name(r->mode), r->path, r->reason ? " -- " : "",
+                    r->reason ? r->reason : "");
+        }
+        add(t, "pool-size: %u\n", o->pool_size);
+        add(t, "pool-waiting: %u\n", s->npool);
+        add(t, "running: %u\n", s->nchildren);
+        add(t, "launches: %llu\n", (unsigned long long) s->launches);
+        add(t, "launches-from-pool: %llu\n", (unsigned long long) s->launches_pooled);
+        add(t, "declines: %llu\n", (unsigned long long) s->declines);
+        for (int code = 1; code < HS_DECLINE_COUNT; code++)
+                if (s->declined[code])
+                        add(t, "declined: %s %llu -- last: %s\n", decline_names[code],
+                            (unsigned long long) s->declined[code], s->last_decline[code]);
+}
+
+void status_reply(struct server *s, struct conn *c) {
+        struct text t = { 0 };
+        compose(s, &t);
+        if (t.failed)
+                conn_fail(s, c, ENOMEM, "out of memory");
+        else {
+                /* A status is a few KiB: it fits the socket buffer, so this does not block. */
+                (void) hs_send_message(c->fd, HS_MSG_STATUS_REPLY, t.buf, t.len, NULL, 0, 1);
+                conn_close(s, c);
+        }
+        free(t.buf);
+}

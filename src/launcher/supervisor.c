@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/pidfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "log.h"
+#include "macro.h"
+#include "systemd.h"
+
+enum zygote_state { STARTING, SERVING, RETIRING };
+
+struct zygote;
+
+struct zwatch {
+        bool control; /* else the pidfd */
+        struct zygote *z;
+};
+
+struct zygote {
+        struct zygote *next;
+        pid_t pid;
+        int pidfd, control_fd;
+        unsigned generation;
+        enum zygote_state state;
+        bool ended; /* reaped; freed after the current batch of events, which may still name it */
+        struct zwatch pid_watch, control_watch;
+};
+
+struct supervisor {
+        const struct daemon_options *o;
+        char **argv;
+        const char *socket_path;
+        int listen_fd, epoll_fd, signal_fd;
+        struct zygote *zygotes;
+        unsigned generation;
+        bool announced;      /* the first zygote became ready */
+        bool stopping;
+        bool failed;         /* a zygote ended badly: our exit status says so */
+        uint64_t refresh_at; /* CLOCK_MONOTONIC ms, 0: none */
+};
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+static struct zygote *find(const struct supervisor *s, enum zygote_state state) {
+        for (struct zygote *z = s->zygotes; z; z = z->next)
+                if (z->state == state && !z->ended)
+                        return z;
+        return NULL;
+}
+
+static int watch(struct supervisor *s, int fd, struct zwatch *w) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+        return epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Runs in the forked child: exec a fresh headstartd with our arguments plus where its socket and
+ * channel are (without close-on-exec, at numbers it is told). */
+static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, const char *reason) {
+        int listen_copy = fcntl(s->listen_fd, F_DUPFD, 3);
+        int control_copy = fcntl(control_fd, F_DUPFD, 3);
+        size_t n = 0;
+        while (s->argv[n])
+                n++;
+        char **argv = calloc(n + 3, sizeof *argv);
+        if (listen_copy < 0 || control_copy < 0 || !argv)
+                _exit(127);
+        memcpy(argv, s->argv, n * sizeof *argv);
+        argv[n] = "--zygote";
+        if (asprintf(&argv[n + 1], "%d,%d,%u,%s", listen_copy, control_copy, s->generation + 1, reason) < 0)
+                _exit(127);
+        /* SIGTERM, SIGINT and SIGHUP stay blocked across exec until the zygote reads them from its
+         * signalfd: a stop request during its preload waits instead of killing it. */
+        /* Our own file, even if a newer headstartd has been installed over it since. */
+        execv("/proc/self/exe", argv);
+        log_error_errno(errno, "cannot start a zygote");
+        _exit(127);
+}
+
+static int spawn(struct supervisor *s, const char *reason) {
+        if (find(s, STARTING) || s->listen_fd < 0)
+                return 0; /* one is on its way already, and it loads the files as they are now */
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return log_error_errno(errno, "socketpair");
+        pid_t pid = fork();
+        if (pid == 0)
+                exec_zygote(s, sv[1], reason);
+        close(sv[1]);
+        struct zygote *z = pid > 0 ? calloc(1, sizeof *z) : NULL;
+        int pidfd = z ? pidfd_open(pid, 0) : -1;
+        if (pidfd < 0) {
+                int r = log_error_errno(errno, "cannot start a zygote");
+                close(sv[0]);
+                if (pid > 0) {
+                        kill(pid, SIGKILL);
+                        (void) waitpid(pid, NULL, 0);
+                }
+                free(z);
+                return r;
+        }
+        *z = (struct zygote){
+                .pid = pid,
+                .pidfd = pidfd,
+                .control_fd = sv[0],
+                .generation = ++s->generation,
+                .state = STARTING,
+                .pid_watch = { .control = false, .z = z },
+                .control_watch = { .control = true, .z = z },
+                .next = s->zygotes,
+        };
+        s->zygotes = z;
+        if (watch(s, pidfd, &z->pid_watch) < 0 || watch(s, z->control_fd, &z->control_watch) < 0)
+                log_error_errno(errno, "epoll_ctl"); /* the zygote still serves; we just lose track */
+        if (z->generation > 1)
+                log_info("starting zygote %u (pid %d): %s", z->generation, (int) pid, reason);
+        return 0;
+}
+
+static void refresh(struct supervisor *s, const char *reason) {
+        if (!s->stopping)
+                (void) spawn(s, reason);
+}
+
+static void zygote_free(struct supervisor *s, struct zygote *z) {
+        for (struct zygote **p = &s->zygotes; *p; p = &(*p)->next)
+                if (*p == z) {
+                        *p = z->next;
+                        break;
+                }
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, z->pidfd, NULL);
+        close(z->pidfd);
+        if (z->control_fd >= 0) {
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, z->control_fd, NULL);
+                close(z->control_fd);
+        }
+        free(z);
+}
+
+static void on_ready(struct supervisor *s, struct zygote *z) {
+        if (z->state != STARTING)
+                return;
+        struct zygote *old = find(s, SERVING);
+        z->state = SERVING;
+        if (old) {
+                old->state = RETIRING;
+                (void) control_send(old->control_fd, CONTROL_RETIRE);
+                log_info("zygote %u serves; zygote %u finishes its programs and exits", z->generation,
+                         old->generation);
+        }
+        if (s->o->refresh_seconds)
+                s->refresh_at = now_ms() + (uint64_t) s->o->refresh_seconds * 1000u;
+        if (!s->announced) {
+                s->announced = true;
+                log_info("ready: listening on %s (pid %d)", s->socket_path, (int) getpid());
+                (void) systemd_notify("READY=1\nSTATUS=Serving launches");
+        }
+}
+
+static void on_control(struct supervisor *s, struct zygote *z) {
+        char msg[CONTROL_MAX];
+        ssize_t n = control_recv(z->control_fd, msg);
+        if (n == -EAGAIN)
+                return;
+        if (n <= 0) { /* it is ending; its pidfd will say when */
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, z->control_fd, NULL);
+                close(z->control_fd);
+                z->control_fd = -1;
+                return;
+        }
+        if (strcmp(msg, CONTROL_READY) == 0)
+                on_ready(s, z);
+        else if (strncmp(msg, CONTROL_REFRESH, strlen(CONTROL_REFRESH)) == 0 && z->state == SERVING)
+                refresh(s, msg + strlen(CONTROL_REFRESH));
+}
+
+static void on_exit_of(struct supervisor *s, struct zygote *z) {
+        siginfo_t si = { 0 };
+        if (waitid(P_PIDFD, (id_t) z->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return;
+        bool clean = si.si_code == CLD_EXITED && si.si_status == 0;
+        if (!clean)
+                s->failed = true;
+        if (z->state == RETIRING || (s->stopping && clean))
+                log_info("zygote %u (pid %d) has ended", z->generation, (int) z->pid);
+        else if (!s->announced)
+                ; /* the first zygote said why it could not start; that is the one line to read */
+        else
+                log_error("zygote %u (pid %d) %s %d", z->generation, (int) z->pid,
+                          si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal", si.si_status);
+        z->ended = true;
+        if (s->stopping || z->state == RETIRING)
+                return;
+        if (z->state == SERVING)
+                refresh(s, "the serving zygote ended");
+        else if (!s->announced)
+                s->stopping = true; /* the first zygote failed: nothing to serve with */
+}
+
+static void stop(struct supervisor *s) {
+        if (s->stopping) {
+                log_info("second stop request: passing it on");
+        } else {
+                s->stopping = true;
+                log_info("stopping: telling the zygotes to finish");
+                /* New clients must find no one listening and exec, not wait in the backlog. */
+                close(s->listen_fd);
+                s->listen_fd = -1;
+        }
+        for (struct zygote *z = s->zygotes; z; z = z->next)
+                (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
+}
+
+static void on_signal(struct supervisor *s) {
+        struct signalfd_siginfo si;
+        while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
+                if (si.ssi_signo == SIGHUP)
+                        refresh(s, "SIGHUP");
+                else
+                        stop(s);
+        }
+}
+
+static int setup(struct supervisor *s) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (s->signal_fd < 0 || s->epoll_fd < 0)
+                return -errno;
+        static struct zwatch signal_watch = { 0 };
+        return watch(s, s->signal_fd, &signal_watch);
+}
+
+static int timeout_ms(const struct supervisor *s) {
+        if (!s->refresh_at || s->stopping)
+                return -1;
+        uint64_t now = now_ms();
+        return s->refresh_at <= now ? 0 : (int) (s->refresh_at - now);
+}
+
+int supervisor_run(const struct daemon_options *o, int listen_fd, const char *socket_path, char *argv[]) {
+        struct supervisor s = {
+                .o = o, .argv = argv, .socket_path = socket_path, .listen_fd = listen_fd, .epoll_fd = -1,
+                .signal_fd = -1,
+        };
+        int r = setup(&s);
+        if (r < 0)
+                log_error_errno(r, "cannot set up the supervisor");
+        else if (spawn(&s, "first start") < 0)
+                r = -ECHILD;
+
+        while (r >= 0 && s.zygotes) {
+                struct epoll_event events[16];
+                int n = epoll_wait(s.epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(&s));
+                if (n < 0 && errno != EINTR) {
+                        r = log_error_errno(errno, "epoll_wait");
+                        break;
+                }
+                if (n == 0 && s.refresh_at && now_ms() >= s.refresh_at) {
+                        s.refresh_at = 0;
+                        refresh(&s, "--refresh-seconds elapsed");
+                }
+                for (int i = 0; i < n; i++) {
+                        struct zwatch *w = events[i].data.ptr;
+                        if (!w->z)
+                                on_signal(&s);
+                        else if (w->z->ended)
+                                continue;
+                        else if (w->control)
+                                on_control(&s, w->z);
+                        else
+                                on_exit_of(&s, w->z);
+                }
+                for (struct zygote *z = s.zygotes, *next; z; z = next) {
+                        next = z->next;
+                        if (z->ended)
+                                zygote_free(&s, z);
+                }
+        }
+        (void) systemd_notify("STOPPING=1");
+        if (s.listen_fd >= 0)
+                close(s.listen_fd);
+        while (s.zygotes) /* only after an error of our own: they keep serving, unsupervised */
+                zygote_free(&s, s.zygotes);
+        if (s.signal_fd >= 0)
+                close(s.signal_fd);
+        if (s.epoll_fd >= 0)
+                close(s.epoll_fd);
+        if (r >= 0 && !s.announced)
+                r = -ECHILD;
+        if (r >= 0 && s.failed)
+                r = -EPROTO;
+        return r;
+}
