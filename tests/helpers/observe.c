@@ -3,6 +3,7 @@
  * one thing the tests need (exit with a code, die of a signal, wait for signals, copy stdin).
  * Built like the sample apps (PIE, -rdynamic, -fPIC), so it runs by exec and through the daemon. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -137,6 +138,14 @@ int main(int argc, char *argv[]) {
                 return wait_signal();
         if (strcmp(what, "cat") == 0)
                 return copy_stdin();
+        if (strcmp(what, "libc-base") == 0) {
+                /* Where libc is mapped: a fresh zygote has a fresh address layout. */
+                Dl_info info;
+                if (!dladdr((void *) printf, &info))
+                        return 1;
+                printf("libc_base=%p\n", info.dli_fbase);
+                return 0;
+        }
         if (strcmp(what, "sleep") == 0 && argc > 2) {
                 sleep((unsigned) atoi(argv[2]));
                 return 0;

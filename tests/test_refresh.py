@@ -1,0 +1,128 @@
+"""Zygote refresh and status: a fresh zygote (new address layout, new canary) takes over the socket
+while the old one finishes its programs, and not one launch fails or waits for a preload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import base_env, bin_path, run_exec, run_served
+from headstart.daemon import RunningDaemon, private_daemon
+
+
+def observe(*args: str) -> list[str]:
+    return [str(bin_path("observe")), *args]
+
+
+def wait_generation(d: RunningDaemon, generation: int, timeout: float = 60.0) -> dict[str, list[str]]:
+    """The status once zygote `generation` serves and every older zygote has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = d.status()
+        older_gone = f"zygote {generation - 1} (pid" not in d.log_text() or d.log_text().count(" has ended") >= (
+            generation - 1
+        )
+        if int(status["generation"][0]) >= generation and older_gone:
+            return status
+        assert time.monotonic() < deadline, d.log_text()
+        time.sleep(0.05)
+
+
+def libc_base(d: RunningDaemon) -> str:
+    got = run_served(d, observe("libc-base"))
+    assert got.returncode == 0
+    return got.stdout.decode().strip()
+
+
+def test_status_lists_modes_pool_and_counters():
+    tls = bin_path("observe").parent / "observe-tls"
+    args = ["--app", str(bin_path("fft")), "--app", str(tls), "--warm", str(bin_path("observe")), "--pool", "2"]
+    with private_daemon([], extra_args=args) as d:
+        run_served(d, observe("exit", "0"))
+        declined = run_served(d, observe("exit", "0"), env=base_env(LD_BIND_NOW="1"))
+        assert declined.returncode == 0
+        status = d.status()
+        programs = status["program"]
+        assert f"preload {bin_path('fft')}" in programs
+        assert f"warm {bin_path('observe')}" in programs
+        assert any(p.startswith(f"exec {tls} -- ") for p in programs), programs
+        assert status["pool-size"] == ["2"]
+        assert status["launches"] == ["1"] and status["launches-from-pool"] == ["1"]
+        assert status["declines"] == ["1"]
+        assert status["declined"][0].startswith("environment 1 -- last: the dynamic loader's environment differs")
+        assert status["generation"] == ["1"] and status["refreshes"] == ["0"]
+        assert int(status["pid"][0]) != d.process.pid
+
+
+def test_sighup_starts_a_fresh_zygote_with_a_new_layout():
+    with private_daemon([bin_path("observe")]) as d:
+        first_pid, before = d.zygote_pid(), libc_base(d)
+        d.process.send_signal(signal.SIGHUP)
+        status = wait_generation(d, 2)
+        assert status["started-because"] == ["SIGHUP"] and status["refreshes"] == ["1"]
+        assert int(status["pid"][0]) != first_pid
+        assert libc_base(d) != before
+        assert not Path(f"/proc/{first_pid}").exists()
+
+
+def test_refresh_after_n_launches_and_after_t_seconds():
+    with private_daemon([bin_path("observe")], extra_args=["--refresh-launches", "3"]) as d:
+        for i in range(3):
+            assert run_served(d, observe("exit", str(i))).returncode == i
+        assert wait_generation(d, 2)["started-because"] == ["--refresh-launches reached"]
+    with private_daemon([bin_path("observe")], extra_args=["--refresh-seconds", "1"]) as d:
+        assert wait_generation(d, 3)["started-because"] == ["--refresh-seconds elapsed"]
+
+
+def test_twenty_refreshes_under_load_lose_no_launch():
+    """Three clients launch in a loop (by headstart-run and by the client library) while the daemon
+    is refreshed twenty times: every launch is served, and each gives the right exit status."""
+    timer = bin_path("launch-timer")
+    apps = [bin_path("observe"), bin_path("fft")]
+    with private_daemon(apps, extra_args=["--pool", "2"]) as d:
+        args = ["--socket", str(d.socket), "--run-client", str(bin_path("headstart-run")), "--runs", "100000"]
+        clients = [
+            subprocess.Popen(
+                [str(timer), *args, "--modes", "direct,run", "--", str(bin_path("fft")), "64"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=base_env(HEADSTART_DEBUG="1"),  # headstart-run says when it goes to exec
+                start_new_session=True,
+            )
+            for _ in range(3)
+        ]
+        try:
+            for generation in range(2, 22):
+                d.process.send_signal(signal.SIGHUP)
+                wait_generation(d, generation)
+        finally:
+            for c in clients:
+                c.send_signal(signal.SIGTERM)
+        outputs = [c.communicate(timeout=60) for c in clients]
+        assert [err for _, err in outputs] == [b""] * 3
+        lines = [line for out, _ in outputs for line in out.splitlines()]
+        assert len(lines) > 100
+        assert not [x for x in lines if b'"error"' in x][:3]
+        assert "declined" not in d.log_text()
+        assert d.launches_started() >= len(lines)
+        assert d.status()["refreshes"] == ["20"]
+
+
+def test_replacing_a_preloaded_library_refreshes_and_the_new_code_runs(tmp_path):
+    helpers = bin_path("observe").parent
+    prog = tmp_path / "uses-versioned"
+    shutil.copy(helpers / "uses-versioned", prog)
+    shutil.copy(helpers / "libversioned-1.so", tmp_path / "libversioned.so")
+    with private_daemon([prog]) as d:
+        assert run_served(d, [str(prog)]).stdout == b"versioned library 1\n"
+        # As a package manager does it: the new file is written beside and renamed over the old.
+        shutil.copy(helpers / "libversioned-2.so", tmp_path / "libversioned.so.new")
+        os.rename(tmp_path / "libversioned.so.new", tmp_path / "libversioned.so")
+        status = wait_generation(d, 2)
+        assert status["started-because"] == [f"changed on disk: {tmp_path / 'libversioned.so'}"]
+        assert run_exec([str(prog)]).stdout == b"versioned library 2\n"
+        assert run_served(d, [str(prog)]).stdout == b"versioned library 2\n"
