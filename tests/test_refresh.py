@@ -89,8 +89,7 @@ def test_twenty_refreshes_under_load_lose_no_launch():
             subprocess.Popen(
                 [str(timer), *args, "--modes", "direct,run", "--", str(bin_path("fft")), "64"],
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=base_env(HEADSTART_DEBUG="1"),  # headstart-run says when it goes to exec
+                env=base_env(),
                 start_new_session=True,
             )
             for _ in range(3)
@@ -101,14 +100,13 @@ def test_twenty_refreshes_under_load_lose_no_launch():
                 wait_generation(d, generation)
         finally:
             for c in clients:
-                c.send_signal(signal.SIGTERM)
-        outputs = [c.communicate(timeout=60) for c in clients]
-        assert [err for _, err in outputs] == [b""] * 3
-        lines = [line for out, _ in outputs for line in out.splitlines()]
+                c.send_signal(signal.SIGTERM)  # each stops after the launch in progress
+        lines = [line for c in clients for line in c.communicate(timeout=60)[0].splitlines()]
         assert len(lines) > 100
         assert not [x for x in lines if b'"error"' in x][:3]
+        # headstart-run would exec quietly if it could not reach a zygote: count what was served.
         assert "declined" not in d.log_text()
-        assert d.launches_started() >= len(lines)
+        assert d.launches_started() == len(lines)
         assert d.status()["refreshes"] == ["20"]
 
 

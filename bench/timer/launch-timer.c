@@ -2,10 +2,12 @@
 /* Times launches of one program in several ways, alternating them so that machine noise falls on
  * all alike, and prints one JSON line per launch. The Python side turns these into statistics.
  *
- * Usage: launch-timer --runs N --socket PATH --run-client PATH [--modes exec,run,direct] -- PROGRAM ARGS...
- *   exec    posix_spawn of the program itself (the baseline)
- *   run     posix_spawn of headstart-run PROGRAM ARGS...
- *   direct  a request straight over the socket, as a program linking the client library would
+ * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
+ *                     [--modes exec,run,direct,run@NAME,direct@NAME...] -- PROGRAM ARGS...
+ *   exec         posix_spawn of the program itself (the baseline)
+ *   run[@NAME]   posix_spawn of headstart-run PROGRAM ARGS... against --socket or daemon NAME
+ *   direct[@NAME] a request through libheadstart-client, as a program linking it would make
+ * Several daemons (preload, warm, pool...) can so be compared with exec in one alternating run.
  * The program must write the CLOCK_MONOTONIC time at which main starts to $HEADSTART_MARK_FD
  * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. */
 #include <errno.h>
@@ -25,14 +27,30 @@
 
 extern char **environ;
 
-enum mode { MODE_EXEC, MODE_RUN, MODE_DIRECT, MODE_COUNT };
-static const char *const mode_names[MODE_COUNT] = { "exec", "run", "direct" };
+enum how { HOW_EXEC, HOW_RUN, HOW_DIRECT };
+#define MAX_MODES 32
+#define MAX_DAEMONS 8
+
+struct mode {
+        char name[64]; /* as given in --modes; it names the mode in the output */
+        enum how how;
+        const char *socket;
+};
+
+struct daemon {
+        char *name;
+        const char *socket;
+};
 
 struct config {
         int runs;
         const char *socket;
         const char *run_client;
-        bool modes[MODE_COUNT];
+        struct daemon daemons[MAX_DAEMONS];
+        int ndaemons;
+        const char *mode_list;
+        struct mode modes[MAX_MODES];
+        int nmodes;
         char **argv; /* program and its arguments */
         char *path;  /* the program, absolute */
         int out;     /* where the JSON lines go */
@@ -55,8 +73,9 @@ static int spawn_and_wait(const char *file, char **argv, char **envp, int *ret_s
         return 0;
 }
 
-static int run_direct(const struct config *c, char **envp, int *ret_status, char *why, size_t size) {
-        struct hs_launch_options o = { .socket = c->socket };
+static int run_direct(const struct config *c, const struct mode *m, char **envp, int *ret_status, char *why,
+                      size_t size) {
+        struct hs_launch_options o = { .socket = m->socket };
         struct hs_launch *l;
         int code = 0, status = 0;
         int r = hs_launch_start(c->path, c->argv, envp, &o, &l);
@@ -98,7 +117,7 @@ static long long read_mark(int fd) {
         return got > 0 ? atoll(buf) : -1;
 }
 
-static void one_launch(const struct config *c, enum mode m, int round) {
+static void one_launch(const struct config *c, const struct mode *m, int round) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[1], F_SETFD, 0) < 0)
                 exit(EXIT_FAILURE);
@@ -107,32 +126,32 @@ static void one_launch(const struct config *c, enum mode m, int round) {
         int status = 0, r;
 
         long long t0 = now_ns();
-        if (m == MODE_EXEC)
+        if (m->how == HOW_EXEC)
                 r = spawn_and_wait(c->path, c->argv, envp, &status);
-        else if (m == MODE_RUN) {
+        else if (m->how == HOW_RUN) {
                 int argc = 0;
                 while (c->argv[argc])
                         argc++;
                 char **argv = calloc((size_t) argc + 4, sizeof(char *));
                 argv[0] = (char *) c->run_client;
                 argv[1] = (char *) "--socket";
-                argv[2] = (char *) c->socket;
+                argv[2] = (char *) m->socket;
                 memcpy(argv + 3, c->argv, (size_t) argc * sizeof(char *));
                 r = spawn_and_wait(c->run_client, argv, envp, &status);
                 free(argv);
         } else
-                r = run_direct(c, envp, &status, why, sizeof why);
+                r = run_direct(c, m, envp, &status, why, sizeof why);
         long long t_exit = now_ns();
         close(p[1]);
         long long t_main = read_mark(p[0]);
         close(p[0]);
 
         if (r < 0 || t_main < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", mode_names[m], round,
+                dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
                         why[0] ? why : t_main < 0 ? "the program did not mark main" : "the program failed");
         else
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_exit_ns\": %lld}\n",
-                        mode_names[m], round, t_main - t0, t_exit - t0);
+                        m->name, round, t_main - t0, t_exit - t0);
         size_t last = 0;
         while (envp[last + 1])
                 last++;
@@ -140,20 +159,41 @@ static void one_launch(const struct config *c, enum mode m, int round) {
         free(envp);
 }
 
+static const char *daemon_socket(const struct config *c, const char *name) {
+        if (!name)
+                return c->socket;
+        for (int i = 0; i < c->ndaemons; i++)
+                if (strcmp(c->daemons[i].name, name) == 0)
+                        return c->daemons[i].socket;
+        return NULL;
+}
+
 static int parse_modes(struct config *c, const char *list) {
         char *copy = strdup(list), *save = NULL;
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                int found = 0;
-                for (int m = 0; m < MODE_COUNT; m++)
-                        if (strcmp(t, mode_names[m]) == 0)
-                                { c->modes[m] = true; found = 1; }
-                if (!found) {
-                        fprintf(stderr, "launch-timer: unknown mode '%s' (exec, run, direct)\n", t);
-                        return -1;
-                }
+        int r = 0;
+        for (char *t = strtok_r(copy, ",", &save); t && r == 0; t = strtok_r(NULL, ",", &save)) {
+                struct mode *m = &c->modes[c->nmodes];
+                char *at = strchr(t, '@');
+                snprintf(m->name, sizeof m->name, "%s", t);
+                if (at)
+                        *at++ = '\0';
+                if (strcmp(t, "exec") == 0 && !at)
+                        m->how = HOW_EXEC;
+                else if (strcmp(t, "run") == 0)
+                        m->how = HOW_RUN;
+                else if (strcmp(t, "direct") == 0)
+                        m->how = HOW_DIRECT;
+                else
+                        r = -1;
+                if (r == 0 && m->how != HOW_EXEC && !(m->socket = daemon_socket(c, at)))
+                        r = -1;
+                if (r == 0 && ++c->nmodes == MAX_MODES)
+                        r = -1;
+                if (r < 0)
+                        fprintf(stderr, "launch-timer: bad mode '%s' (exec, run[@DAEMON], direct[@DAEMON])\n", m->name);
         }
         free(copy);
-        return 0;
+        return r;
 }
 
 static int parse_args(struct config *c, int argc, char *argv[]) {
@@ -168,18 +208,24 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->socket = v;
                 else if (strcmp(argv[i], "--run-client") == 0)
                         c->run_client = v;
-                else if (strcmp(argv[i], "--modes") == 0) {
-                        if (parse_modes(c, v) < 0)
-                                return -1;
+                else if (strcmp(argv[i], "--modes") == 0)
+                        c->mode_list = v;
+                else if (strcmp(argv[i], "--daemon") == 0 && strchr(v, '=') && c->ndaemons < MAX_DAEMONS) {
+                        char *name = strdup(v);
+                        char *eq = strchr(name, '=');
+                        *eq = '\0';
+                        c->daemons[c->ndaemons++] = (struct daemon){ name, eq + 1 };
                 } else
                         break;
                 i++;
         }
-        if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->socket || !c->run_client) {
-                fprintf(stderr, "usage: launch-timer --runs N --socket PATH --run-client PATH "
-                                "[--modes exec,run,direct] -- PROGRAM ARGS...\n");
+        if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->run_client) {
+                fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
+                                "[--modes exec,run,direct,run@NAME,direct@NAME] -- PROGRAM ARGS...\n");
                 return -1;
         }
+        if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
+                return -1;
         c->argv = argv + i + 1;
         c->path = realpath(c->argv[0], NULL);
         if (!c->path) {
@@ -189,12 +235,20 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         return 0;
 }
 
+static volatile sig_atomic_t stop_requested;
+
+static void on_sigterm(int sig) {
+        (void) sig;
+        stop_requested = 1;
+}
+
 int main(int argc, char *argv[]) {
         struct config c = { 0 };
         if (parse_args(&c, argc, argv) < 0)
                 return 2;
-        if (!c.modes[MODE_EXEC] && !c.modes[MODE_RUN] && !c.modes[MODE_DIRECT])
-                c.modes[MODE_EXEC] = c.modes[MODE_RUN] = c.modes[MODE_DIRECT] = true;
+        /* SIGTERM ends the run after the launch in progress, so every launch made is reported. */
+        struct sigaction sa = { .sa_handler = on_sigterm };
+        sigaction(SIGTERM, &sa, NULL);
 
         /* Results go to our stdout; the programs get /dev/null for all three standard fds. */
         c.out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -203,12 +257,9 @@ int main(int argc, char *argv[]) {
                 dup2(null, fd);
         close(null);
 
-        for (int round = 0; round < c.runs; round++)
-                for (int k = 0; k < MODE_COUNT; k++) {
+        for (int round = 0; round < c.runs && !stop_requested; round++)
+                for (int k = 0; k < c.nmodes && !stop_requested; k++)
                         /* Rotate which mode goes first, so no mode always follows another. */
-                        enum mode m = (enum mode) ((k + round) % MODE_COUNT);
-                        if (c.modes[m])
-                                one_launch(&c, m, round);
-                }
+                        one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
         return 0;
 }
