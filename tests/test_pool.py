@@ -46,6 +46,7 @@ def test_launches_come_from_the_pool_and_it_refills():
             # A waiting child holds its channel to the daemon and nothing else of the daemon's.
             assert len(os.listdir(f"/proc/{pid}/fd")) == 1
         for i in range(5):
+            waiting_children(d, 3)  # the pool refills a few ms after each hand-over
             got = run_served(d, observe("exit", str(i)))
             assert (got.returncode, got.stdout) == (i, f"exiting with {i}\n".encode())
         assert d.log_text().count("(warm, from the pool)") == 5

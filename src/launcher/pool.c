@@ -55,6 +55,9 @@ static _Noreturn void wait_for_request(int channel, pid_t daemon) {
 
 /* After a failed fork the pool is left alone for this long, so the loop does not spin. */
 #define POOL_RETRY_MS 1000u
+/* After a hand-over, so long that the refill fork does not compete for a CPU with the program that
+ * is starting (a fork of a daemon holding GTK takes most of a millisecond). */
+#define POOL_SETTLE_MS 5u
 
 static int add_one(struct server *s) {
         int sv[2];
@@ -93,8 +96,15 @@ int pool_add_one(struct server *s) {
         return r;
 }
 
+int pool_refill_in_ms(const struct server *s) {
+        if (s->shutting_down || s->retiring || s->npool >= s->options->pool_size)
+                return -1;
+        uint64_t now = now_ms();
+        return now >= s->pool_retry_at ? 0 : (int) (s->pool_retry_at - now);
+}
+
 bool pool_needs_refill(const struct server *s) {
-        return !s->shutting_down && !s->retiring && s->npool < s->options->pool_size && now_ms() >= s->pool_retry_at;
+        return pool_refill_in_ms(s) == 0;
 }
 
 void pool_fill(struct server *s) {
@@ -127,6 +137,7 @@ struct child *pool_take(struct server *s, const struct conn *c, const char *imag
                 child_kill(s, ch);
                 return NULL;
         }
+        s->pool_retry_at = now_ms() + POOL_SETTLE_MS;
         return ch;
 }
 

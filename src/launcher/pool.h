@@ -12,6 +12,8 @@ int pool_add_one(struct server *s);
 /* Fills the pool up to its size; used before the daemon says it is ready. */
 void pool_fill(struct server *s);
 bool pool_needs_refill(const struct server *s);
+/* Milliseconds until the pool should be refilled: 0 now, -1 not needed. */
+int pool_refill_in_ms(const struct server *s);
 
 /* Takes a waiting child and hands it the request on c with the image to load and the write end of
  * the report pipe. On success the child is no longer in the pool and is the caller's to attach.

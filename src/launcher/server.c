@@ -425,10 +425,11 @@ int server_run(struct server *s) {
                 if (s->force_exit || (s->shutting_down && idle) || (s->retiring && idle && !s->conns))
                         break;
                 /* The pool is refilled only when no event is waiting: a request never waits for it. */
-                bool refill = pool_needs_refill(s);
                 int timeout = expire_requests(s);
-                if (refill)
-                        timeout = 0;
+                int refill_in = pool_refill_in_ms(s);
+                bool refill = refill_in == 0;
+                if (refill_in >= 0 && (timeout < 0 || refill_in < timeout))
+                        timeout = refill_in;
                 int n = epoll_wait(s->epoll_fd, events, (int) ELEMENTSOF(events), timeout);
                 if (n == 0 && refill) {
                         pool_add_one(s);
