@@ -103,7 +103,7 @@ def test_twenty_refreshes_under_load_lose_no_launch():
                 c.send_signal(signal.SIGTERM)  # each stops after the launch in progress
         lines = [line for c in clients for line in c.communicate(timeout=60)[0].splitlines()]
         assert len(lines) > 100
-        assert not [x for x in lines if b'"error"' in x][:3]
+        assert not [x for x in lines if b'"error"' in x][:3], d.log_text()
         # headstart-run would exec quietly if it could not reach a zygote: count what was served.
         assert "declined" not in d.log_text()
         assert d.launches_started() == len(lines)

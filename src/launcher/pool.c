@@ -119,24 +119,33 @@ static int hand_over(struct child *ch, const struct conn *c, const char *image, 
         return r;
 }
 
+/* The oldest child still waiting (children are pushed at the front), so none waits forever; one we
+ * have let go (no channel) is only waiting to be reaped. */
+static struct child *oldest_waiting(const struct server *s) {
+        struct child *found = NULL;
+        for (struct child *ch = s->pool; ch; ch = ch->next)
+                if (ch->channel_fd >= 0)
+                        found = ch;
+        return found;
+}
+
 struct child *pool_take(struct server *s, const struct conn *c, const char *image, int report_fd) {
-        /* The oldest first (children are pushed at the front), so none waits forever. */
-        struct child *ch = s->pool;
+        struct child *ch = oldest_waiting(s);
         if (!ch)
                 return NULL;
-        while (ch->next)
-                ch = ch->next;
-        child_list_remove(&s->pool, ch);
-        ch->waiting = false;
-        s->npool--;
         int r = hand_over(ch, c, image, report_fd);
         close(ch->channel_fd);
         ch->channel_fd = -1;
         if (r < 0) {
+                /* It stays in the pool until its pidfd says it ended: an event for it may already be
+                 * pending in this batch, so it must not be freed here. */
                 log_warning_errno(r, "a waiting child (%d) did not take its request; forking instead", (int) ch->pid);
-                child_kill(s, ch);
+                (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
                 return NULL;
         }
+        child_list_remove(&s->pool, ch);
+        ch->waiting = false;
+        s->npool--;
         s->pool_retry_at = now_ms() + POOL_SETTLE_MS;
         return ch;
 }

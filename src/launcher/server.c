@@ -243,22 +243,6 @@ struct child *child_watch(struct server *s, pid_t pid) {
         return NULL;
 }
 
-static void child_close(struct server *s, struct child *ch) {
-        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->pidfd, NULL);
-        close(ch->pidfd);
-        if (ch->report_fd >= 0)
-                close(ch->report_fd);
-        if (ch->channel_fd >= 0)
-                close(ch->channel_fd);
-        free(ch);
-}
-
-void child_kill(struct server *s, struct child *ch) {
-        (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
-        (void) waitid(P_PIDFD, (id_t) ch->pidfd, &(siginfo_t){ 0 }, WEXITED);
-        child_close(s, ch);
-}
-
 static void child_free(struct server *s, struct child *ch) {
         if (ch->waiting) {
                 child_list_remove(&s->pool, ch);
@@ -267,7 +251,13 @@ static void child_free(struct server *s, struct child *ch) {
                 child_list_remove(&s->children, ch);
                 s->nchildren--;
         }
-        child_close(s, ch);
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->pidfd, NULL);
+        close(ch->pidfd);
+        if (ch->report_fd >= 0)
+                close(ch->report_fd);
+        if (ch->channel_fd >= 0)
+                close(ch->channel_fd);
+        free(ch);
 }
 
 static void on_child_exit(struct server *s, struct child *ch) {

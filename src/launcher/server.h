@@ -116,7 +116,5 @@ void count_decline(struct server *s, enum hs_decline_reason code, const char *te
 /* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child
  * killed and reaped) when it cannot be supervised. */
 struct child *child_watch(struct server *s, pid_t pid);
-/* Kills, reaps and frees a child that is in no list. */
-void child_kill(struct server *s, struct child *ch);
 void child_list_push(struct child **head, struct child *ch);
 void child_list_remove(struct child **head, struct child *ch);
