@@ -134,13 +134,15 @@ static int recv_exact(int sock, void *buf, size_t len, int *fds, size_t max_fds,
         return 0;
 }
 
+static int recv_header(int sock, struct hs_header *h, int *fds, size_t max_fds, size_t *nfds) {
+        int r = recv_exact(sock, h, sizeof *h, fds, max_fds, nfds);
+        return r < 0 ? r : hs_header_check(h);
+}
+
 int hs_recv_message(int sock, struct hs_header *ret_header, void *payload, size_t max, int *fds,
                     size_t max_fds, size_t *nfds) {
         struct hs_header h;
-        int r = recv_exact(sock, &h, sizeof h, fds, max_fds, nfds);
-        if (r < 0)
-                return r;
-        r = hs_header_check(&h);
+        int r = recv_header(sock, &h, fds, max_fds, nfds);
         if (r < 0)
                 return r;
         if (h.size > max)
@@ -155,10 +157,7 @@ int hs_recv_message(int sock, struct hs_header *ret_header, void *payload, size_
 int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_payload, int *fds, size_t max_fds,
                           size_t *nfds) {
         struct hs_header h;
-        int r = recv_exact(sock, &h, sizeof h, fds, max_fds, nfds);
-        if (r < 0)
-                return r;
-        r = hs_header_check(&h);
+        int r = recv_header(sock, &h, fds, max_fds, nfds);
         if (r < 0)
                 return r;
         void *payload = malloc(h.size ? h.size : 1);
