@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import Served, base_env, bin_path, run_exec, run_served
-from headstart.daemon import private_daemon
+from headstart.daemon import RunningDaemon, private_daemon
 
 
 def observe(*args: str, variant: str = "observe") -> list[str]:
@@ -153,14 +153,20 @@ def test_killed_daemon_leaves_a_stale_socket_and_clients_exec():
         assert b"no daemon answers" in got.stderr
 
 
+def start_sleeper(d: RunningDaemon) -> subprocess.Popen[bytes]:
+    """A served program that runs for a second, its client's stderr captured."""
+    client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+    p = subprocess.Popen(
+        [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
+    )
+    time.sleep(0.3)
+    return p
+
+
 def test_zygote_killed_while_program_runs():
     """The process holding the client's connection dies: the program runs on, its status is lost."""
     with private_daemon([bin_path("observe")]) as d:
-        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
-        p = subprocess.Popen(
-            [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
-        )
-        time.sleep(0.3)
+        p = start_sleeper(d)
         os.kill(d.zygote_pid(), signal.SIGKILL)
         _, err = p.communicate(timeout=30)
         assert p.returncode == 255
@@ -171,10 +177,7 @@ def test_supervisor_killed_while_program_runs():
     """Without its supervisor the zygote stops listening but sees its programs through."""
     with private_daemon([bin_path("observe")]) as d:
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
-        p = subprocess.Popen(
-            [*client, *observe("sleep", "1")], stderr=subprocess.PIPE, env=base_env(), start_new_session=True
-        )
-        time.sleep(0.3)
+        p = start_sleeper(d)
         zygote = d.zygote_pid()
         d.process.kill()
         d.process.wait()

@@ -103,12 +103,8 @@ int pool_refill_in_ms(const struct server *s) {
         return now >= s->pool_retry_at ? 0 : (int) (s->pool_retry_at - now);
 }
 
-bool pool_needs_refill(const struct server *s) {
-        return pool_refill_in_ms(s) == 0;
-}
-
 void pool_fill(struct server *s) {
-        while (pool_needs_refill(s) && pool_add_one(s) >= 0)
+        while (pool_refill_in_ms(s) == 0 && pool_add_one(s) >= 0)
                 ;
 }
 

@@ -11,7 +11,6 @@
 int pool_add_one(struct server *s);
 /* Fills the pool up to its size; used before the daemon says it is ready. */
 void pool_fill(struct server *s);
-bool pool_needs_refill(const struct server *s);
 /* Milliseconds until the pool should be refilled: 0 now, -1 not needed. */
 int pool_refill_in_ms(const struct server *s);
 

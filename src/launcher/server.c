@@ -14,10 +14,10 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
+#include "event-loop.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
@@ -27,12 +27,6 @@
 #define MAX_CONNECTIONS 4096u
 
 extern char **environ;
-
-uint64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
 
 void count_decline(struct server *s, enum hs_decline_reason code, const char *text) {
         s->declines++;
@@ -434,7 +428,8 @@ int server_run(struct server *s) {
                         struct watch *w = events[i].data.ptr;
                         switch (w->kind) {
                         case WATCH_LISTEN:
-                                accept_clients(s);
+                                if (s->listen_fd >= 0) /* not closed earlier in this batch */
+                                        accept_clients(s);
                                 break;
                         case WATCH_SIGNAL:
                                 on_signal(s);
@@ -458,20 +453,6 @@ int server_run(struct server *s) {
         log_info("stopped after %llu launches and %llu declines", (unsigned long long) s->launches,
                  (unsigned long long) s->declines);
         return 0;
-}
-
-static int setup_signals(struct server *s) {
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
-        /* We report write errors ourselves; the child restores the client's disposition. */
-        signal(SIGPIPE, SIG_IGN);
-        s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        return s->signal_fd < 0 ? -errno : 0;
 }
 
 int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
@@ -504,9 +485,9 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return log_error_errno(errno, "epoll_create1");
-        r = setup_signals(s);
-        if (r < 0)
-                return log_error_errno(r, "cannot set up signal handling");
+        s->signal_fd = stop_signals_open();
+        if (s->signal_fd < 0)
+                return log_error_errno(s->signal_fd, "cannot set up signal handling");
         if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
                 return log_error_errno(errno, "cannot make the socket non-blocking");
         if ((r = watch_fd(s, listen_fd, &s->listen_watch, EPOLLIN)) < 0 ||

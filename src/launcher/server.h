@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "event-loop.h"
 #include "file-watch.h"
 #include "image-cache.h"
 #include "options.h"
@@ -110,7 +111,6 @@ void launch_handle(struct server *s, struct conn *c);
 void conn_close(struct server *s, struct conn *c);
 /* Sends ERROR (a malformed request) and closes the connection. */
 void conn_fail(struct server *s, struct conn *c, int error, const char *what);
-uint64_t now_ms(void);
 void count_decline(struct server *s, enum hs_decline_reason code, const char *text);
 
 /* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child

@@ -12,10 +12,10 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
+#include "event-loop.h"
 #include "log.h"
 #include "macro.h"
 #include "systemd.h"
@@ -50,13 +50,8 @@ struct supervisor {
         bool stopping;
         bool failed;         /* a zygote ended badly: our exit status says so */
         uint64_t refresh_at; /* CLOCK_MONOTONIC ms, 0: none */
+        struct zwatch signal_watch; /* z == NULL: the signalfd */
 };
-
-static uint64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
 
 static struct zygote *find(const struct supervisor *s, enum zygote_state state) {
         for (struct zygote *z = s->zygotes; z; z = z->next)
@@ -238,20 +233,13 @@ static void on_signal(struct supervisor *s) {
 }
 
 static int setup(struct supervisor *s) {
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
-        signal(SIGPIPE, SIG_IGN);
-        s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        s->signal_fd = stop_signals_open();
+        if (s->signal_fd < 0)
+                return s->signal_fd;
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-        if (s->signal_fd < 0 || s->epoll_fd < 0)
+        if (s->epoll_fd < 0)
                 return -errno;
-        static struct zwatch signal_watch = { 0 };
-        return watch(s, s->signal_fd, &signal_watch);
+        return watch(s, s->signal_fd, &s->signal_watch);
 }
 
 static int timeout_ms(const struct supervisor *s) {
