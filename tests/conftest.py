@@ -36,6 +36,11 @@ def bin_path(name: str) -> Path:
     return binaries.find(name)
 
 
+def helper_path(name: str) -> Path:
+    """A test program built beside observe (tests/helpers)."""
+    return bin_path("observe").parent / name
+
+
 def base_env(**extra: str) -> dict[str, str]:
     """A small, explicit environment, the same for exec and served runs."""
     env = {"PATH": "/usr/bin:/bin", "LANG": "C", "HOME": os.environ.get("HOME", "/root")}

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import Served, base_env, bin_path, run_exec, run_served
+from conftest import Served, base_env, bin_path, helper_path, run_exec, run_served
 from headstart.daemon import RunningDaemon, private_daemon
 
 
@@ -63,11 +63,10 @@ def test_missing_program_reports_like_exec(daemon):
 @pytest.mark.parametrize(
     ("variant", "reason"),
     [
-        ("observe-copyreloc", b"copy relocations"),
         ("observe-tls", b"thread-local storage"),
         ("observe-nopie", b"not position-independent"),
         ("observe-static", b"statically linked"),
-        ("observe-noexport", b"does not export main"),
+        ("reads-exe", b"/proc/self/exe"),
     ],
 )
 def test_hazardous_programs_go_to_exec(daemon, variant, reason):
@@ -76,9 +75,9 @@ def test_hazardous_programs_go_to_exec(daemon, variant, reason):
     assert_fallback(daemon, observe("exit", "5", variant=variant), reason)
 
 
-def test_unmodified_distro_program_goes_to_exec(daemon):
-    # Debian's programs are -fPIE PIEs that do not export main: served only from the next issue on.
-    assert_fallback(daemon, ["/usr/bin/env", "-u", "HOME"], b"copy relocations")
+def test_unregistered_program_with_libraries_not_loaded_goes_to_exec(daemon):
+    # Its copy relocations need libcopyvars bound to it, and the daemon has not loaded that library.
+    assert_fallback(daemon, [str(helper_path("uses-copyvars")), "-a", "x"], b"has not loaded")
 
 
 def test_script_goes_to_exec(daemon, tmp_path):

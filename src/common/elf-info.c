@@ -60,8 +60,22 @@ static void read_program_headers(const struct image *im, struct elf_info *info, 
                 case PT_TLS:
                         info->has_tls = true;
                         break;
+                case PT_PHDR:
+                        info->phdr_vaddr = p->p_vaddr;
+                        break;
                 }
         }
+}
+
+/* Where the loader maps the program headers when there is no PT_PHDR to say so. */
+static uint64_t headers_vaddr(const struct image *im) {
+        uint64_t off = im->ehdr->e_phoff;
+        for (unsigned i = 0; i < im->ehdr->e_phnum; i++) {
+                const Elf64_Phdr *p = &im->phdr[i];
+                if (p->p_type == PT_LOAD && off >= p->p_offset && off - p->p_offset < p->p_filesz)
+                        return p->p_vaddr + (off - p->p_offset);
+        }
+        return 0;
 }
 
 static bool has_origin(const char *s, size_t max) {
@@ -69,26 +83,12 @@ static bool has_origin(const char *s, size_t max) {
         return memmem(s, l, "$ORIGIN", 7) || memmem(s, l, "${ORIGIN}", 9);
 }
 
-static size_t count_copy_relocs(const struct image *im, uint64_t rela, uint64_t relasz) {
-        uint64_t off;
-        size_t n = 0;
-        if (relasz == 0 || vaddr_to_offset(im, rela, relasz, &off) < 0)
-                return 0;
-        const Elf64_Rela *r = at(im, off, relasz);
-        if (!r)
-                return 0;
-        for (uint64_t i = 0; i < relasz / sizeof *r; i++)
-                if (ELF64_R_TYPE(r[i].r_info) == HS_R_COPY)
-                        n++;
-        return n;
-}
-
 static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         const Elf64_Dyn *dyn = at(im, dynp->p_offset, dynp->p_filesz);
         if (!dyn)
                 return -ENOEXEC;
         size_t n = dynp->p_filesz / sizeof *dyn;
-        uint64_t strtab = 0, strsz = 0, rela = 0, relasz = 0;
+        uint64_t strtab = 0, strsz = 0;
         uint64_t path_offsets[8];
         size_t npaths = 0;
 
@@ -102,12 +102,6 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
                         break;
                 case DT_STRSZ:
                         strsz = dyn[i].d_un.d_val;
-                        break;
-                case DT_RELA:
-                        rela = dyn[i].d_un.d_ptr;
-                        break;
-                case DT_RELASZ:
-                        relasz = dyn[i].d_un.d_val;
                         break;
                 case DT_PREINIT_ARRAY:
                         info->has_preinit = true;
@@ -136,7 +130,6 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
                         if (s && path_offsets[i] < strsz && has_origin(s, strsz - path_offsets[i]))
                                 info->origin_in_path = true;
                 }
-        info->copy_relocs = count_copy_relocs(im, rela, relasz);
         return 0;
 }
 
@@ -184,6 +177,9 @@ static int parse(const struct image *im, struct elf_info *info) {
                 return -ENOEXEC;
         info->machine_matches = m.ehdr->e_machine == HS_ELF_MACHINE;
         info->is_dyn = m.ehdr->e_type == ET_DYN;
+        info->entry = m.ehdr->e_entry;
+        info->phnum = m.ehdr->e_phnum;
+        info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
         if (m.ehdr->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
         m.phdr = at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr));
@@ -192,6 +188,8 @@ static int parse(const struct image *im, struct elf_info *info) {
 
         const Elf64_Phdr *dyn = NULL;
         read_program_headers(&m, info, &dyn);
+        if (!info->phdr_vaddr)
+                info->phdr_vaddr = headers_vaddr(&m);
         if (dyn) {
                 int r = read_dynamic(&m, dyn, info);
                 if (r < 0)
@@ -222,30 +220,230 @@ static int read_all(int fd, size_t size, uint8_t **ret) {
         return 0;
 }
 
-int elf_info_read(int fd, struct elf_info *ret) {
+/* Reads the regular file open at fd into *im (data NULL for a file too short to be ELF). */
+static int image_load(int fd, struct image *im) {
         struct stat st;
-        struct elf_info info = { 0 };
-
+        *im = (struct image){ 0 };
         if (fstat(fd, &st) < 0)
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EACCES;
-        if (st.st_size < EI_NIDENT) {
-                *ret = info;
+        if (st.st_size < EI_NIDENT)
                 return 0;
-        }
         if ((uint64_t) st.st_size > ELF_MAX_FILE)
                 return -EFBIG;
-
         uint8_t *data = NULL;
         int r = read_all(fd, (size_t) st.st_size, &data);
         if (r < 0)
                 return r;
-        struct image im = { .data = data, .size = (size_t) st.st_size };
-        r = parse(&im, &info);
-        free(data);
+        *im = (struct image){ .data = data, .size = (size_t) st.st_size };
+        return 0;
+}
+
+int elf_info_read(int fd, struct elf_info *ret) {
+        struct elf_info info = { 0 };
+        struct image im;
+        int r = image_load(fd, &im);
+        if (r < 0)
+                return r;
+        if (im.data)
+                r = parse(&im, &info);
+        free((void *) im.data);
         if (r < 0)
                 return r;
         *ret = info;
         return 0;
+}
+
+/* The sections that describe the dynamic symbols: found by type, each checked against the file. */
+struct symbol_tables {
+        const Elf64_Sym *sym;
+        size_t nsym;
+        const char *str;
+        size_t strsz;
+        const uint16_t *versym;         /* NULL: no versions */
+        const uint8_t *verneed, *verdef; /* section contents */
+        size_t verneed_size, verdef_size;
+};
+
+static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        *t = (struct symbol_tables){ 0 };
+        if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
+                return 0;
+        const Elf64_Shdr *sh = at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr));
+        if (!sh)
+                return -ENOEXEC;
+        size_t nversym = 0;
+        for (unsigned i = 0; i < e->e_shnum; i++) {
+                const void *data = at(im, sh[i].sh_offset, sh[i].sh_size);
+                if (sh[i].sh_type != SHT_NOBITS && !data)
+                        return -ENOEXEC;
+                switch (sh[i].sh_type) {
+                case SHT_DYNSYM:
+                        if (sh[i].sh_link >= e->e_shnum)
+                                return -ENOEXEC;
+                        t->sym = data;
+                        t->nsym = sh[i].sh_size / sizeof(Elf64_Sym);
+                        t->str = at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size);
+                        t->strsz = sh[sh[i].sh_link].sh_size;
+                        if (!t->str || t->strsz == 0 || t->str[t->strsz - 1] != '\0')
+                                return -ENOEXEC;
+                        break;
+                case SHT_GNU_versym:
+                        t->versym = data;
+                        nversym = sh[i].sh_size / sizeof(uint16_t);
+                        break;
+                case SHT_GNU_verneed:
+                        t->verneed = data;
+                        t->verneed_size = sh[i].sh_size;
+                        break;
+                case SHT_GNU_verdef:
+                        t->verdef = data;
+                        t->verdef_size = sh[i].sh_size;
+                        break;
+                }
+        }
+        return t->versym && nversym < t->nsym ? -ENOEXEC : 0;
+}
+
+static const char *table_string(const struct symbol_tables *t, uint64_t off) {
+        return off < t->strsz ? t->str + off : NULL;
+}
+
+/* The name of version index ndx, from the file's own definitions or its needs. Every step of both
+ * chains is checked against its section. */
+static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
+        size_t off = 0;
+        for (unsigned n = 0; t->verdef && n < 4096 && off + sizeof(Elf64_Verdef) <= t->verdef_size; n++) {
+                const Elf64_Verdef *d = (const Elf64_Verdef *) (t->verdef + off);
+                if (d->vd_ndx == ndx && off + d->vd_aux + sizeof(Elf64_Verdaux) <= t->verdef_size)
+                        return table_string(t, ((const Elf64_Verdaux *) (t->verdef + off + d->vd_aux))->vda_name);
+                if (d->vd_next == 0)
+                        break;
+                off += d->vd_next;
+        }
+        off = 0;
+        for (unsigned n = 0; t->verneed && n < 4096 && off + sizeof(Elf64_Verneed) <= t->verneed_size; n++) {
+                const Elf64_Verneed *v = (const Elf64_Verneed *) (t->verneed + off);
+                size_t aoff = off + v->vn_aux;
+                for (unsigned k = 0; k < v->vn_cnt && aoff + sizeof(Elf64_Vernaux) <= t->verneed_size; k++) {
+                        const Elf64_Vernaux *a = (const Elf64_Vernaux *) (t->verneed + aoff);
+                        if (a->vna_other == ndx)
+                                return table_string(t, a->vna_name);
+                        if (a->vna_next == 0)
+                                break;
+                        aoff += a->vna_next;
+                }
+                if (v->vn_next == 0)
+                        break;
+                off += v->vn_next;
+        }
+        return NULL;
+}
+
+/* Marks the exports that the file's copy relocations fill, by symbol index. */
+static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        const Elf64_Phdr *ph = at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr));
+        if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
+                return -ENOEXEC;
+        struct image m = *im;
+        m.ehdr = e;
+        m.phdr = ph;
+        const Elf64_Dyn *dyn = NULL;
+        size_t ndyn = 0;
+        for (unsigned i = 0; i < e->e_phnum; i++)
+                if (ph[i].p_type == PT_DYNAMIC) {
+                        dyn = at(im, ph[i].p_offset, ph[i].p_filesz);
+                        ndyn = ph[i].p_filesz / sizeof *dyn;
+                }
+        uint64_t rela = 0, relasz = 0, off;
+        for (size_t i = 0; dyn && i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+                if (dyn[i].d_tag == DT_RELA)
+                        rela = dyn[i].d_un.d_ptr;
+                else if (dyn[i].d_tag == DT_RELASZ)
+                        relasz = dyn[i].d_un.d_val;
+        }
+        if (relasz == 0)
+                return 0;
+        if (vaddr_to_offset(&m, rela, relasz, &off) < 0)
+                return -ENOEXEC;
+        const Elf64_Rela *r = at(im, off, relasz);
+        for (uint64_t i = 0; r && i < relasz / sizeof *r; i++)
+                if (ELF64_R_TYPE(r[i].r_info) == HS_R_COPY) {
+                        uint64_t idx = ELF64_R_SYM(r[i].r_info);
+                        if (idx >= nsym)
+                                return -ENOEXEC;
+                        copied[idx] = true;
+                }
+        return 0;
+}
+
+static int add_export(struct elf_exports *ex, const struct symbol_tables *t, size_t i, bool copied) {
+        const Elf64_Sym *s = &t->sym[i];
+        const char *name = table_string(t, s->st_name);
+        if (!name)
+                return -ENOEXEC;
+        uint16_t v = t->versym ? t->versym[i] : 1;
+        const char *version = (v & 0x7fff) > 1 ? version_name(t, v & 0x7fff) : NULL;
+        struct elf_export *x = &ex->items[ex->n];
+        *x = (struct elf_export){ .value = s->st_value, .size = s->st_size, .copied = copied,
+                                  .hidden = (v & 0x8000) != 0 };
+        x->name = strdup(name);
+        x->version = version ? strdup(version) : NULL;
+        if (!x->name || (version && !x->version)) {
+                free(x->name);
+                free(x->version);
+                return -ENOMEM;
+        }
+        ex->n++;
+        return 0;
+}
+
+static int read_exports(const struct image *im, struct elf_exports *ex) {
+        struct symbol_tables t;
+        int r = find_symbol_tables(im, &t);
+        if (r < 0 || !t.sym || t.nsym == 0)
+                return r;
+        bool *copied = calloc(t.nsym, sizeof *copied);
+        ex->items = calloc(t.nsym, sizeof *ex->items);
+        if (!copied || !ex->items) {
+                free(copied);
+                return -ENOMEM;
+        }
+        r = mark_copied(im, copied, t.nsym);
+        for (size_t i = 1; r >= 0 && i < t.nsym; i++) {
+                const Elf64_Sym *s = &t.sym[i];
+                if (s->st_shndx == SHN_UNDEF || ELF64_ST_BIND(s->st_info) == STB_LOCAL ||
+                    ELF64_ST_VISIBILITY(s->st_other) == STV_HIDDEN || ELF64_ST_TYPE(s->st_info) == STT_TLS)
+                        continue;
+                r = add_export(ex, &t, i, copied[i]);
+        }
+        free(copied);
+        return r;
+}
+
+int elf_exports_read(int fd, struct elf_exports *ret) {
+        struct image im;
+        *ret = (struct elf_exports){ 0 };
+        int r = image_load(fd, &im);
+        if (r < 0)
+                return r;
+        if (im.data && im.size >= sizeof(Elf64_Ehdr) && memcmp(im.data, ELFMAG, SELFMAG) == 0 &&
+            im.data[EI_CLASS] == ELFCLASS64)
+                r = read_exports(&im, ret);
+        free((void *) im.data);
+        if (r < 0)
+                elf_exports_done(ret);
+        return r;
+}
+
+void elf_exports_done(struct elf_exports *e) {
+        for (size_t i = 0; i < e->n; i++) {
+                free(e->items[i].name);
+                free(e->items[i].version);
+        }
+        free(e->items);
+        *e = (struct elf_exports){ 0 };
 }

@@ -20,8 +20,11 @@ struct elf_info {
         bool has_rpath;        /* DT_RPATH (searched for the main program's whole closure) */
         bool origin_in_path;   /* $ORIGIN in DT_RPATH or DT_RUNPATH */
         bool exports_main;     /* a defined, global `main` in the dynamic symbol table */
-        size_t copy_relocs;    /* copy relocations in the dynamic relocation table */
         size_t needed;         /* DT_NEEDED entries */
+        uint64_t entry;        /* e_entry: where _start is, relative to the load address (0: none) */
+        uint64_t phdr_vaddr;   /* where the program headers are mapped, relative to the load address */
+        uint16_t phnum;
+        bool reads_own_exe;    /* the file mentions /proc/self/exe: it looks at its own executable */
         bool pie_flag;         /* DF_1_PIE set in DT_FLAGS_1 */
         off_t flags_1_offset;  /* file offset of the DT_FLAGS_1 value, when pie_flag */
 };
@@ -29,3 +32,24 @@ struct elf_info {
 /* Reads the ELF file open at fd. Returns 0 (info filled, is_elf false for a non-ELF file) or a
  * negative errno when the file cannot be read or is malformed (-ENOEXEC). */
 int elf_info_read(int fd, struct elf_info *ret);
+
+/* A symbol the file defines in its dynamic symbol table: under exec, the libraries' references to
+ * this name bind to it. */
+struct elf_export {
+        char *name;
+        char *version; /* the version it is bound to, NULL when unversioned */
+        uint64_t value; /* st_value: its address relative to the load address */
+        uint64_t size;
+        bool copied;   /* its bytes come from a library through a copy relocation */
+        bool hidden;   /* a non-default version (name@VERSION, not @@): no unversioned reference binds to it */
+};
+
+struct elf_exports {
+        struct elf_export *items;
+        size_t n;
+};
+
+/* Reads the defined global symbols of the ELF file open at fd, through its section headers (a
+ * file without them exports nothing here). Returns 0 or a negative errno. */
+int elf_exports_read(int fd, struct elf_exports *ret);
+void elf_exports_done(struct elf_exports *e);

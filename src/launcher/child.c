@@ -5,6 +5,7 @@
 #include "child.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "entry.h"
 #include "proc-title.h"
 
 extern char **environ;
@@ -121,6 +123,31 @@ static void set_names(const struct hs_launch_request *req) {
         proc_title_set(req);
 }
 
+/* An executable's main is the one its _start hands to the C library, as under exec; a shared object
+ * exports it. */
+static hs_main_fn find_main(void *handle, uintptr_t base, const struct image_start *start,
+                            const struct hs_launch_request *req, int report_fd) {
+        if (!start->entry) {
+                hs_main_fn main_fn = (hs_main_fn) dlsym(handle, "main");
+                if (!main_fn)
+                        fail(report_fd, "cannot find main", dlerror());
+                return main_fn;
+        }
+        struct hs_program_image image = {
+                .entry = base + start->entry,
+                .phdr = (const ElfW(Phdr) *) (base + start->phdr),
+                .phnum = start->phnum,
+                .execfn = req->path,
+        };
+        if (hs_entry_adopt_auxv(&image) < 0)
+                fail(report_fd, "cannot describe the program in the auxiliary vector",
+                     "the daemon did not start through libheadstart-entry.so");
+        hs_main_fn main_fn = hs_entry_find_main(&image, (int) req->fixed.argc, req->argv, environ);
+        if (!main_fn)
+                fail(report_fd, "cannot find main", "its entry point did not call __libc_start_main");
+        return main_fn;
+}
+
 _Noreturn void child_run(const struct child_spec *spec) {
         const struct hs_launch_request *req = spec->req;
         int report_fd = spec->report_fd;
@@ -153,9 +180,13 @@ _Noreturn void child_run(const struct child_spec *spec) {
         void *handle = dlopen(spec->image, RTLD_LAZY);
         if (!handle)
                 fail(report_fd, "cannot load the program", dlerror());
-        int (*main_fn)(int, char **, char **) = (int (*)(int, char **, char **)) dlsym(handle, "main");
-        if (!main_fn)
-                fail(report_fd, "cannot find main", dlerror());
+        struct link_map *program;
+        if (dlinfo(handle, RTLD_DI_LINKMAP, &program) < 0)
+                fail(report_fd, "cannot find the loaded program", dlerror());
+        int r = bind_plan_apply(spec->plan, program->l_addr);
+        if (r < 0)
+                fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
+        hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
         close(report_fd);
         exit(main_fn((int) req->fixed.argc, req->argv, environ));

@@ -2,7 +2,15 @@
 /* Turning a forked child of the daemon into the requested program. */
 #pragma once
 
+#include "bind-plan.h"
 #include "protocol.h"
+
+/* Where an executable starts, relative to its load address, from its ELF header. */
+struct image_start {
+        uint64_t entry; /* _start; 0 for a shared object, whose exported main is called */
+        uint64_t phdr;  /* the program headers */
+        uint64_t phnum;
+};
 
 /* Positions in the fds received with a LAUNCH request. */
 enum {
@@ -15,6 +23,8 @@ struct child_spec {
         const struct hs_launch_request *req;
         int *fds;          /* as received: program, working directory, passed fds */
         const char *image; /* the file to dlopen */
+        struct image_start start;
+        const struct bind_plan *plan; /* how to bind its libraries to it */
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */
 };
 

@@ -21,6 +21,10 @@ int program_facts_read(int fd, bool registered, struct program_facts *ret) {
         return 0;
 }
 
+bool eligibility_has_entry(const struct elf_info *e) {
+        return e->has_interp && e->entry != 0;
+}
+
 const char *eligibility_verdict(const struct program_facts *f, const char *interp, char *buf, size_t size) {
         const struct elf_info *e = &f->elf;
 
@@ -47,15 +51,10 @@ const char *eligibility_verdict(const struct program_facts *f, const char *inter
                 return "has thread-local storage in the executable (PT_TLS), whose offsets assume it is loaded first";
         if (e->has_preinit)
                 return "has DT_PREINIT_ARRAY, which the loader runs only for a program started by exec";
-        if (e->copy_relocs > 0) {
-                snprintf(buf, size,
-                         "has %zu copy relocations: its libraries would keep using their own copies of "
-                         "those variables (build with -fPIC, see docs/limitations.md)",
-                         e->copy_relocs);
-                return buf;
-        }
-        if (!e->exports_main)
-                return "does not export main: link it with -rdynamic (or build it as a shared object)";
+        if (e->reads_own_exe)
+                return "looks at /proc/self/exe, which shows the daemon in a served program";
+        if (!eligibility_has_entry(e) && !e->exports_main)
+                return "a shared object that does not export main: there is nothing to run";
         if (!f->registered && (e->has_rpath || e->origin_in_path))
                 return "uses DT_RPATH or $ORIGIN and is not registered with --app: its libraries could "
                        "resolve differently than under exec";

@@ -19,6 +19,10 @@ struct program_facts {
 /* Fills facts from a readable fd of the program. Returns 0 or a negative errno. */
 int program_facts_read(int fd, bool registered, struct program_facts *ret);
 
+/* Whether the program is started through its ELF entry point (_start), as an executable; otherwise
+ * it is a shared object whose exported main is called. */
+bool eligibility_has_entry(const struct elf_info *e);
+
 /* Returns NULL when the daemon can serve the program, otherwise why not, in plain words.
  * `interp` is the daemon's own dynamic loader. The text may point into `buf`. */
 const char *eligibility_verdict(const struct program_facts *f, const char *interp, char *buf, size_t size);

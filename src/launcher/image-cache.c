@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "eligibility.h"
+#include "preload.h"
 #include "macro.h"
 
 static bool same_file(const struct image_entry *e, const struct stat *st) {
@@ -25,6 +26,7 @@ static bool same_file(const struct image_entry *e, const struct stat *st) {
 static void entry_clear(struct image_entry *e) {
         free(e->image);
         free(e->reason);
+        bind_plan_done(&e->plan);
         *e = (struct image_entry){ 0 };
 }
 
@@ -161,6 +163,23 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         return *ret_image ? 0 : -ENOMEM;
 }
 
+/* Plans how its libraries bind to the program (see bind-plan.h). Returns NULL or why not. */
+static const char *plan_binding(struct image_cache *c, int fd, const char *path, struct image_entry *e, char *buf,
+                                size_t size) {
+        struct elf_exports ex;
+        if (elf_exports_read(fd, &ex) < 0)
+                return "its dynamic symbols cannot be read";
+        struct string_list closure = { 0 };
+        const char *why = NULL;
+        if (ex.n > 0 && preload_resolve_closure(c->interp, path, &closure) < 0)
+                why = "the dynamic loader cannot resolve its libraries";
+        if (!why)
+                why = bind_plan_build(&ex, &closure, &e->plan, buf, size);
+        string_list_done(&closure);
+        elf_exports_done(&ex);
+        return why;
+}
+
 static int build_entry(struct image_cache *c, int fd, const char *path, bool registered, const struct stat *st,
                        struct image_entry *e) {
         struct program_facts facts;
@@ -174,6 +193,8 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                 return -ESTALE;
 
         const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
+        if (!reason)
+                reason = plan_binding(c, fd, path, e, buf, sizeof buf);
         if (reason)
                 e->reason = strdup(reason);
         else if (facts.elf.pie_flag)
@@ -182,6 +203,9 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                 e->image = strdup(path);
         if (r < 0)
                 return r;
+        if (eligibility_has_entry(&facts.elf))
+                e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
+                                                 .phnum = facts.elf.phnum };
         if (!e->reason && !e->image)
                 return -ENOMEM;
         e->dev = st->st_dev;

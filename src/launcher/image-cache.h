@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+#include "child.h"
+
 #define IMAGE_CACHE_SIZE 256
 
 struct image_entry {
@@ -18,6 +20,8 @@ struct image_entry {
         char *image;  /* the file to dlopen; NULL when not served */
         char *reason; /* why not served; NULL when served */
         bool warm;    /* the image is loaded in the daemon: children only call main */
+        struct image_start start;
+        struct bind_plan plan;
 };
 
 struct image_cache {

@@ -86,12 +86,13 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
 }
 
 static struct child *fork_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
-                               const char *image, int report_fd) {
+                               const struct image_entry *image, int report_fd) {
         pid_t pid = fork();
         if (pid < 0)
                 return NULL;
         if (pid == 0) {
-                struct child_spec spec = { .req = req, .fds = c->fds, .image = image, .report_fd = report_fd };
+                struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .start = image->start,
+                                           .plan = &image->plan, .report_fd = report_fd };
                 child_run(&spec);
         }
         return child_watch(s, pid);
@@ -103,10 +104,10 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
                 return decline(s, c, HS_DECLINE_BUSY, "the daemon is out of file descriptors");
 
-        struct child *ch = pool_take(s, c, image->image, report[1]);
+        struct child *ch = pool_take(s, c, image, report[1]);
         bool pooled = ch != NULL;
         if (!ch)
-                ch = fork_child(s, c, req, image->image, report[1]);
+                ch = fork_child(s, c, req, image, report[1]);
         close(report[1]);
         if (!ch) {
                 close(report[0]);

@@ -184,12 +184,6 @@ int main(int argc, char *argv[]) {
         struct daemon_options o = { 0 };
         log_setup("headstartd", LOG_LEVEL_INFO);
         int activated_fd = systemd_listen_fd();
-        /* getopt permutes argv; zygotes get our arguments as they were given. */
-        char **args = calloc((size_t) argc + 1, sizeof *args);
-        if (!args)
-                return EXIT_FAILURE;
-        memcpy(args, argv, (size_t) argc * sizeof *args);
-
         int r = options_parse_argv(&o, argc, argv);
         if (r > 0 && (r = check_user(&o)) >= 0) {
                 if (o.zygote.active) {
@@ -198,9 +192,8 @@ int main(int argc, char *argv[]) {
                         log_setup(ident, LOG_LEVEL_INFO);
                         r = run_zygote(&o);
                 } else
-                        r = run_supervisor(&o, activated_fd, args);
+                        r = run_supervisor(&o, activated_fd, argv);
         }
-        free(args);
         options_done(&o);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

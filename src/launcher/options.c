@@ -2,7 +2,6 @@
 #include "options.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,64 +154,66 @@ static void help(void) {
         fputs(text, stdout);
 }
 
-int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
-        static const struct option longopts[] = {
-                { "app", required_argument, NULL, 'a' },
-                { "warm", required_argument, NULL, 'w' },
-                { "preload", required_argument, NULL, 'p' },
-                { "config", required_argument, NULL, 'c' },
-                { "socket", required_argument, NULL, 's' },
-                { "cache-dir", required_argument, NULL, 'C' },
-                { "max-children", required_argument, NULL, 'm' },
-                { "pool", required_argument, NULL, 'P' },
-                { "refresh-launches", required_argument, NULL, 'L' },
-                { "refresh-seconds", required_argument, NULL, 'S' },
-                { "zygote", required_argument, NULL, 'Z' }, /* internal */
-                { "request-timeout", required_argument, NULL, 't' },
-                { "allow-root", no_argument, NULL, 'R' },
-                { "verbose", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                {},
-        };
-        int c, r, index = 0;
+/* Long options only. libc's getopt is not used: its state (optind, optarg and hidden internals such
+ * as the argument ordering) lives in libc, and a served program must find it as a fresh exec would. */
+struct long_option {
+        const char *name;
+        bool has_value;
+};
 
+static const struct long_option long_options[] = {
+        { "app", true },           { "warm", true },          { "preload", true },
+        { "config", true },        { "socket", true },        { "cache-dir", true },
+        { "max-children", true },  { "pool", true },          { "refresh-launches", true },
+        { "refresh-seconds", true }, { "zygote", true } /* internal */, { "request-timeout", true },
+        { "allow-root", false },   { "verbose", false },      { "help", false },
+        { "version", false },
+};
+
+static const struct long_option *find_option(const char *name, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(long_options); i++)
+                if (strlen(long_options[i].name) == len && strncmp(long_options[i].name, name, len) == 0)
+                        return &long_options[i];
+        return NULL;
+}
+
+static int apply_option(struct daemon_options *o, const char *name, const char *value) {
+        if (strcmp(name, "help") == 0)
+                return help(), 0;
+        if (strcmp(name, "version") == 0)
+                return fputs("headstartd " HEADSTART_VERSION "\n", stdout), 0;
+        if (strcmp(name, "config") == 0)
+                return options_parse_config(o, value) < 0 ? -EINVAL : 1;
+        if (strcmp(name, "zygote") == 0)
+                return parse_zygote(o, value) < 0 ? -EINVAL : 1;
+        return apply_setting(o, name, value) < 0 ? -EINVAL : 1;
+}
+
+int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
         o->max_children = DEFAULT_MAX_CHILDREN;
         o->request_timeout_ms = 10000u;
-        while ((c = getopt_long(argc, argv, "", longopts, &index)) >= 0) {
-                switch (c) {
-                case 'h':
-                        help();
-                        return 0;
-                case 'V':
-                        fputs("headstartd " HEADSTART_VERSION "\n", stdout);
-                        return 0;
-                case 'c':
-                        r = options_parse_config(o, optarg);
-                        break;
-                case 'R':
-                        o->allow_root = true;
-                        r = 0;
-                        break;
-                case 'v':
-                        o->verbose = true;
-                        r = 0;
-                        break;
-                case 'Z':
-                        r = parse_zygote(o, optarg);
-                        break;
-                case '?':
-                        return -EINVAL;
-                default:
-                        r = apply_setting(o, longopts[index].name, optarg);
-                        break;
+        for (int i = 1; i < argc; i++) {
+                const char *arg = argv[i];
+                if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+                        return log_error("unexpected argument '%s' (programs are registered with --app)", arg),
+                               -EINVAL;
+                const char *eq = strchr(arg + 2, '=');
+                size_t len = eq ? (size_t) (eq - arg - 2) : strlen(arg + 2);
+                const struct long_option *opt = find_option(arg + 2, len);
+                if (!opt)
+                        return log_error("unknown option '%s' (see --help)", arg), -EINVAL;
+                const char *value = eq ? eq + 1 : NULL;
+                if (opt->has_value && !value) {
+                        if (i + 1 >= argc)
+                                return log_error("option '--%s' needs a value", opt->name), -EINVAL;
+                        value = argv[++i];
                 }
-                if (r < 0)
+                if (!opt->has_value && value)
+                        return log_error("option '--%s' takes no value", opt->name), -EINVAL;
+                int r = apply_option(o, opt->name, value);
+                if (r <= 0)
                         return r;
         }
-        if (optind < argc)
-                return log_error("unexpected argument '%s' (programs are registered with --app)", argv[optind]),
-                       -EINVAL;
         return 1;
 }
 

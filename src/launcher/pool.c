@@ -18,9 +18,34 @@
 
 /* The two messages on a waiting child's channel: the image to load with the report pipe, then the
  * client's LAUNCH payload with the client's fds, as received. Two, because the client may send the
- * most fds one message can carry. */
+ * most fds one message can carry. The image message is an image_header, the bind plan's bytes and
+ * the path with its NUL. */
 #define POOL_MSG_IMAGE 100
 #define POOL_MSG_REQUEST 101
+
+struct image_header {
+        struct image_start start;
+        uint64_t plan_size;
+};
+
+/* Reads the image message into *spec, pointing into payload. */
+static int parse_image(void *payload, size_t size, struct child_spec *spec, struct bind_plan *plan) {
+        struct image_header h;
+        if (size < sizeof h)
+                return -EBADMSG;
+        memcpy(&h, payload, sizeof h);
+        char *rest = (char *) payload + sizeof h;
+        size -= sizeof h;
+        if (h.plan_size >= size || bind_plan_parse(rest, h.plan_size, plan) < 0)
+                return -EBADMSG;
+        const char *path = rest + h.plan_size;
+        if (path[size - h.plan_size - 1] != '\0')
+                return -EBADMSG;
+        spec->image = path;
+        spec->start = h.start;
+        spec->plan = plan;
+        return 0;
+}
 
 static _Noreturn void wait_for_request(int channel, pid_t daemon) {
         /* Nothing of the daemon's stays open here: a client's connection held by a waiting child
@@ -33,13 +58,16 @@ static _Noreturn void wait_for_request(int channel, pid_t daemon) {
                 _exit(0);
 
         struct hs_header h;
-        char image[HS_MAX_PATH + 1];
         int report_fd = -1, fds[HS_MAX_FDS];
         size_t nreport = 0, nfds = 0;
-        void *payload = NULL;
-        if (hs_recv_message(channel, &h, image, HS_MAX_PATH, &report_fd, 1, &nreport) < 0 ||
-            h.type != POOL_MSG_IMAGE || nreport != 1 || h.size == 0 || image[h.size - 1] != '\0')
+        void *image = NULL, *payload = NULL;
+        if (hs_recv_message_alloc(channel, &h, &image, &report_fd, 1, &nreport) < 0 || h.type != POOL_MSG_IMAGE ||
+            nreport != 1)
                 _exit(0); /* the daemon let us go */
+        struct child_spec spec = { .report_fd = report_fd };
+        struct bind_plan plan;
+        if (parse_image(image, h.size, &spec, &plan) < 0)
+                _exit(127);
         if (hs_recv_message_alloc(channel, &h, &payload, fds, HS_MAX_FDS, &nfds) < 0 || h.type != POOL_MSG_REQUEST)
                 _exit(127);
         (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
@@ -49,7 +77,8 @@ static _Noreturn void wait_for_request(int channel, pid_t daemon) {
         const char *what;
         if (hs_launch_parse(payload, h.size, nfds, &req, &what) < 0)
                 _exit(127);
-        struct child_spec spec = { .req = &req, .fds = fds, .image = image, .report_fd = report_fd };
+        spec.req = &req;
+        spec.fds = fds;
         child_run(&spec);
 }
 
@@ -108,8 +137,22 @@ void pool_fill(struct server *s) {
                 ;
 }
 
-static int hand_over(struct child *ch, const struct conn *c, const char *image, int report_fd) {
-        int r = hs_send_message(ch->channel_fd, POOL_MSG_IMAGE, image, strlen(image) + 1, &report_fd, 1, 0);
+static int send_image(int channel, const struct image_entry *e, int report_fd) {
+        struct image_header h = { .start = e->start, .plan_size = bind_plan_size(&e->plan) };
+        size_t len = strlen(e->image) + 1, size = sizeof h + h.plan_size + len;
+        uint8_t *buf = malloc(size);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, &h, sizeof h);
+        bind_plan_write(&e->plan, buf + sizeof h);
+        memcpy(buf + sizeof h + h.plan_size, e->image, len);
+        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, &report_fd, 1, 0);
+        free(buf);
+        return r;
+}
+
+static int hand_over(struct child *ch, const struct conn *c, const struct image_entry *image, int report_fd) {
+        int r = send_image(ch->channel_fd, image, report_fd);
         if (r >= 0)
                 r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 0);
         return r;
@@ -125,7 +168,7 @@ static struct child *oldest_waiting(const struct server *s) {
         return found;
 }
 
-struct child *pool_take(struct server *s, const struct conn *c, const char *image, int report_fd) {
+struct child *pool_take(struct server *s, const struct conn *c, const struct image_entry *image, int report_fd) {
         struct child *ch = oldest_waiting(s);
         if (!ch)
                 return NULL;

@@ -17,7 +17,7 @@ int pool_refill_in_ms(const struct server *s);
 /* Takes a waiting child and hands it the request on c with the image to load and the write end of
  * the report pipe. On success the child is no longer in the pool and is the caller's to attach.
  * NULL when the pool is empty or the hand-over failed (that child is then killed). */
-struct child *pool_take(struct server *s, const struct conn *c, const char *image, int report_fd);
+struct child *pool_take(struct server *s, const struct conn *c, const struct image_entry *image, int report_fd);
 
 /* Lets every waiting child go (they exit when their channel closes); they are reaped as they end. */
 void pool_release(struct server *s);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -27,6 +28,13 @@ static void print_file(const char *label, const char *path) {
         for (ssize_t i = 0; i < n; i++)
                 putchar(buf[i] ? buf[i] : '|');
         putchar('\n');
+}
+
+/* Whether the address lies in this program's own file, as the auxiliary vector says under exec. */
+static int in_this_program(unsigned long address) {
+        Dl_info here, there;
+        return dladdr((void *) address, &there) && dladdr((void *) in_this_program, &here) &&
+               here.dli_fbase == there.dli_fbase;
 }
 
 static void report(int argc, char *argv[]) {
@@ -79,6 +87,9 @@ static void report(int argc, char *argv[]) {
         printf("session_leader=%d\n", getsid(0) == getpid());
         int tty = open("/dev/tty", O_RDONLY | O_CLOEXEC);
         printf("controlling_tty=%d\n", tty >= 0);
+        printf("execfn=%s\n", (const char *) getauxval(AT_EXECFN));
+        printf("auxv_entry_in_program=%d\n", in_this_program(getauxval(AT_ENTRY)));
+        printf("auxv_phdr_in_program=%d\n", in_this_program(getauxval(AT_PHDR)));
         print_file("cmdline", "/proc/self/cmdline");
         print_file("environ", "/proc/self/environ");
 }

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+#include "bind-plan.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "loaded-relocs.h"
+#include "macro.h"
+
+#define BIND_MAX_SLOTS 65536u
+
+struct builder {
+        const struct elf_export **sorted; /* the exports by name */
+        size_t nsorted;
+        struct bind_slot *slots;
+        size_t nslots, cap;
+        uintptr_t relro_start, relro_end;
+        const char *refused; /* the name of a symbol bound through a relocation we cannot redo */
+};
+
+static int cmp_export(const void *a, const void *b) {
+        return strcmp((*(const struct elf_export *const *) a)->name, (*(const struct elf_export *const *) b)->name);
+}
+
+static int cmp_name(const void *key, const void *item) {
+        return strcmp(key, (*(const struct elf_export *const *) item)->name);
+}
+
+/* Whether the loader would bind this reference to this definition (the version rules of glibc's
+ * symbol lookup, for a definition in the executable). */
+static bool binds_to(const struct elf_export *x, const struct loaded_reloc *r) {
+        if (x->hidden)
+                return r->version && x->version && strcmp(r->version, x->version) == 0;
+        if (!x->version)
+                return !r->hidden_version;
+        return !r->version || strcmp(r->version, x->version) == 0;
+}
+
+static int add_slot(struct builder *b, const struct loaded_reloc *r, const struct elf_export *x) {
+        if (b->nslots == b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 64;
+                if (cap > BIND_MAX_SLOTS)
+                        return -E2BIG;
+                struct bind_slot *s = realloc(b->slots, cap * sizeof *s);
+                if (!s)
+                        return -ENOMEM;
+                b->slots = s;
+                b->cap = cap;
+        }
+        uintptr_t a = (uintptr_t) r->slot;
+        b->slots[b->nslots++] = (struct bind_slot){
+                .slot = a,
+                .offset = x->value + (uint64_t) r->addend,
+                .relro = a >= b->relro_start && a < b->relro_end,
+        };
+        return 0;
+}
+
+static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
+        struct builder *b = userdata;
+        const struct elf_export *const *found = bsearch(r->name, b->sorted, b->nsorted, sizeof *b->sorted, cmp_name);
+        if (!found || !binds_to(*found, r))
+                return 0;
+        if (r->type != HS_R_GLOB_DAT && r->type != HS_R_ABS && r->type != HS_R_JUMP_SLOT) {
+                b->refused = (*found)->name;
+                return -EPROTO;
+        }
+        return add_slot(b, r, *found);
+}
+
+static int cmp_slot(const void *a, const void *b) {
+        const struct bind_slot *x = a, *y = b;
+        return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Why the variable at source cannot be copied as the loader would copy it, or NULL. */
+static const char *copy_refusal(const struct elf_export *x, const void *source, char *buf, size_t size) {
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (!dladdr1(source, &info, (void **) &sym, RTLD_DL_SYMENT) || !sym)
+                return snprintf(buf, size, "copies the variable %s, whose definition the daemon cannot inspect",
+                                x->name),
+                       buf;
+        if (sym->st_size != x->size)
+                return snprintf(buf, size,
+                                "copies %s as %llu bytes, but its library defines %llu: exec would warn or "
+                                "truncate it",
+                                x->name, (unsigned long long) x->size, (unsigned long long) sym->st_size),
+                       buf;
+        /* An object that points into itself (a C++ stream, say) would keep pointing at the old place. */
+        const uintptr_t lo = (uintptr_t) source, hi = lo + x->size;
+        for (uintptr_t p = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1); p + sizeof(uintptr_t) <= hi;
+             p += sizeof(uintptr_t)) {
+                uintptr_t v = *(const uintptr_t *) p;
+                if (v >= lo && v < hi)
+                        return snprintf(buf, size,
+                                        "copies %s, which holds pointers into itself: its bytes cannot simply move "
+                                        "to the program's copy",
+                                        x->name),
+                               buf;
+        }
+        return NULL;
+}
+
+/* The variable the libraries use now: the first definition in the daemon's global scope (which may
+ * be the daemon's own copy), else the first of the program's libraries that defines it. */
+static void *copy_source(const struct elf_export *x, void *const *handles, size_t nhandles) {
+        void *p = x->version ? dlvsym(RTLD_DEFAULT, x->name, x->version) : dlsym(RTLD_DEFAULT, x->name);
+        for (size_t i = 0; !p && i < nhandles; i++)
+                p = x->version ? dlvsym(handles[i], x->name, x->version) : dlsym(handles[i], x->name);
+        return p;
+}
+
+static const char *plan_copies(const struct elf_exports *ex, void *const *handles, size_t nhandles,
+                               struct bind_plan *plan, char *buf, size_t size) {
+        size_t n = 0;
+        for (size_t i = 0; i < ex->n; i++)
+                n += ex->items[i].copied;
+        if (n == 0)
+                return NULL;
+        plan->copies = calloc(n, sizeof *plan->copies);
+        if (!plan->copies)
+                return "out of memory";
+        for (size_t i = 0; i < ex->n; i++) {
+                const struct elf_export *x = &ex->items[i];
+                if (!x->copied)
+                        continue;
+                void *source = copy_source(x, handles, nhandles);
+                if (!source)
+                        return snprintf(buf, size, "copies the variable %s, which none of its libraries defines",
+                                        x->name),
+                               buf;
+                const char *why = copy_refusal(x, source, buf, size);
+                if (why)
+                        return why;
+                plan->copies[plan->ncopies++] =
+                        (struct bind_copy){ .offset = x->value, .source = (uintptr_t) source, .size = x->size };
+        }
+        return NULL;
+}
+
+static const char *plan_slots(const struct elf_exports *ex, void *const *handles, size_t nhandles,
+                              struct bind_plan *plan, char *buf, size_t size) {
+        struct builder b = { .nsorted = ex->n };
+        b.sorted = calloc(ex->n, sizeof *b.sorted);
+        if (!b.sorted)
+                return "out of memory";
+        for (size_t i = 0; i < ex->n; i++)
+                b.sorted[i] = &ex->items[i];
+        qsort(b.sorted, b.nsorted, sizeof *b.sorted, cmp_export);
+
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < nhandles; i++) {
+                struct link_map *l;
+                if (dlinfo(handles[i], RTLD_DI_LINKMAP, &l) < 0)
+                        continue;
+                loaded_relro_range(l, &b.relro_start, &b.relro_end);
+                r = loaded_relocs_walk(l, visit_reloc, &b);
+        }
+        free(b.sorted);
+        if (r < 0) {
+                free(b.slots);
+                if (r == -EPROTO)
+                        return snprintf(buf, size,
+                                        "defines %s, which a library refers to through a relocation the daemon "
+                                        "cannot redo",
+                                        b.refused),
+                               buf;
+                return r == -E2BIG ? "its libraries refer to too many of its symbols" : "out of memory";
+        }
+        qsort(b.slots, b.nslots, sizeof *b.slots, cmp_slot);
+        plan->slots = b.slots;
+        plan->nslots = (uint32_t) b.nslots;
+        return NULL;
+}
+
+const char *bind_plan_build(const struct elf_exports *ex, const struct string_list *closure, struct bind_plan *plan,
+                            char *buf, size_t size) {
+        *plan = (struct bind_plan){ 0 };
+        if (ex->n == 0)
+                return NULL;
+        void **handles = calloc(closure->n ? closure->n : 1, sizeof *handles);
+        if (!handles)
+                return "out of memory";
+        const char *why = NULL;
+        size_t n = 0;
+        for (; n < closure->n && !why; n++) {
+                handles[n] = dlopen(closure->items[n], RTLD_LAZY | RTLD_NOLOAD);
+                if (!handles[n]) {
+                        snprintf(buf, size,
+                                 "needs %s, which the daemon has not loaded, to bind its libraries to it as exec "
+                                 "would: register the program (--app) so that its libraries are preloaded",
+                                 closure->items[n]);
+                        why = buf;
+                }
+        }
+        if (!why)
+                why = plan_copies(ex, handles, n, plan, buf, size);
+        if (!why)
+                why = plan_slots(ex, handles, n, plan, buf, size);
+        for (size_t i = 0; i < n; i++)
+                if (handles[i])
+                        dlclose(handles[i]);
+        free(handles);
+        if (why)
+                bind_plan_done(plan);
+        return why;
+}
+
+void bind_plan_done(struct bind_plan *plan) {
+        free(plan->copies);
+        free(plan->slots);
+        *plan = (struct bind_plan){ 0 };
+}
+
+static int set_protection(uintptr_t page, size_t page_size, int prot) {
+        return mprotect((void *) page, page_size, prot) < 0 ? -errno : 0;
+}
+
+int bind_plan_apply(const struct bind_plan *plan, uintptr_t base) {
+        for (uint32_t i = 0; i < plan->ncopies; i++) {
+                const struct bind_copy *c = &plan->copies[i];
+                memcpy((void *) (base + c->offset), (const void *) (uintptr_t) c->source, c->size);
+        }
+        /* Slots are sorted: a read-only page is opened once for all its slots. */
+        const size_t page_size = (size_t) sysconf(_SC_PAGESIZE);
+        uintptr_t open_page = 0;
+        for (uint32_t i = 0; i < plan->nslots; i++) {
+                const struct bind_slot *s = &plan->slots[i];
+                uintptr_t page = (uintptr_t) s->slot & ~(page_size - 1);
+                if (open_page && page != open_page) {
+                        int r = set_protection(open_page, page_size, PROT_READ);
+                        if (r < 0)
+                                return r;
+                        open_page = 0;
+                }
+                if (s->relro && !open_page) {
+                        int r = set_protection(page, page_size, PROT_READ | PROT_WRITE);
+                        if (r < 0)
+                                return r;
+                        open_page = page;
+                }
+                *(uintptr_t *) (uintptr_t) s->slot = base + s->offset;
+        }
+        return open_page ? set_protection(open_page, page_size, PROT_READ) : 0;
+}
+
+size_t bind_plan_size(const struct bind_plan *plan) {
+        return sizeof(uint64_t) + plan->ncopies * sizeof(struct bind_copy) + plan->nslots * sizeof(struct bind_slot);
+}
+
+void bind_plan_write(const struct bind_plan *plan, void *buf) {
+        uint32_t counts[2] = { plan->ncopies, plan->nslots };
+        uint8_t *p = buf;
+        memcpy(p, counts, sizeof counts);
+        p += sizeof(uint64_t);
+        if (plan->ncopies)
+                memcpy(p, plan->copies, plan->ncopies * sizeof(struct bind_copy));
+        p += plan->ncopies * sizeof(struct bind_copy);
+        if (plan->nslots)
+                memcpy(p, plan->slots, plan->nslots * sizeof(struct bind_slot));
+}
+
+int bind_plan_parse(const void *buf, size_t size, struct bind_plan *ret) {
+        uint32_t counts[2];
+        if (size < sizeof(uint64_t))
+                return -EBADMSG;
+        memcpy(counts, buf, sizeof counts);
+        struct bind_plan p = { .ncopies = counts[0], .nslots = counts[1] };
+        if (counts[0] > size || counts[1] > BIND_MAX_SLOTS || bind_plan_size(&p) != size)
+                return -EBADMSG;
+        const uint8_t *b = (const uint8_t *) buf + sizeof(uint64_t);
+        p.copies = (struct bind_copy *) (uintptr_t) b;
+        p.slots = (struct bind_slot *) (uintptr_t) (b + p.ncopies * sizeof(struct bind_copy));
+        *ret = p;
+        return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Binding a program's libraries to the program, as exec would have.
+ *
+ * Under exec the executable comes first in the symbol lookup order: every reference a library makes
+ * to a symbol the executable defines binds there, and a variable the executable copies (a copy
+ * relocation: stdout, optind, environ...) is used by everyone in that copy. A program that the
+ * daemon dlopens after its libraries finds them bound to their own definitions, so getopt would
+ * update an optind that the program never reads. The daemon plans once per program which slots of
+ * the libraries to point at the program and which copies to fill; each launch applies the plan
+ * right after loading the program. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elf-info.h"
+#include "string-list.h"
+
+struct bind_copy {
+        uint64_t offset; /* of the program's copy, from its load address */
+        uint64_t source; /* address of the variable the libraries use now */
+        uint64_t size;
+};
+
+struct bind_slot {
+        uint64_t slot;   /* address of the library's word */
+        uint64_t offset; /* the value it gets, from the program's load address */
+        uint64_t relro;  /* the word is in a range the loader made read-only */
+};
+
+struct bind_plan {
+        uint32_t ncopies, nslots;
+        struct bind_copy *copies;
+        struct bind_slot *slots; /* sorted by address */
+};
+
+/* Plans the binding of a program that defines the symbols ex and needs the libraries closure (in
+ * the loader's order), all of which must be loaded in this process. Returns NULL with *plan set, or
+ * why the program cannot be bound as exec would bind it (written to buf when it needs details). */
+const char *bind_plan_build(const struct elf_exports *ex, const struct string_list *closure, struct bind_plan *plan,
+                            char *buf, size_t size);
+void bind_plan_done(struct bind_plan *plan);
+
+/* In the launched child, with the program loaded at base. Returns 0 or a negative errno. */
+int bind_plan_apply(const struct bind_plan *plan, uintptr_t base);
+
+/* The plan as bytes, for a pooled child that was forked before the plan was made. bind_plan_parse
+ * points into buf, which must stay alive and be aligned for uint64_t. */
+size_t bind_plan_size(const struct bind_plan *plan);
+void bind_plan_write(const struct bind_plan *plan, void *buf);
+int bind_plan_parse(const void *buf, size_t size, struct bind_plan *ret);

@@ -1,0 +1,76 @@
+"""Unmodified executables (-fPIE, no exported main, copy relocations) behave through the daemon
+exactly as by exec, and the ones it cannot make faithful go to exec with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import Served, base_env, helper_path, run_exec, run_served
+from headstart.daemon import RunningDaemon, private_daemon
+from test_fallback import assert_fallback
+
+SERVED = ("uses-copyvars", "observe-copyreloc", "observe-noexport")
+REFUSED = ("uses-selfref", "reads-exe")
+
+# What a served program sees differently by design: its own session (docs/limitations.md).
+SESSION_LINES = (b"own_process_group=", b"session_leader=")
+
+
+@pytest.fixture(scope="module", params=["preload", "warm", "pool"])
+def unmodified_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
+    programs = [str(helper_path(p)) for p in (*SERVED, *REFUSED)]
+    option = "--app" if request.param == "preload" else "--warm"
+    extra = [arg for p in programs for arg in (option, p)]
+    if request.param == "pool":
+        extra += ["--pool", "2"]
+    with private_daemon([], extra_args=extra) as d:
+        yield d
+    assert d.process.returncode == 0, d.log_text()
+
+
+def same_as_exec(daemon: RunningDaemon, argv: list[str], env: dict[str, str] | None = None) -> bytes:
+    env = env or base_env(COPYVARS="from the client")
+    want = run_exec(argv, env=env)
+    with Served(daemon):
+        got = run_served(daemon, argv, env=env)
+    assert (got.returncode, got.stderr) == (want.returncode, want.stderr)
+    assert got.stdout == want.stdout
+    return got.stdout
+
+
+@pytest.mark.parametrize("args", [["-a", "-b", "value", "operand"], ["-b"], ["-z", "x"], []])
+def test_copy_relocations_and_getopt_as_exec(unmodified_daemon, args):
+    out = same_as_exec(unmodified_daemon, [str(helper_path("uses-copyvars")), *args])
+    if args and args[0] == "-a":
+        # Each of these fails if a library keeps its own copy: getopt's optind and optarg, the
+        # library's counter, the program's hook, environ.
+        assert b"option b value\noptind=4, first operand: operand\n" in out
+        assert b"bumped by the library: 8, seen by the program: 8\n" in out
+        assert b"hook: the program's hook\n" in out
+        assert b"environ has COPYVARS=from the client\n" in out
+
+
+@pytest.mark.parametrize("variant", ["observe-copyreloc", "observe-noexport"])
+def test_what_an_unmodified_program_observes_is_as_exec(unmodified_daemon, variant):
+    argv = [str(helper_path(variant)), "report", "x"]
+    env = base_env(ONLY="client")
+    want = run_exec(argv, env=env)
+    with Served(unmodified_daemon):
+        got = run_served(unmodified_daemon, argv, env=env)
+
+    def comparable(report: bytes) -> bytes:
+        return b"\n".join(line for line in report.split(b"\n") if not line.startswith(SESSION_LINES))
+
+    assert got.returncode == want.returncode == 0
+    assert comparable(got.stdout) == comparable(want.stdout)
+    for line in (f"execfn={argv[0]}".encode(), b"auxv_entry_in_program=1", b"auxv_phdr_in_program=1"):
+        assert line in got.stdout
+
+
+@pytest.mark.parametrize(
+    ("program", "reason"),
+    [("uses-selfref", b"pointers into itself"), ("reads-exe", b"/proc/self/exe")],
+)
+def test_unfaithful_programs_go_to_exec(unmodified_daemon, program, reason):
+    assert_fallback(unmodified_daemon, [str(helper_path(program))], reason)
