@@ -231,6 +231,8 @@ def world_readable_copy(tmp: Path, name: str) -> Path:
     copy = tmp / name
     shutil.copy(bin_path(name), copy)
     copy.chmod(0o755)
+    if name == "headstartd":  # it finds its entry library beside itself
+        shutil.copy(bin_path(name).parent / "libheadstart-entry.so", tmp)
     return copy
 
 

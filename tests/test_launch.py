@@ -263,7 +263,7 @@ def test_shared_object_exporting_main_is_served(daemon):
 
     def body(out: bytes) -> list[bytes]:
         # Everything but the lines that name the file itself.
-        names = (b"argv[0]=", b"comm=", b"invocation_", b"cmdline:")
+        names = (b"argv[0]=", b"comm=", b"invocation_", b"cmdline:", b"execfn=")
         return [x for x in comparable(out).split(b"\n") if not x.startswith(names)]
 
     assert body(got.stdout) == body(want.stdout)

@@ -75,6 +75,10 @@ static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
         return add_slot(b, r, *found);
 }
 
+static int set_protection(uintptr_t page, size_t size, int prot) {
+        return mprotect((void *) page, size, prot) < 0 ? -errno : 0;
+}
+
 static int cmp_slot(const void *a, const void *b) {
         const struct bind_slot *x = a, *y = b;
         return x->slot < y->slot ? -1 : x->slot > y->slot;
@@ -220,29 +224,46 @@ void bind_plan_done(struct bind_plan *plan) {
         *plan = (struct bind_plan){ 0 };
 }
 
-static int set_protection(uintptr_t page, size_t page_size, int prot) {
-        return mprotect((void *) page, page_size, prot) < 0 ? -errno : 0;
-}
 
-int bind_plan_apply(const struct bind_plan *plan, uintptr_t base) {
+/* Copies of read-only data sit in the program's RELRO range, which dlopen has made read-only. */
+static int fill_copies(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
+        uintptr_t relro_start, relro_end;
+        loaded_relro_range(program, &relro_start, &relro_end);
         for (uint32_t i = 0; i < plan->ncopies; i++) {
                 const struct bind_copy *c = &plan->copies[i];
-                memcpy((void *) (base + c->offset), (const void *) (uintptr_t) c->source, c->size);
+                uintptr_t to = program->l_addr + c->offset;
+                bool relro = to < relro_end && to + c->size > relro_start;
+                uintptr_t first = to & ~(page_size - 1), end = (to + c->size + page_size - 1) & ~(page_size - 1);
+                int r = relro ? set_protection(first, end - first, PROT_READ | PROT_WRITE) : 0;
+                if (r < 0)
+                        return r;
+                memcpy((void *) to, (const void *) (uintptr_t) c->source, c->size);
+                r = relro ? set_protection(first, end - first, PROT_READ) : 0;
+                if (r < 0)
+                        return r;
         }
-        /* Slots are sorted: a read-only page is opened once for all its slots. */
+        return 0;
+}
+
+int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program) {
         const size_t page_size = (size_t) sysconf(_SC_PAGESIZE);
+        const uintptr_t base = program->l_addr;
+        int r = fill_copies(plan, program, page_size);
+        if (r < 0)
+                return r;
+        /* Slots are sorted: a read-only page is opened once for all its slots. */
         uintptr_t open_page = 0;
         for (uint32_t i = 0; i < plan->nslots; i++) {
                 const struct bind_slot *s = &plan->slots[i];
                 uintptr_t page = (uintptr_t) s->slot & ~(page_size - 1);
                 if (open_page && page != open_page) {
-                        int r = set_protection(open_page, page_size, PROT_READ);
+                        r = set_protection(open_page, page_size, PROT_READ);
                         if (r < 0)
                                 return r;
                         open_page = 0;
                 }
                 if (s->relro && !open_page) {
-                        int r = set_protection(page, page_size, PROT_READ | PROT_WRITE);
+                        r = set_protection(page, page_size, PROT_READ | PROT_WRITE);
                         if (r < 0)
                                 return r;
                         open_page = page;

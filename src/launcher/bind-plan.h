@@ -10,6 +10,7 @@
  * right after loading the program. */
 #pragma once
 
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,8 +42,8 @@ const char *bind_plan_build(const struct elf_exports *ex, const struct string_li
                             char *buf, size_t size);
 void bind_plan_done(struct bind_plan *plan);
 
-/* In the launched child, with the program loaded at base. Returns 0 or a negative errno. */
-int bind_plan_apply(const struct bind_plan *plan, uintptr_t base);
+/* In the launched child, with the program loaded. Returns 0 or a negative errno. */
+int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program);
 
 /* The plan as bytes, for a pooled child that was forked before the plan was made. bind_plan_parse
  * points into buf, which must stay alive and be aligned for uint64_t. */

@@ -127,12 +127,6 @@ static void set_names(const struct hs_launch_request *req) {
  * exports it. */
 static hs_main_fn find_main(void *handle, uintptr_t base, const struct image_start *start,
                             const struct hs_launch_request *req, int report_fd) {
-        if (!start->entry) {
-                hs_main_fn main_fn = (hs_main_fn) dlsym(handle, "main");
-                if (!main_fn)
-                        fail(report_fd, "cannot find main", dlerror());
-                return main_fn;
-        }
         struct hs_program_image image = {
                 .entry = base + start->entry,
                 .phdr = (const ElfW(Phdr) *) (base + start->phdr),
@@ -142,6 +136,12 @@ static hs_main_fn find_main(void *handle, uintptr_t base, const struct image_sta
         if (hs_entry_adopt_auxv(&image) < 0)
                 fail(report_fd, "cannot describe the program in the auxiliary vector",
                      "the daemon did not start through libheadstart-entry.so");
+        if (!start->executable) {
+                hs_main_fn main_fn = (hs_main_fn) dlsym(handle, "main");
+                if (!main_fn)
+                        fail(report_fd, "cannot find main", dlerror());
+                return main_fn;
+        }
         hs_main_fn main_fn = hs_entry_find_main(&image, (int) req->fixed.argc, req->argv, environ);
         if (!main_fn)
                 fail(report_fd, "cannot find main", "its entry point did not call __libc_start_main");
@@ -183,7 +183,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
         struct link_map *program;
         if (dlinfo(handle, RTLD_DI_LINKMAP, &program) < 0)
                 fail(report_fd, "cannot find the loaded program", dlerror());
-        int r = bind_plan_apply(spec->plan, program->l_addr);
+        int r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);

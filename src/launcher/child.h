@@ -5,11 +5,13 @@
 #include "bind-plan.h"
 #include "protocol.h"
 
-/* Where an executable starts, relative to its load address, from its ELF header. */
+/* Where the program starts, relative to its load address, from its ELF header. */
 struct image_start {
-        uint64_t entry; /* _start; 0 for a shared object, whose exported main is called */
-        uint64_t phdr;  /* the program headers */
+        uint64_t entry;      /* e_entry */
+        uint64_t phdr;       /* the program headers */
         uint64_t phnum;
+        uint64_t executable; /* started at entry, through its _start; else a shared object whose
+                              * exported main is called */
 };
 
 /* Positions in the fds received with a LAUNCH request. */

@@ -203,9 +203,9 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                 e->image = strdup(path);
         if (r < 0)
                 return r;
-        if (eligibility_has_entry(&facts.elf))
-                e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
-                                                 .phnum = facts.elf.phnum };
+        e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
+                                         .phnum = facts.elf.phnum,
+                                         .executable = eligibility_has_entry(&facts.elf) };
         if (!e->reason && !e->image)
                 return -ENOMEM;
         e->dev = st->st_dev;

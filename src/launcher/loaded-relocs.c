@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <string.h>
+#include <unistd.h>
 
 struct tables {
         uintptr_t base;
@@ -122,8 +123,11 @@ static int find_relro(struct dl_phdr_info *info, size_t size, void *userdata) {
         for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
                 const ElfW(Phdr) *p = &info->dlpi_phdr[i];
                 if (p->p_type == PT_GNU_RELRO) {
-                        q->start = info->dlpi_addr + p->p_vaddr;
-                        q->end = q->start + p->p_memsz;
+                        /* As the loader protects it: whole pages only, so a last partial page stays
+                         * writable. */
+                        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
+                        q->start = (info->dlpi_addr + p->p_vaddr) & ~(page - 1);
+                        q->end = (info->dlpi_addr + p->p_vaddr + p->p_memsz) & ~(page - 1);
                 }
         }
         return 1;

@@ -22,6 +22,6 @@ struct loaded_reloc {
 typedef int (*loaded_reloc_fn)(const struct loaded_reloc *r, void *userdata);
 int loaded_relocs_walk(const struct link_map *object, loaded_reloc_fn fn, void *userdata);
 
-/* The object's PT_GNU_RELRO range, which the loader made read-only after relocating it; an empty
- * range when it has none. */
+/* The pages of the object's PT_GNU_RELRO range, which the loader made read-only after relocating
+ * it; an empty range when it has none. */
 void loaded_relro_range(const struct link_map *object, uintptr_t *ret_start, uintptr_t *ret_end);
