@@ -1,13 +1,13 @@
 # The two commands of the README: `make demo` and `make test`. Both install what is missing
 # (Debian packages through apt, a Python virtual environment in .venv), build, and run.
 
-APT_PACKAGES := meson ninja-build gcc pkg-config python3-venv \
-	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev \
-	$(CORPUS_PACKAGES)
 # Unmodified programs from Debian that the tests run through the daemon (tests/test_corpus.py).
 CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils diffutils findutils tar \
 	bash perl file bc jq m4 sqlite3 lua5.4 libxml2-utils xxd libjpeg-turbo-progs lame flac opus-tools \
 	webp qpdf exiv2 tzdata
+APT_PACKAGES := meson ninja-build gcc pkg-config python3-venv \
+	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev \
+	$(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build
