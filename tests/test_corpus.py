@@ -6,10 +6,12 @@ The packages are installed by `make deps` (CORPUS_PACKAGES in the Makefile)."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import struct
 import subprocess
+import sys
 import wave
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,15 +54,21 @@ CORPUS = {
     "flac": Case("flac", ["-s", "-c", "--no-seektable", "{WAV}"]),
     "opusenc": Case("opusenc", ["--quiet", "--serial", "42", "{WAV}", "-"]),
     "cwebp": Case("cwebp", ["-quiet", "{PPM}", "-o", "-"]),
-    "sqlite3": Case("sqlite3", [":memory:"], b"create table t(a, b); insert into t values (1, 'one'), (2, 'two');\n"
-                    b"select b, a * 21 from t order by a desc;\nselect nosuchfunction();\n"),
+    "sqlite3": Case(
+        "sqlite3",
+        [":memory:"],
+        b"create table t(a, b); insert into t values (1, 'one'), (2, 'two');\n"
+        b"select b, a * 21 from t order by a desc;\nselect nosuchfunction();\n",
+    ),
     "lua5.4": Case("lua5.4", ["-e", "print(string.format('%5.3f', math.pi)); os.exit(3)"]),
     "bc": Case("bc", ["-l", "-q"], b"scale=30; 4*a(1)\nsqrt(2)\n"),
     "jq": Case("jq", ["-c", ".items | map(. * 2)", "{JSON}"]),
     "xmllint": Case("xmllint", ["--format", "{XML}"]),
     "file": Case("file", ["-b", "{PPM}", "{WAV}", "{JSON}"]),
-    "tar": Case("tar", ["-cf", "-", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
-                        "-C", "{DIR}", "."]),
+    "tar": Case(
+        "tar",
+        ["-cf", "-", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner", "-C", "{DIR}", "."],
+    ),
     "find": Case("find", ["{DIR}", "-type", "f", "-name", "*.txt"]),
     "m4": Case("m4", [], b"define(`greet', `hello $1')greet(`world')\nundefined_macro\n"),
     "mawk": Case("mawk", ["{ n += NF } END { print NR, n }", "{TEXT}"]),
@@ -88,9 +96,7 @@ the end of the text, of course
 
 def write_wav(path: Path) -> None:
     rate = 22050
-    frames = b"".join(
-        struct.pack("<h", int(12000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(rate // 2)
-    )
+    frames = b"".join(struct.pack("<h", int(12000 * math.sin(2 * math.pi * 440 * i / rate))) for i in range(rate // 2))
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
@@ -169,3 +175,25 @@ def test_corpus_program_same_as_exec(corpus_daemon, inputs, name):
     assert got.stderr == want.stderr
     assert got.stdout == want.stdout
     assert want.stdout or want.stderr
+
+
+def headstart_check(*programs: str) -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "-m", "headstart", "check", "--json", *programs], capture_output=True, check=True
+    ).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_check_agrees_with_the_daemon():
+    """`headstart check` says exec for exactly the programs the daemon refused above, with the same
+    reasons, and warm for the others."""
+    verdicts = headstart_check(*(program_path(CORPUS[name].program) for name in sorted(CORPUS)))
+    by_name = dict(zip(sorted(CORPUS), verdicts, strict=True))
+    refused = {name for name, v in by_name.items() if v["mode"] == "exec"}
+    assert refused == set(REFUSED)
+    for name in REFUSED:
+        assert REFUSED[name].decode() in by_name[name]["reason"]
+    for name in set(CORPUS) - refused:
+        assert by_name[name]["modes"] == ["preload", "warm"], by_name[name]
+    served_share = 1 - len(refused) / len(CORPUS)
+    assert served_share > 0.8

@@ -3,6 +3,11 @@ exactly as by exec, and the ones it cannot make faithful go to exec with the rea
 
 from __future__ import annotations
 
+import json
+import shutil
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -74,3 +79,47 @@ def test_what_an_unmodified_program_observes_is_as_exec(unmodified_daemon, varia
 )
 def test_unfaithful_programs_go_to_exec(unmodified_daemon, program, reason):
     assert_fallback(unmodified_daemon, [str(helper_path(program))], reason)
+
+
+def check(*programs: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "headstart", "check", "--json", *programs], capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("program", "reason"),
+    [
+        ("uses-copyvars", None),
+        ("observe-noexport", None),
+        ("observe-copyreloc", None),
+        ("uses-selfref", "pointers into itself"),
+        ("reads-exe", "/proc/self/exe"),
+        ("observe-tls", "thread-local storage"),
+        ("observe-nopie", "not position-independent"),
+        ("observe-static", "statically linked"),
+    ],
+)
+def test_check_gives_the_daemons_verdict(program, reason):
+    path = helper_path(program)
+    if not path.exists():
+        pytest.skip(f"{program} was not built")
+    p = check(str(path))
+    assert p.returncode == 0, p.stderr
+    (verdict,) = [json.loads(line) for line in p.stdout.splitlines()]
+    if reason is None:
+        assert verdict["mode"] == "warm" and verdict["modes"] == ["preload", "warm"], verdict
+    else:
+        assert verdict["mode"] == "exec" and verdict["modes"] == [] and reason in verdict["reason"], verdict
+
+
+def test_check_setuid_and_missing_programs(tmp_path):
+    copy = tmp_path / "observe-setuid"
+    shutil.copy(helper_path("observe"), copy)
+    copy.chmod(0o755 | stat.S_ISUID)
+    p = check(str(copy), str(tmp_path / "missing"))
+    assert p.returncode == 1
+    verdicts = [json.loads(line) for line in p.stdout.splitlines()]
+    assert "set-user-ID" in verdicts[0]["reason"]
+    assert verdicts[1]["reason"] == "cannot find the program"
+    assert "cannot find" in p.stderr and "Traceback" not in p.stderr

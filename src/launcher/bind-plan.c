@@ -179,7 +179,8 @@ static const char *plan_slots(const struct elf_exports *ex, void *const *handles
                                buf;
                 return r == -E2BIG ? "its libraries refer to too many of its symbols" : "out of memory";
         }
-        qsort(b.slots, b.nslots, sizeof *b.slots, cmp_slot);
+        if (b.nslots > 1)
+                qsort(b.slots, b.nslots, sizeof *b.slots, cmp_slot);
         plan->slots = b.slots;
         plan->nslots = (uint32_t) b.nslots;
         return NULL;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "listen.h"
 #include "log.h"
 #include "macro.h"
@@ -21,31 +22,12 @@
 #include "supervisor.h"
 #include "systemd.h"
 
-/* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
- * buf must hold PATH_MAX bytes (realpath's contract). */
-static int find_program(const char *name, char buf[static PATH_MAX]) {
-        if (strchr(name, '/'))
-                return realpath(name, buf) ? 0 : -errno;
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *copy = strdup(path && *path ? path : "/bin:/usr/bin");
-        if (!copy)
-                return -ENOMEM;
-        char *save = NULL;
-        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-                char candidate[PATH_MAX];
-                snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", name);
-                if (access(candidate, X_OK) == 0 && realpath(candidate, buf))
-                        return 0;
-        }
-        return -ENOENT;
-}
-
 /* Resolves --app and then --warm programs into one list; the warm ones are its last o->warm.n. */
 static int register_apps(const struct daemon_options *o, struct string_list *resolved) {
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 const char *name = i < o->apps.n ? o->apps.items[i] : o->warm.items[i - o->apps.n];
                 char path[PATH_MAX];
-                int r = find_program(name, path);
+                int r = preload_find_program(name, path);
                 if (r < 0)
                         return log_error_errno(r, "%s: cannot find the program", name);
                 if (string_list_add(resolved, path) < 0)
@@ -185,7 +167,9 @@ int main(int argc, char *argv[]) {
         log_setup("headstartd", LOG_LEVEL_INFO);
         int activated_fd = systemd_listen_fd();
         int r = options_parse_argv(&o, argc, argv);
-        if (r > 0 && (r = check_user(&o)) >= 0) {
+        if (r > 0 && o.check.n > 0)
+                r = check_run(&o);
+        else if (r > 0 && (r = check_user(&o)) >= 0) {
                 if (o.zygote.active) {
                         static char ident[64];
                         snprintf(ident, sizeof ident, "headstartd[zygote %u]", o.zygote.generation);

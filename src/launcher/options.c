@@ -150,6 +150,8 @@ static void help(void) {
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
                 "  --verbose            log every launch\n"
+                "  --check PROGRAM...   say for each program whether the daemon would serve it (and in\n"
+                "                       which modes) or send it to exec, and why; one JSON object a line\n"
                 "  --help, --version\n";
         fputs(text, stdout);
 }
@@ -167,7 +169,7 @@ static const struct long_option long_options[] = {
         { "max-children", true },  { "pool", true },          { "refresh-launches", true },
         { "refresh-seconds", true }, { "zygote", true } /* internal */, { "request-timeout", true },
         { "allow-root", false },   { "verbose", false },      { "help", false },
-        { "version", false },
+        { "version", false },       { "check", false },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -187,6 +189,16 @@ static int apply_option(struct daemon_options *o, const char *name, const char *
         if (strcmp(name, "zygote") == 0)
                 return parse_zygote(o, value) < 0 ? -EINVAL : 1;
         return apply_setting(o, name, value) < 0 ? -EINVAL : 1;
+}
+
+/* --check takes every argument after it as a program. */
+static int parse_check(struct daemon_options *o, char *programs[], int n) {
+        if (n == 0)
+                return log_error("--check needs at least one program"), -EINVAL;
+        for (int i = 0; i < n; i++)
+                if (string_list_add(&o->check, programs[i]) < 0)
+                        return log_error("out of memory"), -ENOMEM;
+        return 1;
 }
 
 int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
@@ -210,6 +222,8 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
                 }
                 if (!opt->has_value && value)
                         return log_error("option '--%s' takes no value", opt->name), -EINVAL;
+                if (strcmp(opt->name, "check") == 0)
+                        return parse_check(o, argv + i + 1, argc - i - 1);
                 int r = apply_option(o, opt->name, value);
                 if (r <= 0)
                         return r;
@@ -222,6 +236,7 @@ void options_done(struct daemon_options *o) {
         free(o->cache_dir);
         free(o->zygote.reason);
         string_list_done(&o->apps);
+        string_list_done(&o->check);
         string_list_done(&o->warm);
         string_list_done(&o->preloads);
 }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -17,6 +18,23 @@
 #include "macro.h"
 
 extern char **environ;
+
+int preload_find_program(const char *name, char buf[static PATH_MAX]) {
+        if (strchr(name, '/'))
+                return realpath(name, buf) ? 0 : -errno;
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(path && *path ? path : "/bin:/usr/bin");
+        if (!copy)
+                return -ENOMEM;
+        char *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                char candidate[PATH_MAX];
+                snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", name);
+                if (access(candidate, X_OK) == 0 && realpath(candidate, buf))
+                        return 0;
+        }
+        return -ENOENT;
+}
 
 int preload_own_interp(char *buf, size_t size) {
         _cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);

@@ -2,6 +2,7 @@
 /* Loading the registered programs' libraries into the daemon, once, with every relocation done. */
 #pragma once
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "options.h"
@@ -19,6 +20,10 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded);
  * checking in a throwaway child that loading it starts no thread. -EDEADLK if it does, another
  * negative errno if it cannot be loaded; the reason is logged. */
 int preload_warm_program(const char *program, const char *image);
+
+/* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
+ * buf must hold PATH_MAX bytes (realpath's contract). */
+int preload_find_program(const char *name, char buf[static PATH_MAX]);
 
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);
