@@ -7,14 +7,17 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 	webp qpdf exiv2 tzdata
 APT_PACKAGES := meson ninja-build gcc pkg-config python3-venv \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev \
+	gcc-aarch64-linux-gnu qemu-user-static \
 	$(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build
 BUILD_SAN := build-sanitize
+BUILD_A64 := build-aarch64
+A64_SYSROOT := $(CURDIR)/build-aarch64-sysroot
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build build-sanitize test test-c test-python lint demo bench clean
+.PHONY: all deps build build-sanitize aarch64 test test-c test-python lint demo bench clean
 
 all: build
 
@@ -53,14 +56,23 @@ $(BUILD_SAN)/build.ninja: | deps
 build-sanitize: deps $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
 
+# The C parts cross-built for aarch64, and what runs them here under qemu-user: a binfmt
+# registration, Debian's arm64 C library, and a sysroot of arm64 Debian programs (tests/aarch64/setup.sh).
+$(BUILD_A64)/build.ninja: | deps
+	meson setup $(BUILD_A64) --cross-file cross/aarch64-linux-gnu.ini -Dsamples=disabled
+
+aarch64: deps $(BUILD_A64)/build.ninja
+	ninja -C $(BUILD_A64)
+	$(SUDO) tests/aarch64/setup.sh $(A64_SYSROOT)
+
 test-c: build build-sanitize
 	meson test -C $(BUILD) --print-errorlogs
 	meson test -C $(BUILD_SAN) --print-errorlogs
 
 # The suite twice: against the normal build, then with the sanitizer build of the daemon and client
 # launching the normal build's programs.
-test-python: build build-sanitize
-	$(PY) -m pytest -q tests
+test-python: build build-sanitize aarch64
+	HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT) $(PY) -m pytest -q tests
 	HEADSTART_BUILD_DIR=$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(BUILD) HEADSTART_SANITIZED=1 \
 		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PY) -m pytest -q tests
@@ -78,4 +90,4 @@ bench: build
 	$(VENV)/bin/headstart bench --runs 200
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_A64) $(A64_SYSROOT)

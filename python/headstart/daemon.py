@@ -52,15 +52,16 @@ class RunningDaemon:
 
 @contextmanager
 def private_daemon(
-    apps: list[Path], extra_args: list[str] | None = None, timeout: float = 60.0
+    apps: list[Path], extra_args: list[str] | None = None, timeout: float = 60.0, binary: Path | None = None
 ) -> Iterator[RunningDaemon]:
-    """A daemon on a socket of its own in a temporary runtime directory, stopped on exit."""
+    """A daemon on a socket of its own in a temporary runtime directory, stopped on exit. `binary`
+    is another build of headstartd (an aarch64 one run by qemu-user, say)."""
     with tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
         runtime = Path(tmp)
         runtime.chmod(0o700)
         socket = runtime / "headstart" / "socket"
         log = runtime / "daemon.log"
-        args = [str(binaries.find("headstartd")), "--socket", str(socket), "--verbose"]
+        args = [str(binary or binaries.find("headstartd")), "--socket", str(socket), "--verbose"]
         for app in apps:
             args += ["--app", str(app)]
         if os.geteuid() == 0:
