@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -102,12 +103,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _resolve(program: str) -> tuple[Path, list[str]]:
+    """A sample's name, or a program's path with its arguments in one word ("/usr/bin/lame --version").
+    A program that does not mark main (bench/apps/mark.h) is timed to its exit only."""
     if program in SAMPLE_ARGS:
         return binaries.find(program), SAMPLE_ARGS[program]
-    path = Path(program)
-    if not path.is_file():
-        raise UsageError(f"{program}: no such sample app or file (samples: {', '.join(SAMPLE_ARGS)})")
-    return path.resolve(), []
+    path, *args = shlex.split(program)
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such sample app or file (samples: {', '.join(SAMPLE_ARGS)})")
+    return Path(path).resolve(), args
 
 
 def _time_program(
@@ -148,7 +151,7 @@ def _summarize_rows(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, M
         errors = sorted({r["error"] for r in rows if r["mode"] == mode and "error" in r})
         results[mode] = ModeResult(
             mode,
-            summarize([r["to_main_ns"] / 1000 for r in ok]) if ok else None,
+            summarize([r["to_main_ns"] / 1000 for r in ok]) if ok and ok[0]["to_main_ns"] is not None else None,
             summarize([r["to_exit_ns"] / 1000 for r in ok]) if ok else None,
             errors,
         )
