@@ -146,12 +146,9 @@ static void one_launch(const struct config *c, const struct mode *m, int round) 
         long long t_main = read_mark(p[0]);
         close(p[0]);
 
-        if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (r < 0 || t_main < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
-                        why[0] ? why : "the program failed");
-        else if (t_main < 0) /* an unmodified program: it cannot mark main, only its exit is timed */
-                dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": null, \"to_exit_ns\": %lld}\n",
-                        m->name, round, t_exit - t0);
+                        why[0] ? why : t_main < 0 ? "the program did not mark main" : "the program failed");
         else
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_exit_ns\": %lld}\n",
                         m->name, round, t_main - t0, t_exit - t0);

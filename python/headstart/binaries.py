@@ -20,6 +20,7 @@ _BUILD_PATHS = {
     "headstartd": "headstartd",
     "headstart-run": "headstart-run",
     "launch-timer": "bench/launch-timer",
+    "mark-main": "bench/libheadstart-mark-main.so",
     "gtk-hello": "bench/gtk-hello",
     "jpeg-encode": "bench/jpeg-encode",
     "mp3-encode": "bench/mp3-encode",

@@ -52,10 +52,14 @@ class RunningDaemon:
 
 @contextmanager
 def private_daemon(
-    apps: list[Path], extra_args: list[str] | None = None, timeout: float = 60.0, binary: Path | None = None
+    apps: list[Path],
+    extra_args: list[str] | None = None,
+    timeout: float = 60.0,
+    binary: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[RunningDaemon]:
     """A daemon on a socket of its own in a temporary runtime directory, stopped on exit. `binary`
-    is another build of headstartd (an aarch64 one run by qemu-user, say)."""
+    is another build of headstartd (an aarch64 one run by qemu-user, say); `env` replaces ours."""
     with tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
         runtime = Path(tmp)
         runtime.chmod(0o700)
@@ -67,7 +71,7 @@ def private_daemon(
         if os.geteuid() == 0:
             args.append("--allow-root")
         args += extra_args or []
-        env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime))
+        env = dict(env if env is not None else os.environ, XDG_RUNTIME_DIR=str(runtime))
         with open(log, "wb") as logf:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env)
         daemon = RunningDaemon(proc, socket, runtime, log)

@@ -228,6 +228,8 @@ void bind_plan_done(struct bind_plan *plan) {
 
 /* Copies of read-only data sit in the program's RELRO range, which dlopen has made read-only. */
 static int fill_copies(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
+        if (plan->ncopies == 0)
+                return 0; /* the RELRO lookup walks every loaded object: not on the launch path for nothing */
         uintptr_t relro_start, relro_end;
         loaded_relro_range(program, &relro_start, &relro_end);
         for (uint32_t i = 0; i < plan->ncopies; i++) {

@@ -104,7 +104,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _resolve(program: str) -> tuple[Path, list[str]]:
     """A sample's name, or a program's path with its arguments in one word ("/usr/bin/lame --version").
-    A program that does not mark main (bench/apps/mark.h) is timed to its exit only."""
+    Samples mark main themselves (bench/apps/mark.h); other programs are marked by a preloaded
+    library (see mark_main_env)."""
     if program in SAMPLE_ARGS:
         return binaries.find(program), SAMPLE_ARGS[program]
     path, *args = shlex.split(program)
@@ -114,7 +115,13 @@ def _resolve(program: str) -> tuple[Path, list[str]]:
 
 
 def _time_program(
-    daemons: dict[str, RunningDaemon], path: Path, args: list[str], runs: int, modes: list[str], progress: Progress
+    daemons: dict[str, RunningDaemon],
+    path: Path,
+    args: list[str],
+    runs: int,
+    modes: list[str],
+    progress: Progress,
+    env: dict[str, str],
 ) -> list[dict[str, Any]]:
     cmd = [str(binaries.find("launch-timer")), "--runs", str(runs), "--run-client", str(binaries.find("headstart-run"))]
     for name, d in daemons.items():
@@ -123,7 +130,7 @@ def _time_program(
     task = progress.add_task(path.name, total=runs * len(modes))
     rows = []
     # A session of its own: headstart-run sends launches to exec when a controlling terminal is attached.
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True) as proc:
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True, env=env) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             rows.append(json.loads(line))
@@ -133,14 +140,26 @@ def _time_program(
     return rows
 
 
-def _start_daemons(stack: ExitStack, modes: list[str], programs: list[Path]) -> dict[str, RunningDaemon]:
+def mark_main_env(names: list[str]) -> dict[str, str]:
+    """The environment under which every program of the run marks main. A program that is not one of
+    our samples cannot mark it itself: libheadstart-mark-main.so, preloaded into it by exec and into
+    the daemons (so that the loader environments still match), marks it for it. It then runs in
+    every mode, exec included, so the ratios stay side by side."""
+    if all(name in SAMPLE_ARGS for name in names):
+        return dict(os.environ)
+    return dict(os.environ, LD_PRELOAD=str(binaries.find("mark-main")))
+
+
+def _start_daemons(
+    stack: ExitStack, modes: list[str], programs: list[Path], env: dict[str, str]
+) -> dict[str, RunningDaemon]:
     daemons = {}
     for mode in modes:
         if mode == "exec":
             continue
         flag = "--app" if mode == "preload" else "--warm"
         extra = [arg for p in programs for arg in (flag, str(p))] + DAEMON_MODES[mode]
-        daemons[mode] = stack.enter_context(private_daemon([], extra_args=extra))
+        daemons[mode] = stack.enter_context(private_daemon([], extra_args=extra, env=env))
     return daemons
 
 
@@ -151,7 +170,7 @@ def _summarize_rows(rows: list[dict[str, Any]], modes: list[str]) -> dict[str, M
         errors = sorted({r["error"] for r in rows if r["mode"] == mode and "error" in r})
         results[mode] = ModeResult(
             mode,
-            summarize([r["to_main_ns"] / 1000 for r in ok]) if ok and ok[0]["to_main_ns"] is not None else None,
+            summarize([r["to_main_ns"] / 1000 for r in ok]) if ok else None,
             summarize([r["to_exit_ns"] / 1000 for r in ok]) if ok else None,
             errors,
         )
@@ -164,12 +183,13 @@ def collect(
     resolved = [_resolve(p) for p in programs]
     keys = [m if m == "exec" else f"{c}@{m}" for m in modes for c in (["exec"] if m == "exec" else clients)]
     results = []
+    env = mark_main_env(programs)
     with ExitStack() as stack:
-        daemons = _start_daemons(stack, modes, [p for p, _ in resolved])
+        daemons = _start_daemons(stack, modes, [p for p, _ in resolved], env)
         progress = stack.enter_context(Progress(console=console, transient=True))
         for path, args in resolved:
             before = sum(d.launches_started() for d in daemons.values())
-            rows = _time_program(daemons, path, args, runs, keys, progress)
+            rows = _time_program(daemons, path, args, runs, keys, progress, env)
             results.append(
                 ProgramResult(
                     program=path.name,
