@@ -133,34 +133,7 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
         return 0;
 }
 
-/* Looks for a defined global `main` in .dynsym, found through the section headers (every
- * toolchain writes them; a stripped-of-sections file simply does not export main for us). */
-static bool find_main(const struct image *im) {
-        const Elf64_Ehdr *e = im->ehdr;
-        if (e->e_shentsize != sizeof(Elf64_Shdr))
-                return false;
-        const Elf64_Shdr *sh = at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr));
-        if (!sh)
-                return false;
-        for (unsigned i = 0; i < e->e_shnum; i++) {
-                if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= e->e_shnum)
-                        continue;
-                const Elf64_Sym *sym = at(im, sh[i].sh_offset, sh[i].sh_size);
-                const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-                const char *str = at(im, strs->sh_offset, strs->sh_size);
-                if (!sym || !str)
-                        return false;
-                for (uint64_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
-                        if (sym[k].st_name >= strs->sh_size || sym[k].st_shndx == SHN_UNDEF)
-                                continue;
-                        if (ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL || ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC)
-                                continue;
-                        if (strncmp(str + sym[k].st_name, "main", strs->sh_size - sym[k].st_name) == 0)
-                                return true;
-                }
-        }
-        return false;
-}
+static bool find_main(const struct image *im);
 
 static int parse(const struct image *im, struct elf_info *info) {
         const unsigned char *ident = im->data;
@@ -309,6 +282,22 @@ static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
 
 static const char *table_string(const struct symbol_tables *t, uint64_t off) {
         return off < t->strsz ? t->str + off : NULL;
+}
+
+/* Looks for a defined global function `main` in the dynamic symbol table (a file without section
+ * headers simply does not export main for us). */
+static bool find_main(const struct image *im) {
+        struct symbol_tables t;
+        if (find_symbol_tables(im, &t) < 0 || !t.sym)
+                return false;
+        for (size_t i = 1; i < t.nsym; i++) {
+                const Elf64_Sym *s = &t.sym[i];
+                const char *name = table_string(&t, s->st_name);
+                if (name && s->st_shndx != SHN_UNDEF && ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
+                    ELF64_ST_TYPE(s->st_info) == STT_FUNC && strcmp(name, "main") == 0)
+                        return true;
+        }
+        return false;
 }
 
 /* The name of version index ndx, from the file's own definitions or its needs. Every step of both
