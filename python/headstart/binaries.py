@@ -21,6 +21,7 @@ _BUILD_PATHS = {
     "headstart-run": "headstart-run",
     "launch-timer": "bench/launch-timer",
     "mark-main": "bench/libheadstart-mark-main.so",
+    "probe": "libheadstart-probe.so",
     "gtk-hello": "bench/gtk-hello",
     "jpeg-encode": "bench/jpeg-encode",
     "mp3-encode": "bench/mp3-encode",
@@ -28,7 +29,7 @@ _BUILD_PATHS = {
     "observe": "tests/helpers/observe",
 }
 
-_LAUNCHED = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft", "observe")
+_LAUNCHED = ("probe", "gtk-hello", "jpeg-encode", "mp3-encode", "fft", "observe")
 
 SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft")
 

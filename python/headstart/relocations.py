@@ -107,13 +107,18 @@ def per_mode(program: Path) -> dict[str, Relocations]:
 
 def loader_statistics(argv: list[str]) -> dict[str, int]:
     """The loader's own start-up counts for one exec of argv (LD_DEBUG=statistics), to check the
-    counts above against: symbol lookups (`relocations`, of which `from_cache` hit the lookup cache)
-    and `relative` relocations (the loader counts only those its DT_RELACOUNT hint announces)."""
+    counts above against."""
     with tempfile.TemporaryDirectory(prefix="headstart-ld-") as tmp:
         out = Path(tmp) / "stats"
         env = dict(os.environ, LD_DEBUG="statistics", LD_DEBUG_OUTPUT=str(out))
         subprocess.run(argv, env=env, capture_output=True, timeout=60)
-        text = "".join(p.read_text() for p in Path(tmp).glob("stats.*"))
+        return parse_loader_statistics("".join(p.read_text() for p in Path(tmp).glob("stats.*")))
+
+
+def parse_loader_statistics(text: str) -> dict[str, int]:
+    """What LD_DEBUG=statistics reports: symbol lookups (`relocations`, of which `from_cache` hit the
+    lookup cache) and `relative` relocations (the loader counts only those its DT_RELACOUNT hint
+    announces)."""
     fields = {
         "relocations": r"\s number of relocations: (\d+)",
         "from_cache": r"\s number of relocations from cache: (\d+)",

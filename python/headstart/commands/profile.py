@@ -1,0 +1,186 @@
+"""headstart profile: where one program's launch spends its time, warm and cold.
+
+Each timed launch runs under libheadstart-probe.so (LD_AUDIT) with LD_DEBUG=statistics; two more
+launches, not timed, give the files it touches (strace) and the symbol bindings per library pair.
+docs/measuring.md explains each number and its error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from headstart.commands import bench
+from headstart.errors import HeadstartError, UsageError
+from headstart.profiling import files, summary
+from headstart.profiling.launch import Launch, LaunchOptions
+from headstart.profiling.launch import run as launch
+from headstart.profiling.render import render
+from headstart.stats import summarize
+
+NAME = "profile"
+HELP = "profile a program's launches: phases, libraries, relocations, faults, files, pages, memory"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", type=int, default=20, help="launches of each kind (default 20)")
+    p.add_argument("--cold", action="store_true", help="also launch with the program's files evicted from the cache")
+    p.add_argument("--drop-all", action="store_true", help="with --cold: drop the whole page cache (root)")
+    ready = p.add_mutually_exclusive_group()
+    ready.add_argument("--ready", metavar="REGEX", help="ready when a line of output matches (then stopped)")
+    ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds a launch may take to be ready (default 30)")
+    p.add_argument("--via-daemon", action="store_true", help="also time it through headstartd, side by side")
+    p.add_argument("--overhead", action="store_true", help="also time main with and without the probe")
+    p.add_argument(
+        "--large-read", type=int, default=1 << 20, metavar="BYTES", help="flag data files read with read() "
+        "from this many bytes (default 1 MiB)"
+    )
+    p.add_argument("--json", action="store_true", help="print the whole profile as JSON")
+    p.add_argument("-o", "--output", type=Path, help="write the profile (JSON, for `headstart report`) here")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
+
+
+def resolve_program(command: list[str]) -> list[str]:
+    """The command with its program as an absolute path, or a clear error for what cannot be profiled."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("name the program to profile: headstart profile [OPTIONS] -- PROGRAM ARGS...")
+    name = command[0]
+    found = name if "/" in name else shutil.which(name)
+    if not found or not Path(found).is_file():
+        raise HeadstartError(f"{name}: no such program")
+    path = Path(found).resolve()
+    try:
+        with open(path, "rb") as f:
+            interp = any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
+    except (ELFError, OSError) as e:
+        raise HeadstartError(f"{path}: not an ELF program ({e})") from e
+    if not interp:
+        raise HeadstartError(f"{path}: not dynamically linked, so there is no loader to profile")
+    return [str(path), *command[1:]]
+
+
+def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
+    if result.exit_status < 0:
+        sig = signal.Signals(-result.exit_status).name
+        tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
+        raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
+    return result
+
+
+class Profiler:
+    def __init__(self, args: argparse.Namespace, argv: list[str], progress: Progress) -> None:
+        self.args = args
+        self.argv = argv
+        self.progress = progress
+        self.ready = re.compile(args.ready) if args.ready else None
+        kinds = 1 + args.cold + 2 * args.overhead
+        self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 2)
+
+    def _launch(self, what: str, **kw: Any) -> Launch:
+        result = launch(LaunchOptions(self.argv, self.ready, self.args.timeout, **kw))
+        self.progress.advance(self.task)
+        result = _checked(result, what, self.argv)
+        if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
+            raise HeadstartError(
+                f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for setuid programs)"
+            )
+        return result
+
+    def file_uses(self) -> dict[str, files.FileUse]:
+        with files.trace_dir() as tmp:
+            out = Path(tmp) / "trace"
+            self._launch("traced", probe=False, wrapper=files.strace_command(out))
+            return files.read_trace(out)
+
+    def collect(self) -> dict[str, Any]:
+        uses = self.file_uses()
+        bindings = self._launch("bindings", bindings=True)
+        warm = [self._launch("warm") for _ in range(self.args.runs)]
+        cold, after_evict, after_launch = self._cold(sorted(uses))
+        records = [summary.launch_record(w, False) for w in warm] + [summary.launch_record(c, True) for c in cold]
+        file_rows = summary.files(uses, cold, after_evict, after_launch)
+        return {
+            "schema": summary.SCHEMA_VERSION,
+            "program": self.argv,
+            "ready": {"pattern": self.ready.pattern} if self.ready else "exit",
+            "runs": self.args.runs,
+            "machine": summary.machine(),
+            "warm": summary.aggregate(records[: len(warm)]),
+            "cold": summary.aggregate(records[len(warm) :]),
+            "libraries": summary.libraries(warm, cold, bindings),
+            "files": file_rows,
+            "flags": summary.large_reads(file_rows, self.args.large_read),
+            "overhead": self._overhead() if self.args.overhead else None,
+            "via_daemon": None,
+            "launches": records,
+        }
+
+    def _cold(self, paths: list[str]) -> tuple[list[Launch], list[dict[str, int | None]], list[dict[str, int | None]]]:
+        cold, after_evict, after_launch = [], [], []
+        for _ in range(self.args.runs if self.args.cold else 0):
+            if self.args.drop_all:
+                files.drop_all()
+            files.evict(paths)
+            after_evict.append({p: files.residency(p) for p in paths})
+            cold.append(self._launch("cold"))
+            after_launch.append({p: files.residency(p) for p in paths})
+        return cold, after_evict, after_launch
+
+    def _overhead(self) -> dict[str, Any]:
+        """Time to main through libheadstart-mark-main.so, with and without the probe, alternately."""
+        with_probe, without = [], []
+        for _ in range(self.args.runs):
+            for probe, into in ((True, with_probe), (False, without)):
+                t = self._launch("overhead", probe=probe, mark_main=True).to_main_marked_ns
+                if t is not None:
+                    into.append(t / 1000)
+        if not with_probe or not without:
+            raise HeadstartError("the overhead launches did not mark main")
+        a, b = summarize(with_probe), summarize(without)
+        return {"with_probe_us": a.as_dict(), "without_probe_us": b.as_dict(), "added_us": a.median - b.median}
+
+
+def via_daemon(argv: list[str], runs: int, console: Console) -> dict[str, Any]:
+    """exec, warm and pool through the client library, timed side by side by `headstart bench`."""
+    results = bench.collect([shlex.join(argv)], runs, ["exec", "warm", "pool"], ["direct"], console)
+    return bench.as_json(results)["programs"][0]
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = resolve_program(args.command)
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if args.drop_all and not args.cold:
+        raise UsageError("--drop-all goes with --cold")
+    err = Console(file=sys.stderr)
+    with Progress(console=err, transient=True) as progress:
+        profile = Profiler(args, argv, progress).collect()
+    if args.via_daemon:
+        profile["via_daemon"] = via_daemon(argv, args.runs, err)
+    if args.output:
+        try:
+            args.output.write_text(json.dumps(profile, indent=1) + "\n")
+        except OSError as e:
+            raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
+    if args.json:
+        json.dump(profile, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        render(profile, Console(file=sys.stdout, width=120))
+    return 0

@@ -1,0 +1,1 @@
+"""Measuring one program's launches: the probe's timeline, the loader's counts, faults, files, pages, memory."""

@@ -1,0 +1,177 @@
+"""The files a launch opens, reads and maps (from a system-call trace), and their pages in the page
+cache: evicting them before a cold launch and counting what is resident after it.
+
+The trace comes from strace, in a launch of its own: tracing slows every system call, so the timed
+launches are never traced.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from headstart.errors import HeadstartError
+from headstart.profiling.memory import PAGE_SIZE
+
+TRACED = "open,openat,openat2,read,pread64,readv,preadv,preadv2,mmap"
+# `PID name(args) = result`; -y annotates each descriptor with its path: 3</usr/lib/libc.so.6>.
+_CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+|0x[0-9a-f]+)(?:<(.*?)>)?")
+_FD = re.compile(r"^\d+<(.*?)>")
+
+
+@dataclass
+class FileUse:
+    path: str
+    size: int = 0
+    opens: int = 0
+    reads: int = 0  # read() and friends
+    bytes_read: int = 0
+    bytes_mapped: int = 0
+    mapped_exec: bool = False  # code: a program or a library
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "size": self.size,
+            "opens": self.opens,
+            "reads": self.reads,
+            "bytes_read": self.bytes_read,
+            "bytes_mapped": self.bytes_mapped,
+            "code": self.mapped_exec,
+        }
+
+
+def strace_command(output: Path) -> list[str]:
+    strace = shutil.which("strace")
+    if strace is None:
+        raise HeadstartError("strace is needed to trace files: install it (apt-get install strace)")
+    return [strace, "-f", "-qq", "-y", "-s", "0", "-e", f"trace={TRACED}", "-e", "signal=none", "-o", str(output)]
+
+
+def _split_args(args: str) -> list[str]:
+    """Top-level arguments; strings are cut to "" by -s 0, flags contain no commas."""
+    out, depth, current = [], 0, []
+    for ch in args:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    out.append("".join(current).strip())
+    return out
+
+
+def _is_file(path: str) -> bool:
+    return path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/")) and os.path.isfile(path)
+
+
+def parse_trace(text: str) -> dict[str, FileUse]:
+    files: dict[str, FileUse] = {}
+
+    def use(path: str) -> FileUse:
+        if path not in files:
+            files[path] = FileUse(path, size=os.path.getsize(path))
+        return files[path]
+
+    for line in text.splitlines():
+        m = _CALL.match(line)
+        if not m:
+            continue  # unfinished, resumed and failed calls
+        name, args, result, result_path = m.groups()
+        if result.startswith("-"):
+            continue
+        if name.startswith("open"):
+            if result_path and _is_file(result_path):
+                use(result_path).opens += 1
+            continue
+        parts = _split_args(args)
+        if name == "mmap":
+            fd = _FD.match(parts[4]) if len(parts) > 4 else None
+            if fd and _is_file(fd.group(1)):
+                f = use(fd.group(1))
+                f.bytes_mapped += int(parts[1])
+                f.mapped_exec |= "PROT_EXEC" in parts[2]
+            continue
+        fd = _FD.match(parts[0])
+        if fd and _is_file(fd.group(1)):
+            f = use(fd.group(1))
+            f.reads += 1
+            f.bytes_read += int(result)
+    return files
+
+
+def read_trace(path: Path) -> dict[str, FileUse]:
+    try:
+        return parse_trace(path.read_text(errors="replace"))
+    except OSError as e:
+        raise HeadstartError(f"cannot read the system-call trace {path}: {e.strerror}") from e
+
+
+def trace_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="headstart-strace-")
+
+
+def evict(paths: list[str]) -> None:
+    """Drops the files' clean pages from the page cache. Pages that some process maps stay: the
+    kernel keeps them, which residency() afterwards shows."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def drop_all() -> None:
+    """Every clean page of the page cache, for everyone (root only)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as e:
+        raise HeadstartError(f"--drop-all needs root: cannot write /proc/sys/vm/drop_caches ({e.strerror})") from e
+
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def residency(path: str) -> int | None:
+    """Pages of the file in the page cache now (mincore over a mapping that touches none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
+        addr = _libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        if addr in (None, _MAP_FAILED):
+            return None
+        try:
+            pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
+            vec = ctypes.create_string_buffer(pages)
+            if _libc.mincore(addr, size, vec) != 0:
+                return None
+            return sum(b & 1 for b in vec.raw)
+        finally:
+            _libc.munmap(addr, size)
+    finally:
+        os.close(fd)

@@ -1,0 +1,230 @@
+"""One launch of a program under measurement: started, watched until it is ready, its memory read
+while it still lives, then reaped with its resource usage.
+
+Ready is either the process exiting (the probe stops it at exit, so that its memory can still be
+read) or a line of its output matching a pattern, after which the program is terminated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from headstart import binaries
+from headstart.errors import HeadstartError
+from headstart.profiling import timeline
+from headstart.profiling.memory import Memory, read_memory
+from headstart.relocations import parse_loader_statistics
+
+
+@dataclass
+class LaunchOptions:
+    argv: list[str]
+    ready: re.Pattern[str] | None  # None: ready when the process exits
+    timeout: float
+    probe: bool = True  # load libheadstart-probe.so
+    bindings: bool = False  # have the probe count every symbol binding (slower)
+    mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it
+    wrapper: list[str] = field(default_factory=list)  # a command that runs the program (strace)
+
+
+@dataclass
+class Launch:
+    exit_status: int  # as subprocess gives it: negative for a signal
+    to_ready_ns: int | None
+    to_main_marked_ns: int | None  # through libheadstart-mark-main.so, when asked
+    minor_faults: int
+    major_faults: int
+    loader: dict[str, int]
+    timeline: timeline.Timeline | None
+    memory: Memory | None
+    stderr_tail: str
+
+
+class _Output:
+    """Reads one of the program's output pipes line by line, noting when a line matches `ready`."""
+
+    def __init__(self, pipe: IO[bytes], ready: re.Pattern[str] | None, wake: threading.Event) -> None:
+        self.tail: list[str] = []
+        self.ready_at: int | None = None
+        self._thread = threading.Thread(target=self._read, args=(pipe, ready, wake), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[bytes], ready: re.Pattern[str] | None, wake: threading.Event) -> None:
+        for raw in pipe:
+            now = time.monotonic_ns()
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail = [*self.tail[-9:], line]
+            if ready and self.ready_at is None and ready.search(line):
+                self.ready_at = now
+                wake.set()
+        pipe.close()
+
+    def join(self) -> None:
+        self._thread.join(timeout=5)
+
+
+class _Reaper:
+    """Waits for the child in a thread of its own: for the stop at exit and for the end."""
+
+    def __init__(self, pid: int, wake: threading.Event) -> None:
+        self.pid = pid
+        self.wake = wake
+        self.stopped = threading.Event()
+        self.ended = threading.Event()
+        self.status = 0
+        self.rusage: object | None = None
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _wait(self) -> None:
+        while True:
+            _, status, rusage = os.wait4(self.pid, os.WUNTRACED)
+            if os.WIFSTOPPED(status):
+                self.stopped.set()
+                self.wake.set()
+                continue
+            self.status, self.rusage = status, rusage
+            self.ended.set()
+            self.wake.set()
+            return
+
+
+def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(LD_DEBUG="statistics", LD_DEBUG_OUTPUT=str(tmp / "ld"))
+    if opts.probe:
+        env.update(LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(tmp / "probe.jsonl"))
+        env["HEADSTART_PROBE_BINDINGS"] = "1" if opts.bindings else "0"
+        env["HEADSTART_PROBE_STOP_AT_EXIT"] = "1" if opts.ready is None and not opts.wrapper else "0"
+    if opts.mark_main:
+        env["LD_PRELOAD"] = str(binaries.find("mark-main"))
+    return env
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def run(opts: LaunchOptions) -> Launch:
+    with tempfile.TemporaryDirectory(prefix="headstart-profile-") as tmpdir:
+        return _run(opts, Path(tmpdir))
+
+
+def _run(opts: LaunchOptions, tmp: Path) -> Launch:
+    env = _environment(opts, tmp)
+    mark_r, mark_w = os.pipe() if opts.mark_main else (-1, -1)
+    if opts.mark_main:
+        env["HEADSTART_MARK_FD"] = str(mark_w)
+    wake = threading.Event()  # set by the threads below whenever something happened
+    start = time.monotonic_ns()
+    env["HEADSTART_LAUNCH_START_NS"] = str(start)
+    try:
+        proc = subprocess.Popen(
+            [*opts.wrapper, *opts.argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # its own group: terminating it reaches what it started
+            pass_fds=(mark_w,) if opts.mark_main else (),
+        )
+    except OSError as e:
+        raise HeadstartError(f"cannot start {opts.argv[0]}: {e.strerror}") from e
+    finally:
+        if opts.mark_main:
+            os.close(mark_w)
+    assert proc.stdout is not None and proc.stderr is not None
+    reaper = _Reaper(proc.pid, wake)
+    outputs = [_Output(proc.stdout, opts.ready, wake), _Output(proc.stderr, opts.ready, wake)]
+    memory = _wait_ready(opts, proc.pid, reaper, outputs, wake)
+    reaper.ended.wait()
+    proc.returncode = _exit_status(reaper.status)  # reaped here, not by Popen
+    for o in outputs:
+        o.join()
+    ready_at = next((o.ready_at for o in outputs if o.ready_at is not None), None)
+    tl = _read_timeline(tmp, proc.pid) if opts.probe and not opts.wrapper else None
+    if opts.ready is None:
+        ready_at = tl.exit if tl and tl.exit is not None else time.monotonic_ns()
+    rusage = reaper.rusage
+    return Launch(
+        exit_status=proc.returncode,
+        to_ready_ns=None if ready_at is None else ready_at - start,
+        to_main_marked_ns=_read_mark(mark_r, start) if opts.mark_main else None,
+        minor_faults=getattr(rusage, "ru_minflt", 0),
+        major_faults=getattr(rusage, "ru_majflt", 0),
+        loader=_read_loader_statistics(tmp, proc.pid),
+        timeline=tl,
+        memory=memory,
+        stderr_tail="\n".join(outputs[1].tail),
+    )
+
+
+def _wait_ready(
+    opts: LaunchOptions, pid: int, reaper: _Reaper, outputs: list[_Output], wake: threading.Event
+) -> Memory | None:
+    """Waits until the program is ready (or ends, or runs out of time); its memory at that moment."""
+    deadline = time.monotonic() + opts.timeout
+    memory = None
+    while True:
+        wake.clear()
+        if reaper.stopped.is_set():  # the probe stopped it at exit
+            reaper.stopped.clear()
+            memory = read_memory(pid)
+            os.kill(pid, signal.SIGCONT)
+        if reaper.ended.is_set():
+            return memory
+        if opts.ready is not None and any(o.ready_at is not None for o in outputs):
+            memory = read_memory(pid)
+            _stop(pid, reaper)
+            return memory
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        wake.wait(remaining)
+    _kill_group(pid, signal.SIGKILL)
+    reaper.ended.wait()
+    what = f"print a line matching {opts.ready.pattern!r}" if opts.ready else "exit"
+    raise HeadstartError(f"{opts.argv[0]} did not {what} within {opts.timeout:g} s (see --timeout, --ready)")
+
+
+def _stop(pid: int, reaper: _Reaper) -> None:
+    _kill_group(pid, signal.SIGTERM)
+    if not reaper.ended.wait(2):
+        _kill_group(pid, signal.SIGKILL)
+        reaper.ended.wait()
+
+
+def _exit_status(status: int) -> int:
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _read_timeline(tmp: Path, pid: int) -> timeline.Timeline | None:
+    path = tmp / "probe.jsonl"
+    if not path.exists():
+        return None
+    return timeline.read(path, pid)
+
+
+def _read_loader_statistics(tmp: Path, pid: int) -> dict[str, int]:
+    path = tmp / f"ld.{pid}"
+    return parse_loader_statistics(path.read_text(errors="replace")) if path.exists() else {}
+
+
+def _read_mark(fd: int, start: int) -> int | None:
+    try:
+        data = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    first = data.split(b"\n", 1)[0]
+    return int(first) - start if first.isdigit() else None

@@ -1,0 +1,69 @@
+"""A process's memory, read from /proc while it still runs: PSS and private dirty in all (smaps), and
+the distinct pages of each file mapped into it (maps and pagemap: a page present and backed by the
+file, not a private copy; a file mapped twice counts each page once)."""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_HEADER = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ (\d+)\s*(.*)$")
+_PRESENT = 1 << 63
+_FILE_PAGE = 1 << 61
+
+
+@dataclass
+class Memory:
+    pss_kb: int = 0
+    private_dirty_kb: int = 0
+    rss_kb: int = 0
+    file_pages: dict[str, int] = field(default_factory=dict)  # pages mapped, per file
+
+
+def read_memory(pid: int) -> Memory | None:
+    """None when the process is gone or not ours to read."""
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            text = f.read()
+    except OSError:
+        return None
+    memory = Memory()
+    for line in text.splitlines():
+        if _HEADER.match(line):
+            continue
+        key, _, value = line.partition(":")
+        if not value.strip().endswith("kB"):
+            continue
+        kb = int(value.split()[0])
+        if key == "Pss":
+            memory.pss_kb += kb
+        elif key == "Private_Dirty":
+            memory.private_dirty_kb += kb
+        elif key == "Rss":
+            memory.rss_kb += kb
+    memory.file_pages = _file_pages(pid, text)
+    return memory
+
+
+def _file_pages(pid: int, smaps: str) -> dict[str, int]:
+    pages: dict[str, set[int]] = {}
+    try:
+        with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for line in smaps.splitlines():
+                m = _HEADER.match(line)
+                if not m or m.group(4) == "0" or not m.group(5).startswith("/"):
+                    continue
+                start, end, offset = int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)
+                pagemap.seek(start // PAGE_SIZE * 8)
+                entries = pagemap.read((end - start) // PAGE_SIZE * 8)
+                first = offset // PAGE_SIZE
+                present = pages.setdefault(m.group(5), set())
+                for i, (entry,) in enumerate(struct.iter_unpack("<Q", entries)):
+                    if entry & _PRESENT and entry & _FILE_PAGE:
+                        present.add(first + i)
+    except OSError:
+        return {}
+    return {path: len(p) for path, p in pages.items()}

@@ -1,0 +1,127 @@
+"""The timeline libheadstart-probe.so writes (JSON lines, schema in docs/schema/probe-trace.schema.json),
+read back into objects and phases.
+
+Phases of one launch, each from the end of the one before:
+  exec          launch requested -> the loader calls the probe (fork, exec, the loader's own start)
+  load          -> the last object of the initial set is mapped (finding, opening, mapping)
+  relocate      -> the set is consistent (relocation, and the loader's remaining set-up)
+  constructors  -> main is entered (every constructor, libraries' and the program's)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError
+
+PHASES = ("exec", "load", "relocate", "constructors")
+
+
+@dataclass
+class LoadedObject:
+    index: int
+    kind: str  # program, loader, vdso, library
+    name: str
+    path: str
+    base: int
+    size: int
+    t: int
+    needed_by: int | None
+    needed_as: str | None
+    map_ns: int = 0  # time since the object mapped before it: finding, opening and mapping this one
+
+
+@dataclass
+class Timeline:
+    pid: int
+    start: int  # the probe's first call, CLOCK_MONOTONIC ns
+    launch_start: int | None
+    objects: list[LoadedObject] = field(default_factory=list)
+    relocated: int | None = None
+    constructors_done: int | None = None
+    main: int | None = None
+    main_via: str | None = None
+    exit: int | None = None
+    bindings: list[dict[str, Any]] = field(default_factory=list)
+
+    def initial_objects(self) -> list[LoadedObject]:
+        """The objects the loader mapped before the program ran (not those it dlopened later)."""
+        end = self.relocated if self.relocated is not None else float("inf")
+        return [o for o in self.objects if o.t <= end]
+
+    def phases_ns(self) -> dict[str, int | None]:
+        initial = self.initial_objects()
+        loaded = initial[-1].t if initial else None
+        points = [self.launch_start, self.start, loaded, self.relocated, self.main]
+        return {
+            name: (b - a if a is not None and b is not None else None)
+            for name, a, b in zip(PHASES, points, points[1:], strict=False)
+        }
+
+    def to_main_ns(self) -> int | None:
+        begin = self.launch_start if self.launch_start is not None else self.start
+        return None if self.main is None else self.main - begin
+
+
+def _object(record: dict[str, Any]) -> LoadedObject:
+    return LoadedObject(
+        index=record["index"],
+        kind=record["kind"],
+        name=record["name"],
+        path=record["path"],
+        base=record["base"],
+        size=record["size"],
+        t=record["t"],
+        needed_by=record["needed_by"],
+        needed_as=record["needed_as"],
+    )
+
+
+def parse(lines: list[str], pid: int | None = None) -> Timeline:
+    """The timeline of process `pid` (by default the first process that wrote one): programs the
+    launched one runs inherit the probe and append their own."""
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise HeadstartError(f"probe output line {number} is not JSON: {line[:80]!r}") from e
+    if pid is None:
+        pid = next((r["pid"] for r in records if r.get("event") == "start"), None)
+        if pid is None:
+            raise HeadstartError("the probe wrote no timeline (was the program dynamically linked?)")
+    mine = [r for r in records if r.get("pid") == pid]
+    start = next((r for r in mine if r["event"] == "start"), None)
+    if start is None:
+        raise HeadstartError(f"the probe wrote no start record for process {pid}")
+    tl = Timeline(pid=pid, start=start["t"], launch_start=start["launch_start"])
+    for r in mine:
+        event = r["event"]
+        if event == "map":
+            tl.objects.append(_object(r))
+        elif event == "relocated":
+            tl.relocated = r["t"]
+        elif event == "constructors_done":
+            tl.constructors_done = r["t"]
+        elif event == "main":
+            tl.main, tl.main_via = r["t"], r["via"]
+        elif event == "exit":
+            tl.exit = r["t"]
+        elif event == "binding":
+            tl.bindings.append({k: r[k] for k in ("from", "to", "before_main", "after_main")})
+    previous = tl.start
+    for o in tl.objects:
+        o.map_ns = o.t - previous
+        previous = o.t
+    return tl
+
+
+def read(path: Path, pid: int | None = None) -> Timeline:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise HeadstartError(f"cannot read the probe's output {path}: {e.strerror}") from e
+    return parse(text.splitlines(), pid)
