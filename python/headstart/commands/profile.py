@@ -21,7 +21,6 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from headstart.commands import bench
 from headstart.errors import HeadstartError, UsageError
@@ -46,8 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--via-daemon", action="store_true", help="also time it through headstartd, side by side")
     p.add_argument("--overhead", action="store_true", help="also time main with and without the probe")
     p.add_argument(
-        "--large-read", type=int, default=1 << 20, metavar="BYTES", help="flag data files read with read() "
-        "from this many bytes (default 1 MiB)"
+        "--large-read",
+        type=int,
+        default=1 << 20,
+        metavar="BYTES",
+        help="flag data files read with read() from this many bytes (default 1 MiB)",
     )
     p.add_argument("--json", action="store_true", help="print the whole profile as JSON")
     p.add_argument("-o", "--output", type=Path, help="write the profile (JSON, for `headstart report`) here")

@@ -56,7 +56,9 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, Any] | None:
         "launches": len(records),
         "to_main_us": _summary(values("to_main_us")),
         "to_ready_us": _summary(values("to_ready_us")),
-        "phases_us": {p: _summary([r["phases_us"][p] for r in records if r["phases_us"][p] is not None]) for p in PHASES},
+        "phases_us": {
+            p: _summary([r["phases_us"][p] for r in records if r["phases_us"][p] is not None]) for p in PHASES
+        },
         **{
             key: _summary(values(key))
             for key in (
