@@ -1,0 +1,92 @@
+"""headstart report: profiles (`headstart profile -o`) as one self-contained HTML file of charts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError
+from headstart.profiling.summary import SCHEMA_VERSION
+from headstart.report import profile_charts
+from headstart.report.page import Page
+
+NAME = "report"
+HELP = "draw profiles (from `headstart profile -o`) as one HTML file of charts, side by side"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE", help="a profile written by headstart profile -o")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+
+
+def load_profile(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise HeadstartError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or "warm" not in data:
+        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o` (schema {SCHEMA_VERSION})")
+    return data
+
+
+def build(profiles: list[dict[str, Any]]) -> Page:
+    page = Page("headstart launch profile")
+    names = ", ".join(profile_charts.label(p) for p in profiles)
+    page.text(f"{len(profiles)} profile(s): {names}. Medians over the launches of each; docs/measuring.md.")
+    page.heading("Phases")
+    page.chart(profile_charts.phases(profiles), "Time to main by phase, warm and cold launches")
+    page.chart(profile_charts.warm_cold(profiles), "Time to main and to ready, warm and cold")
+    page.table(
+        ["program", "kind", "to main µs", "to ready µs", "symbol lookups", "relative", "major faults", "PSS KiB"],
+        [
+            [
+                profile_charts.label(p),
+                kind,
+                *(
+                    _cell(p[kind][k])
+                    for k in (
+                        "to_main_us",
+                        "to_ready_us",
+                        "symbol_lookups",
+                        "relative_relocations",
+                        "major_faults",
+                        "pss_kb",
+                    )
+                ),
+            ]
+            for p in profiles
+            for kind in ("warm", "cold")
+            if p[kind]
+        ],  # fmt: skip
+    )
+    for p in profiles:
+        page.heading(f"Waterfall: {profile_charts.label(p)}")
+        page.chart(
+            profile_charts.waterfall(p), "Each library from when the loader began finding it to when it was mapped"
+        )
+        fig = profile_charts.pages(p)
+        if fig is None:
+            page.text("No cold launches in this profile (headstart profile --cold): no pages per file.")
+        else:
+            page.chart(fig, "Pages per file in cold launches")
+        for flag in p["flags"]:
+            page.text(f"Large read: {flag['message']}")
+    return page
+
+
+def _cell(s: dict[str, float] | None) -> str:
+    return "-" if s is None else f"{s['median']:,.0f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    profiles = [load_profile(t) for t in args.traces]
+    try:
+        args.output.write_text(build(profiles).render())
+    except OSError as e:
+        raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
+    print(f"report written to {args.output}")
+    return 0

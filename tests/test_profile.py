@@ -1,0 +1,221 @@
+"""The profiler on real programs: libheadstart-probe.so's timeline, `headstart profile` warm and cold,
+its flags and bad input, and `headstart report` rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import SANITIZED, helper_path
+from headstart import binaries, relocations
+
+pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schema"
+PROBE_SCHEMA = json.loads((SCHEMAS / "probe-trace.schema.json").read_text())
+PROFILE_SCHEMA = json.loads((SCHEMAS / "profile.schema.json").read_text())
+
+
+def probe_lines(argv: list[str], tmp_path: Path, **extra: str) -> list[dict]:
+    out = tmp_path / "probe.jsonl"
+    env = dict(os.environ, LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(out), **extra)
+    env.pop("DISPLAY", None)
+    done = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert b'"event"' not in done.stdout + done.stderr  # never mixed with the program's output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    for line in lines:
+        jsonschema.validate(line, PROBE_SCHEMA)
+    return lines
+
+
+def check_timeline(lines: list[dict], program: Path) -> None:
+    events = [r["event"] for r in lines]
+    assert events[0] == "start"
+    maps = [r for r in lines if r["event"] == "map"]
+    assert maps[0]["kind"] == "program" and maps[0]["path"] == str(program.resolve())
+    # Every library was asked for by an object mapped before it.
+    for m in maps:
+        if m["kind"] == "library":
+            assert m["needed_by"] is not None and m["needed_by"] < m["index"], m
+    # Exactly the closure the system loader reports, in time order.
+    mapped = {os.path.realpath(m["path"]) for m in maps if m["kind"] in ("library", "loader")}
+    assert mapped == {os.path.realpath(p) for p in relocations.closure(program)}
+    times = [m["t"] for m in maps]
+    assert times == sorted(times)
+    at = {r["event"]: r["t"] for r in lines if r["event"] != "map" and r["event"] != "binding"}
+    assert (
+        at["start"] <= times[0] <= times[-1] <= at["relocated"] <= at["constructors_done"] <= at["main"] <= at["exit"]
+    )
+    assert next(r for r in lines if r["event"] == "main")["via"] == "libc_start_main"
+
+
+def test_probe_timeline_of_the_gtk_sample(tmp_path):
+    gtk = binaries.find("gtk-hello")
+    lines = probe_lines([str(gtk)], tmp_path, HEADSTART_LAUNCH_START_NS="12345")
+    check_timeline(lines, gtk)
+    assert lines[0]["launch_start"] == 12345
+    names = [r["name"] for r in lines if r["event"] == "map"]
+    assert names.index("libgtk-3.so.0") < names.index("libgdk-3.so.0") < names.index("libglib-2.0.so.0")
+    assert len(names) > 50
+
+
+@pytest.mark.parametrize("program", ["binds-now", "binds-lazy"])
+def test_probe_sees_main_bound_now_and_lazily(tmp_path, program):
+    path = helper_path(program)
+    lines = probe_lines([str(path), "word"], tmp_path, HEADSTART_PROBE_BINDINGS="1")
+    check_timeline(lines, path)
+    # The program's calls of printf and strlen are bindings from it (index 0) to libc.
+    libc = next(r["index"] for r in lines if r["event"] == "map" and r["name"] == "libc.so.6")
+    pair = next(r for r in lines if r["event"] == "binding" and r["from"] == 0 and r["to"] == libc)
+    if program == "binds-now":
+        assert pair["before_main"] >= 2 and pair["after_main"] == 0
+    else:
+        assert pair["after_main"] >= 2  # bound at the first call, in main
+
+
+def test_probe_is_quiet_without_destination(tmp_path):
+    env = dict(os.environ, LD_AUDIT=str(binaries.find("probe")))
+    done = subprocess.run([str(helper_path("binds-now")), "x"], env=env, capture_output=True, cwd=tmp_path)
+    assert done.stdout == b"argument x, 1 bytes\n" and done.stderr == b""
+    assert list(tmp_path.iterdir()) == []
+
+
+def headstart(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "headstart", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def profile_json(*args: str) -> dict:
+    done = headstart("profile", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, PROFILE_SCHEMA)
+    return data
+
+
+@pytest.fixture(scope="module")
+def gtk_profile(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("profile") / "gtk.json"
+    done = headstart("profile", "--runs", "3", "--cold", "-o", str(out), "--", str(binaries.find("gtk-hello")))
+    assert done.returncode == 0, done.stderr
+    assert "Launch phases" in done.stdout and "to main" in done.stdout
+    return out
+
+
+def test_profile_warm_and_cold(gtk_profile):
+    data = json.loads(gtk_profile.read_text())
+    jsonschema.validate(data, PROFILE_SCHEMA)
+    warm, cold = data["warm"], data["cold"]
+    assert warm["launches"] == 3 and cold["launches"] == 3
+    assert warm["major_faults"]["median"] == 0
+    assert cold["major_faults"]["median"] > 0
+    assert warm["symbol_lookups"]["median"] > 1000 and warm["relative_relocations"]["median"] > 1000
+    assert warm["pss_kb"]["median"] > 0
+    for phase, s in warm["phases_us"].items():
+        assert s is not None and s["median"] >= 0, phase
+    gtk = next(f for f in data["files"] if "libgtk-3.so" in f["path"])
+    assert gtk["code"] and gtk["bytes_mapped"] > 0
+    # Evicted before each cold launch (no other process maps it), then touched by the launch.
+    assert gtk["cold"]["resident_after_evict"] == 0
+    assert 0 < gtk["cold"]["mapped"] <= gtk["cold"]["resident_after_launch"] <= gtk["pages"]
+    libs = {lib["name"]: lib for lib in data["libraries"]}
+    assert libs["libgtk-3.so.0"]["needed_by"] == 0 and libs["libgtk-3.so.0"]["bindings_from"] > 0
+
+
+def test_profile_flags_data_read_with_read_not_mapped(tmp_path):
+    data_file = tmp_path / "data.bin"
+    data_file.write_bytes(os.urandom(4 << 20))
+    program = str(helper_path("startup-data"))
+    read = profile_json("--runs", "1", "--", program, "read", str(data_file))
+    mapped = profile_json("--runs", "1", "--", program, "map", str(data_file))
+    assert [f["path"] for f in read["flags"]] == [str(data_file)]
+    assert read["flags"][0]["bytes_read"] == 4 << 20
+    assert mapped["flags"] == []
+    row = next(f for f in mapped["files"] if f["path"] == str(data_file))
+    assert row["bytes_mapped"] == 4 << 20 and row["bytes_read"] == 0
+
+
+def test_profile_ready_pattern_and_overhead():
+    data = profile_json("--runs", "2", "--overhead", "--ready", "^window|^no display", "--",
+                        str(binaries.find("gtk-hello")))  # fmt: skip
+    assert data["ready"] == {"pattern": "^window|^no display"}
+    warm = data["warm"]
+    assert warm["to_ready_us"]["median"] > warm["to_main_us"]["median"]
+    assert data["overhead"]["with_probe_us"]["count"] == 2 and data["overhead"]["without_probe_us"]["count"] == 2
+
+
+def test_profile_via_daemon():
+    data = profile_json("--runs", "2", "--via-daemon", "--", str(binaries.find("jpeg-encode")), "85")
+    modes = data["via_daemon"]["modes"]
+    assert set(modes) == {"exec", "direct@warm", "direct@pool"}
+    assert all(m["to_main_us"] is not None for m in modes.values())
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], text: str) -> None:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert text in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_profile_bad_input(tmp_path):
+    one_line_error(headstart("profile", "--", "/no/such/program"), "no such program")
+    one_line_error(headstart("profile"), "name the program")
+    crash = headstart("profile", "--runs", "1", "--", shutil.which("sh") or "/bin/sh", "-c", "kill -SEGV $$")
+    one_line_error(crash, "killed by SIGSEGV")
+    never = headstart("profile", "--runs", "1", "--ready", "NEVER", "--timeout", "2", "--", "/bin/sleep", "30")
+    one_line_error(never, "did not print a line matching 'NEVER' within 2 s")
+    static = helper_path("observe-static")
+    one_line_error(headstart("profile", "--", str(static)), "not dynamically linked")
+    text = tmp_path / "text"
+    text.write_text("#!/bin/sh\n")
+    text.chmod(0o755)
+    one_line_error(headstart("profile", "--", str(text)), "not an ELF program")
+
+
+def test_report_renders_in_chromium(gtk_profile, tmp_path):
+    second = tmp_path / "jpeg.json"
+    done = headstart("profile", "--runs", "2", "-o", str(second), "--", str(binaries.find("jpeg-encode")), "85")
+    assert done.returncode == 0, done.stderr
+    report = tmp_path / "report.html"
+    done = headstart("report", str(gtk_profile), str(second), "-o", str(report))
+    assert done.returncode == 0, done.stderr
+    page = report.read_text()
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page  # nothing to fetch
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(report.as_uri())
+        charts = driver.execute_script(
+            "return Array.from(document.querySelectorAll('img.chart'))"
+            ".map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight]);"
+        )
+    finally:
+        driver.quit()
+    # phases, warm/cold, then per trace a waterfall and (gtk only, which has cold launches) pages
+    assert len(charts) == 5, charts
+    for alt, complete, width, height in charts:
+        assert complete and width > 100 and height > 100, alt
+
+
+def test_report_bad_input(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a profile"}')
+    one_line_error(headstart("report", str(bad), "-o", str(tmp_path / "r.html")), "not a profile")
+    one_line_error(headstart("report", str(tmp_path / "none.json"), "-o", str(tmp_path / "r.html")), "cannot read")
