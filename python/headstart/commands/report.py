@@ -16,6 +16,16 @@ NAME = "report"
 HELP = "draw profiles (from `headstart profile -o`) as one HTML file of charts, side by side"
 
 
+SUMMARY_COLUMNS = {
+    "to_main_us": "to main µs",
+    "to_ready_us": "to ready µs",
+    "symbol_lookups": "symbol lookups",
+    "relative_relocations": "relative",
+    "major_faults": "major faults",
+    "pss_kb": "PSS KiB",
+}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="+", type=Path, metavar="TRACE", help="a profile written by headstart profile -o")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
@@ -40,29 +50,7 @@ def build(profiles: list[dict[str, Any]]) -> Page:
     page.heading("Phases")
     page.chart(profile_charts.phases(profiles), "Time to main by phase, warm and cold launches")
     page.chart(profile_charts.warm_cold(profiles), "Time to main and to ready, warm and cold")
-    page.table(
-        ["program", "kind", "to main µs", "to ready µs", "symbol lookups", "relative", "major faults", "PSS KiB"],
-        [
-            [
-                profile_charts.label(p),
-                kind,
-                *(
-                    _cell(p[kind][k])
-                    for k in (
-                        "to_main_us",
-                        "to_ready_us",
-                        "symbol_lookups",
-                        "relative_relocations",
-                        "major_faults",
-                        "pss_kb",
-                    )
-                ),
-            ]
-            for p in profiles
-            for kind in ("warm", "cold")
-            if p[kind]
-        ],  # fmt: skip
-    )
+    page.table(["program", "kind", *SUMMARY_COLUMNS.values()], summary_rows(profiles))
     for p in profiles:
         page.heading(f"Waterfall: {profile_charts.label(p)}")
         page.chart(
@@ -78,8 +66,16 @@ def build(profiles: list[dict[str, Any]]) -> Page:
     return page
 
 
-def _cell(s: dict[str, float] | None) -> str:
-    return "-" if s is None else f"{s['median']:,.0f}"
+def summary_rows(profiles: list[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for p in profiles:
+        for kind in ("warm", "cold"):
+            if p[kind]:
+                cells = [p[kind][key] for key in SUMMARY_COLUMNS]
+                rows.append(
+                    [profile_charts.label(p), kind, *("-" if c is None else f"{c['median']:,.0f}" for c in cells)]
+                )
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,10 +7,7 @@ import html
 import io
 from dataclasses import dataclass, field
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display: charts are drawn to files
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure  # a Figure made directly draws without any display
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }
