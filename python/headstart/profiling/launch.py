@@ -32,7 +32,7 @@ class LaunchOptions:
     timeout: float
     probe: bool = True  # load libheadstart-probe.so
     bindings: bool = False  # have the probe count every symbol binding (slower)
-    mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it
+    mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it (no memory read)
     wrapper: list[str] = field(default_factory=list)  # a command that runs the program (strace)
 
 
@@ -103,7 +103,10 @@ def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
     if opts.probe:
         env.update(LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(tmp / "probe.jsonl"))
         env["HEADSTART_PROBE_BINDINGS"] = "1" if opts.bindings else "0"
-        env["HEADSTART_PROBE_STOP_AT_EXIT"] = "1" if opts.ready is None and not opts.wrapper else "0"
+        # Stopped at exit so that its memory can be read, unless only main is timed: reading it is
+        # enough Python work to disturb the next launch.
+        stop = opts.ready is None and not opts.wrapper and not opts.mark_main
+        env["HEADSTART_PROBE_STOP_AT_EXIT"] = "1" if stop else "0"
     if opts.mark_main:
         env["LD_PRELOAD"] = str(binaries.find("mark-main"))
     return env
