@@ -154,6 +154,12 @@ def test_profile_ready_pattern_and_overhead():
     assert data["overhead"]["with_probe_us"]["count"] == 2 and data["overhead"]["without_probe_us"]["count"] == 2
 
 
+def test_profile_of_a_program_that_runs_others():
+    # The shell's children inherit the probe; only the launched process is stopped at exit and profiled.
+    data = profile_json("--runs", "2", "--timeout", "20", "--", "/bin/sh", "-c", "/bin/true; /bin/echo done")
+    assert data["warm"]["launches"] == 2 and data["libraries"][0]["path"] == os.path.realpath("/bin/sh")
+
+
 def test_profile_via_daemon():
     data = profile_json("--runs", "2", "--via-daemon", "--", str(binaries.find("jpeg-encode")), "85")
     modes = data["via_daemon"]["modes"]

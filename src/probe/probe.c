@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libheadstart-probe.so: an LD_AUDIT module that records one launch as a timeline of JSON lines
- * (docs/measuring.md has the schema). The loader calls it at each step of start-up; it changes
+ * (docs/schema/probe-trace.schema.json; docs/measuring.md says what each event means). The loader calls it at each step of start-up; it changes
  * nothing in the program except the one GOT slot that lets it see main entered. */
 #include <link.h>
 #include <signal.h>
@@ -14,18 +14,15 @@
 #include "start-main.h"
 #include "trace.h"
 
-#define MAX_OBJECTS 4096
 #define NO_OBJECT UINT32_MAX
 
-struct object {
-        const struct link_map *map;
-};
-
-static struct object objects[MAX_OBJECTS];
-static unsigned n_objects;
+static const struct link_map *program;
+static unsigned n_objects; /* an object's cookie is its index in the order of mapping */
 static bool enabled, relocated, main_entered, exited;
 static bool count_bindings; /* every binding through la_symbind: costly, so asked for */
-static bool stop_at_exit; /* stop at exit, so that a profiler can read the memory of the process */
+/* Stop at exit, so that the profiler can read the process's memory: only when the profiler is our
+ * parent, so that the programs this one starts, which inherit the probe, never stop. */
+static pid_t stop_at_exit_for;
 static unsigned pending_requester = NO_OBJECT; /* who asked for the object being searched */
 static char pending_name[256];
 
@@ -57,7 +54,8 @@ unsigned la_version(unsigned version) {
         }
         start_main_on_entry(main_entered_now);
         count_bindings = env_flag("HEADSTART_PROBE_BINDINGS");
-        stop_at_exit = env_flag("HEADSTART_PROBE_STOP_AT_EXIT");
+        const char *stopper = getenv("HEADSTART_PROBE_STOP_AT_EXIT");
+        stop_at_exit_for = stopper ? (pid_t) strtol(stopper, NULL, 10) : 0;
         return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
@@ -119,8 +117,9 @@ static const char *kind_of(const struct link_map *map, unsigned index, Lmid_t lm
 
 unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
         uint64_t t = trace_now();
-        unsigned index = n_objects < MAX_OBJECTS ? n_objects++ : MAX_OBJECTS - 1;
-        objects[index].map = map;
+        unsigned index = n_objects++;
+        if (index == 0)
+                program = map;
         *cookie = index;
         if (!enabled)
                 return 0;
@@ -155,12 +154,12 @@ unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
 /* glibc reports the initial set consistent once every object is mapped and relocated. */
 void la_activity(uintptr_t *cookie, unsigned flag) {
         (void) cookie;
-        if (!enabled || flag != LA_ACT_CONSISTENT || relocated || n_objects == 0)
+        if (!enabled || flag != LA_ACT_CONSISTENT || relocated || !program)
                 return;
         relocated = true;
         trace_begin("relocated", trace_now());
         trace_end();
-        start_main_patch(objects[0].map);
+        start_main_patch(program);
 }
 
 static void record_main(const char *via) {
@@ -209,7 +208,7 @@ unsigned la_objclose(uintptr_t *cookie) {
         trace_end();
         bindings_emit();
         trace_flush();
-        if (stop_at_exit)
+        if (stop_at_exit_for > 0 && getppid() == stop_at_exit_for)
                 kill(getpid(), SIGSTOP);
         return 0;
 }

@@ -106,7 +106,7 @@ def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
         # Stopped at exit so that its memory can be read, unless only main is timed: reading it is
         # enough Python work to disturb the next launch.
         stop = opts.ready is None and not opts.wrapper and not opts.mark_main
-        env["HEADSTART_PROBE_STOP_AT_EXIT"] = "1" if stop else "0"
+        env["HEADSTART_PROBE_STOP_AT_EXIT"] = str(os.getpid()) if stop else "0"
     if opts.mark_main:
         env["LD_PRELOAD"] = str(binaries.find("mark-main"))
     return env
