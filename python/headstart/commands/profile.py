@@ -108,7 +108,12 @@ class Profiler:
         with files.trace_dir() as tmp:
             out = Path(tmp) / "trace"
             self._launch("traced", probe=False, wrapper=files.strace_command(out))
-            return files.read_trace(out)
+            uses = files.read_trace(out)
+        # The kernel maps the program itself at exec, which the trace does not show.
+        program = self.argv[0]
+        size = Path(program).stat().st_size
+        uses.setdefault(program, files.FileUse(program, size=size, bytes_mapped=size, mapped_exec=True))
+        return uses
 
     def collect(self) -> dict[str, Any]:
         uses = self.file_uses()
