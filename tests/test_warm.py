@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import time
+
 from conftest import Served, base_env, bin_path, run_served
 from headstart.daemon import private_daemon
 
 
+def wait_for_waiting_pool_child(daemon, timeout: float = 30.0) -> None:
+    """The pool refills after each launch in the background; under load the last launch of an
+    earlier test may have emptied it, and then a launch is forked instead."""
+    deadline = time.monotonic() + timeout
+    while int(daemon.status()["pool-waiting"][0]) == 0:
+        assert time.monotonic() < deadline, "the pool never refilled"
+        time.sleep(0.05)
+
+
 def test_launches_report_their_mode(daemon):
+    if daemon.mode == "pool":
+        wait_for_waiting_pool_child(daemon)
     with Served(daemon):
         run_served(daemon, [str(bin_path("observe")), "exit", "0"])
     expected = {"preload": "(preload)", "warm": "(warm)", "pool": "(warm, from the pool)"}[daemon.mode]
