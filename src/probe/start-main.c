@@ -49,7 +49,9 @@ static int find_slot(const struct loaded_reloc *r, void *userdata) {
         return 1;
 }
 
-/* The program's PT_GNU_RELRO pages, which the loader has made read-only by now. */
+/* The program's PT_GNU_RELRO pages, which the loader has made read-only by now. Read from the
+ * program headers the kernel passed, not through loaded_relro_range(): dl_iterate_phdr cannot be
+ * called from an audit callback while the loader is still starting the program (it crashes). */
 static void relro_pages(const struct link_map *program, uintptr_t *start, uintptr_t *end) {
         const ElfW(Phdr) *phdr = (const ElfW(Phdr) *) getauxval(AT_PHDR);
         size_t phnum = getauxval(AT_PHNUM);
