@@ -14,6 +14,7 @@ import shlex
 import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ class Profiler:
         return result
 
     def file_uses(self) -> dict[str, files.FileUse]:
-        with files.trace_dir() as tmp:
+        with tempfile.TemporaryDirectory(prefix="headstart-strace-") as tmp:
             out = Path(tmp) / "trace"
             self._launch("traced", probe=False, wrapper=files.strace_command(out))
             uses = files.read_trace(out)

@@ -12,7 +12,6 @@ import ctypes.util
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,12 +70,16 @@ def _split_args(args: str) -> list[str]:
     return out
 
 
-def _is_file(path: str) -> bool:
-    return path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/")) and os.path.isfile(path)
-
-
 def parse_trace(text: str) -> dict[str, FileUse]:
     files: dict[str, FileUse] = {}
+    judged: dict[str, bool] = {}  # one stat per path, not one per system call
+
+    def _is_file(path: str) -> bool:
+        if path not in judged:
+            judged[path] = (
+                path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/")) and os.path.isfile(path)
+            )
+        return judged[path]
 
     def use(path: str) -> FileUse:
         if path not in files:
@@ -115,10 +118,6 @@ def read_trace(path: Path) -> dict[str, FileUse]:
         return parse_trace(path.read_text(errors="replace"))
     except OSError as e:
         raise HeadstartError(f"cannot read the system-call trace {path}: {e.strerror}") from e
-
-
-def trace_dir() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix="headstart-strace-")
 
 
 def evict(paths: list[str]) -> None:
