@@ -129,6 +129,8 @@ def evict(paths: list[str]) -> None:
         except OSError:
             continue
         try:
+            # Dirty pages (a program just built or copied) are not dropped until written back.
+            os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
