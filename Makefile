@@ -5,7 +5,7 @@
 CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils diffutils findutils tar \
 	bash perl file bc jq m4 sqlite3 lua5.4 libxml2-utils xxd libjpeg-turbo-progs lame flac opus-tools \
 	webp qpdf exiv2 tzdata
-APT_PACKAGES := meson ninja-build gcc pkg-config python3-venv \
+APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
 	$(CORPUS_PACKAGES)

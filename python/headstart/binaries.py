@@ -26,12 +26,14 @@ _BUILD_PATHS = {
     "jpeg-encode": "bench/jpeg-encode",
     "mp3-encode": "bench/mp3-encode",
     "fft": "bench/fft",
+    "many-globals": "bench/many-globals",
+    "qt-widgets": "bench/qt-widgets",
     "observe": "tests/helpers/observe",
 }
 
-_LAUNCHED = ("probe", "gtk-hello", "jpeg-encode", "mp3-encode", "fft", "observe")
+SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft", "many-globals", "qt-widgets")
 
-SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft")
+_LAUNCHED = ("probe", *SAMPLE_APPS, "observe")
 
 
 def build_dir() -> Path:

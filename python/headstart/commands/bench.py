@@ -48,6 +48,8 @@ SAMPLE_ARGS: dict[str, list[str]] = {
     "jpeg-encode": ["85"],
     "mp3-encode": ["1"],
     "fft": ["4096"],
+    "many-globals": [],
+    "qt-widgets": [],
 }
 
 
