@@ -23,7 +23,9 @@ from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.progress import Progress
 
-from headstart.commands import bench
+from headstart.benchmark import suite
+from headstart.benchmark.results import program_dict
+from headstart.benchmark.timing import resolve
 from headstart.errors import HeadstartError, UsageError
 from headstart.profiling import files, summary
 from headstart.profiling.launch import Launch, LaunchOptions
@@ -166,8 +168,10 @@ class Profiler:
 
 def via_daemon(argv: list[str], runs: int, console: Console) -> dict[str, Any]:
     """exec, warm and pool through the client library, timed side by side by `headstart bench`."""
-    results = bench.collect([shlex.join(argv)], runs, ["exec", "warm", "pool"], ["direct"], console)
-    return bench.as_json(results)["programs"][0]
+    plan = suite.Plan([], runs, ["exec", "warm", "pool"], ["direct"], memory_launches=0)
+    with Progress(console=console, transient=True) as progress:
+        (result,) = suite.measure_programs([resolve(shlex.join(argv))], plan, progress)
+    return program_dict(result)
 
 
 def run(args: argparse.Namespace) -> int:

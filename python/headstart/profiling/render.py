@@ -90,9 +90,7 @@ def _via_daemon(via: dict[str, Any]) -> Table:
     for col in ("mode", "to main", "ratio", "to exit", "ratio "):
         t.add_column(col, justify="left" if col == "mode" else "right")
     for mode, m in via["modes"].items():
-        ratio = via["ratio_to_exec"].get(mode)
-        exec_exit = via["modes"]["exec"]["to_exit_us"]
-        exit_ratio = m["to_exit_us"]["median"] / exec_exit["median"] if m["to_exit_us"] and exec_exit else None
+        ratio, exit_ratio = m["ratio_to_exec"], m["exit_ratio_to_exec"]
         t.add_row(
             mode,
             _cell(m["to_main_us"]),

@@ -1,0 +1,114 @@
+"""What one `headstart bench` run found, and its JSON form (docs/schema/bench.schema.json)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+from headstart.benchmark.memory import MemoryAtMain
+from headstart.benchmark.repeated import RepeatedLaunches
+from headstart.benchmark.scaling import PreloadPoint
+from headstart.benchmark.timing import ModeResult, daemon_mode
+from headstart.relocations import Relocations
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class ProgramResult:
+    program: str
+    argv: list[str]
+    runs: int
+    modes: dict[str, ModeResult]  # per key: exec, run@preload, direct@preload, ...
+    served: int  # launches the daemons started (the rest fell back to exec)
+    requested: int  # launches that asked a daemon
+    relocations: dict[str, Relocations]  # per daemon mode (or exec): what the launched process relocates
+    loader: dict[str, int]  # the loader's own counts for one exec, to check `relocations["exec"]` against
+    memory: dict[str, MemoryAtMain] = field(default_factory=dict)  # per daemon mode (or exec), at main
+    memory_errors: dict[str, str] = field(default_factory=dict)
+
+    def relocations_of(self, key: str) -> Relocations | None:
+        return self.relocations.get(daemon_mode(key))
+
+    def memory_of(self, key: str) -> MemoryAtMain | None:
+        return self.memory.get(daemon_mode(key))
+
+    def ratio(self, key: str, metric: str = "to_main_us") -> float | None:
+        base = getattr(self.modes["exec"], metric) if "exec" in self.modes else None
+        this = getattr(self.modes[key], metric) if key in self.modes else None
+        if base is None or this is None or base.median == 0:
+            return None
+        return this.median / base.median
+
+
+@dataclass
+class BenchResult:
+    quick: bool
+    keys: list[str]
+    programs: list[ProgramResult]
+    missing_programs: dict[str, str]  # asked for but not found or not built: why
+    preload_scaling: list[PreloadPoint]
+    repeated: RepeatedLaunches | None
+
+    def mean_ratio(self, key: str) -> float | None:
+        """The average over programs of the ratio to exec, as the paper averages its programs."""
+        ratios = [r for p in self.programs if (r := p.ratio(key)) is not None]
+        return sum(ratios) / len(ratios) if ratios else None
+
+    def failed(self) -> bool:
+        return any(
+            p.served != p.requested or any(m.status != "ok" for m in p.modes.values()) or p.memory_errors
+            for p in self.programs
+        )
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "uname": " ".join(os.uname()),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+    }
+
+
+def _mode_dict(p: ProgramResult, m: ModeResult) -> dict[str, Any]:
+    rel, mem = p.relocations_of(m.mode), p.memory_of(m.mode)
+    return {
+        "status": m.status,
+        "to_main_us": m.to_main_us.as_dict() if m.to_main_us else None,
+        "to_exit_us": m.to_exit_us.as_dict() if m.to_exit_us else None,
+        "ratio_to_exec": p.ratio(m.mode),
+        "exit_ratio_to_exec": p.ratio(m.mode, "to_exit_us"),
+        "relocations_in_child": rel.as_dict() if rel else None,
+        "memory_at_main": mem.as_dict() if mem else None,
+        "errors": m.errors,
+    }
+
+
+def program_dict(p: ProgramResult) -> dict[str, Any]:
+    return {
+        "program": p.program,
+        "argv": p.argv,
+        "runs": p.runs,
+        "served": p.served,
+        "requested": p.requested,
+        "modes": {k: _mode_dict(p, m) for k, m in p.modes.items()},
+        "loader_statistics_exec": p.loader,
+        "memory_errors": p.memory_errors,
+    }
+
+
+def as_json(result: BenchResult) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "machine": machine(),
+        "quick": result.quick,
+        "modes": result.keys,
+        "programs": [program_dict(p) for p in result.programs],
+        "missing_programs": result.missing_programs,
+        "mean_ratio_to_exec": {k: result.mean_ratio(k) for k in result.keys},
+        "preload_scaling": [p.as_dict() for p in result.preload_scaling],
+        "repeated_launches": result.repeated.as_dict() if result.repeated else None,
+    }

@@ -1,0 +1,177 @@
+"""The results as tables, built from the JSON form (bench.json) so that the terminal and the HTML
+report show the same cells: the paper's Table 3 normalized to exec, then the details."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from headstart.benchmark.timing import daemon_mode, mode_title
+
+REPEATED_AT = (1, 10, 50, 100)
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    sections: tuple[int, ...] = ()  # a rule before these rows
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _median(s: dict[str, float] | None, scale: float = 1.0, digits: int = 0) -> str:
+    return _num(s["median"] / scale if s else None, digits)
+
+
+def _ratio_cell(mode: dict[str, Any]) -> str:
+    if mode["status"] == "unavailable":
+        return "missing"
+    ratio = mode["ratio_to_exec"]
+    if ratio is None:
+        return "failed"
+    return f"{ratio:.2f}" + ("" if mode["status"] == "ok" else " (failures)")
+
+
+def normalized(data: dict[str, Any]) -> Table:
+    """One row per program: exec's time to main, then each mode's as a fraction of it."""
+    keys = data["modes"][1:]
+    rows = [
+        [p["program"], _median(p["modes"]["exec"]["to_main_us"]), *(_ratio_cell(p["modes"][k]) for k in keys)]
+        for p in data["programs"]
+    ]
+    rows.append(["mean", "", *(_num(data["mean_ratio_to_exec"][k], 2) for k in keys)])
+    return Table(
+        "Launch time to main, normalized to exec (exec in µs; medians of alternating launches)",
+        ["program", "exec µs", *(mode_title(k) for k in keys)],
+        rows,
+        (len(rows) - 1,),
+    )
+
+
+def details(data: dict[str, Any]) -> Table:
+    rows, sections = [], []
+    for p in data["programs"]:
+        sections.append(len(rows))
+        for key, m in p["modes"].items():
+            rel, mem, main = m["relocations_in_child"], m["memory_at_main"], m["to_main_us"]
+            rows.append(
+                [
+                    p["program"],
+                    mode_title(key) if m["status"] == "ok" else f"{mode_title(key)} ({m['status']})",
+                    _median(main),
+                    "-" if main is None else f"{main['p10']:,.0f}-{main['p90']:,.0f}",
+                    _median(m["to_exit_us"]),
+                    _num(rel["symbolic"] if rel else None),
+                    _num(rel["relative"] if rel else None),
+                    _num(mem["pss_kb"] if mem else None),
+                    _num(mem["private_dirty_kb"] if mem else None),
+                ]
+            )
+    headers = [
+        "program",
+        "mode",
+        "to main µs",
+        "p10-p90",
+        "to exit µs",
+        "lookups",
+        "relative",
+        "PSS KiB",
+        "priv. dirty KiB",
+    ]
+    title = "Per program and mode: time to main and exit, relocations in the child, memory at main"
+    return Table(title, headers, rows, tuple(sections[1:]))
+
+
+def preload(data: dict[str, Any]) -> Table:
+    rows = []
+    for point in data["preload_scaling"]:
+        t, n = point["time_us"], point["libraries"]
+        if t is None:
+            rows.append([str(n), point["error"] or "-", "", ""])
+        else:
+            spread = f"{t['p10'] / 1000:,.1f}-{t['p90'] / 1000:,.1f}"
+            rows.append([str(n), _median(t, 1000, 1), spread, _num(t["median"] / n)])
+    title = "Preload time as the number of libraries grows (the daemon's dlopen of each, every symbol bound)"
+    return Table(title, ["libraries", "ms", "p10-p90", "µs per library"], rows)
+
+
+def repeated(data: dict[str, Any]) -> Table | None:
+    r = data["repeated_launches"]
+    if r is None:
+        return None
+    rows = []
+    for key in data["modes"]:
+        why = r["errors"].get(key) or r["errors"].get(daemon_mode(key))
+        if why or key not in r["total_ms"]:
+            rows.append([mode_title(key), why or "did not run", *("" for _ in REPEATED_AT)])
+            continue
+        totals = r["total_ms"][key]
+        at = [_num(totals[n - 1] if len(totals) >= n else None, 1) for n in REPEATED_AT]
+        rows.append([mode_title(key), _num(r["startup_ms"].get(daemon_mode(key)), 1), *at])
+    title = f"Total ms of N launches of {r['program']} (a daemon mode includes starting its daemon)"
+    return Table(title, ["mode", "daemon start", *(f"N={n}" for n in REPEATED_AT)], rows)
+
+
+def all_tables(data: dict[str, Any]) -> list[Table]:
+    return [t for t in (normalized(data), details(data), preload(data), repeated(data)) if t is not None]
+
+
+def loader_notes(data: dict[str, Any]) -> list[str]:
+    """The loader's own counts for one exec, to check the counts from the ELF files against."""
+    lines = []
+    for p in data["programs"]:
+        loader = p["loader_statistics_exec"]
+        if loader:
+            lines.append(
+                f"{p['program']}: the loader itself counts {loader.get('relocations', 0):,} lookups "
+                f"(+{loader.get('from_cache', 0):,} from its cache) and {loader.get('relative', 0):,} "
+                "relative relocations for one exec"
+            )
+    return lines
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    """Launches that were not served, errors, programs missing: what makes the run incomplete."""
+    lines = []
+    for p in data["programs"]:
+        if p["requested"] and p["served"] != p["requested"]:
+            lines.append(
+                f"{p['program']}: only {p['served']} of {p['requested']} daemon launches were served; "
+                "the rest fell back to exec"
+            )
+        for key, m in p["modes"].items():
+            lines += [f"{p['program']} ({mode_title(key)}): {e}" for e in m["errors"]]
+        lines += [f"{p['program']} ({mode}): memory not measured: {e}" for mode, e in p["memory_errors"].items()]
+    lines += [f"{name}: missing: {why}" for name, why in data["missing_programs"].items()]
+    return lines
+
+
+LEGEND = (
+    "lookups, relative: relocations the launched process does itself before main, counted from the ELF files "
+    "each mode loads in it. PSS, private dirty: the launched program as it enters main (the same daemon child "
+    "whichever launcher asked). docs/measuring.md says how each is measured."
+)
+
+
+def render(data: dict[str, Any], console: Console) -> None:
+    for t in all_tables(data):
+        table = RichTable(title=t.title)
+        for i, h in enumerate(t.headers):
+            table.add_column(h.replace(", ", "\n"), justify="left" if i == 0 or h == "mode" else "right")
+        for i, row in enumerate(t.rows):
+            if i in t.sections:
+                table.add_section()
+            table.add_row(*row)
+        console.print(table)
+    console.print(LEGEND)
+    for line in loader_notes(data):
+        console.print(line)
+    for line in problems(data):
+        console.print(line, style="bold red", markup=False)

@@ -1,0 +1,54 @@
+"""The HTML page of a benchmark (bench.json): the same tables as the terminal, and the charts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headstart.benchmark import table
+from headstart.report import bench_charts
+from headstart.report.page import Page
+
+
+def build(data: dict[str, Any]) -> Page:
+    page = Page("headstart bench")
+    machine = data["machine"]
+    page.text(
+        f"{len(data['programs'])} program(s) on {machine['uname']} ({machine['cpus']} CPUs)"
+        f"{', quick run' if data['quick'] else ''}. Medians of launches alternating between modes; "
+        "docs/measuring.md says how each number is taken."
+    )
+    page.heading("Launch time, normalized to exec")
+    _table(page, table.normalized(data))
+    if data["programs"]:
+        page.chart(bench_charts.launch_ratios(data), "Time to main over exec's, per program and mode (1 = exec)")
+        page.chart(
+            bench_charts.launch_ratios(data, "exit_ratio_to_exec"),
+            "Time to exit over exec's: the program's own work is the same in every mode",
+        )
+        page.heading("Relocations and memory")
+        page.chart(bench_charts.relocations(data), "Relocations left to the launched process, over exec's")
+        page.chart(bench_charts.memory(data), "PSS and private dirty of the launched program at main")
+        _table(page, table.details(data))
+        page.text(table.LEGEND)
+        for line in table.loader_notes(data):
+            page.text(line)
+    page.heading("Preload time against libraries")
+    if any(p["time_us"] for p in data["preload_scaling"]):
+        page.chart(bench_charts.preload_scaling(data), "The daemon's preload time as libraries are added")
+    _table(page, table.preload(data))
+    repeated = table.repeated(data)
+    if repeated is not None:
+        page.heading("Repeated launches")
+        page.chart(bench_charts.repeated(data), "Total time of N launches, daemon start included")
+        _table(page, repeated)
+    problems = table.problems(data)
+    if problems:
+        page.heading("Problems")
+        for line in problems:
+            page.text(line)
+    return page
+
+
+def _table(page: Page, t: table.Table) -> None:
+    page.text(t.title)
+    page.table(t.headers, t.rows)
