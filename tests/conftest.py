@@ -8,6 +8,7 @@ and again against the sanitizer build of the daemon and client.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -125,3 +126,23 @@ def daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
     finally:
         del os.environ[DAEMON_ONLY_VAR]
     assert d.process.returncode == 0, d.log_text()
+
+
+def charts_in_chromium(report: Path) -> list[list[object]]:
+    """Each chart image of an HTML report as headless Chromium loads it: alt, complete, width, height."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    try:
+        driver.get(report.as_uri())
+        return driver.execute_script(
+            "return Array.from(document.querySelectorAll('img.chart'))"
+            ".map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight]);"
+        )
+    finally:
+        driver.quit()

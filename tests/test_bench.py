@@ -1,41 +1,135 @@
-"""headstart bench on an unmodified program: main is marked by the preloaded marker in every mode,
-and every daemon launch is served."""
+"""headstart bench: its JSON against the documented schema, its HTML report in Chromium, an
+unmodified program marked by the preloaded marker, and modes whose daemon is missing or broken."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
+import jsonschema
 import pytest
-from conftest import SANITIZED
+from conftest import SANITIZED, charts_in_chromium
+from headstart import binaries
+
+pytestmark = pytest.mark.skipif(
+    SANITIZED, reason="the programs and the marker run uninstrumented; the daemon's own checks run elsewhere"
+)
+SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
+ALL_KEYS = ["exec", "run@preload", "direct@preload", "run@warm", "direct@warm", "run@pool", "direct@pool"]
 
 
-@pytest.mark.skipif(SANITIZED, reason="the marker is preloaded into the daemon, where ASan's runtime must come first")
-def test_bench_marks_main_of_an_unmodified_program():
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "headstart",
-            "bench",
-            "--programs",
-            "/usr/bin/cjpeg -version",
-            "--runs",
-            "3",
-            "--modes",
-            "exec,warm",
-            "--json",
-        ],
+def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "headstart", "bench", *args], capture_output=True, text=True, timeout=600, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    done = bench("--quick", "--programs", "fft", "--runs", "3", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert str(out / "report.html") in done.stdout
+    assert "normalized to exec" in done.stdout
+    return out
+
+
+def test_quick_json_has_every_field_of_its_schema(quick_run):
+    data = json.loads((quick_run / "bench.json").read_text())
+    jsonschema.validate(data, SCHEMA)  # every field required, nothing undocumented
+    assert data["quick"] and data["modes"] == ALL_KEYS
+    (program,) = data["programs"]
+    assert program["served"] == program["requested"] == 3 * 6
+    for key, mode in program["modes"].items():
+        assert mode["status"] == "ok" and not mode["errors"], (key, mode)
+        assert mode["to_main_us"]["count"] == 3
+        assert 0 < mode["to_main_us"]["median"] <= mode["to_exit_us"]["median"]
+        assert mode["memory_at_main"]["pss_kb"] > 0
+    relocations = {k: m["relocations_in_child"] for k, m in program["modes"].items()}
+    assert relocations["exec"]["symbolic"] > relocations["run@preload"]["symbolic"] > 0
+    assert relocations["run@warm"] == relocations["direct@pool"] == {"relative": 0, "symbolic": 0, "lazy_plt": 0}
+    assert program["modes"]["exec"]["ratio_to_exec"] == 1.0
+    assert [p["libraries"] for p in data["preload_scaling"]] == [10, 50, 100]
+    assert all(p["time_us"]["median"] > 0 and p["error"] is None for p in data["preload_scaling"])
+    repeated = data["repeated_launches"]
+    assert set(repeated["total_ms"]) == set(ALL_KEYS) and set(repeated["startup_ms"]) == {"preload", "warm", "pool"}
+    for key, totals in repeated["total_ms"].items():
+        assert len(totals) == 100 and totals == sorted(totals), key
+        assert key == "exec" or totals[0] > repeated["startup_ms"][key.partition("@")[2]]
+
+
+def test_quick_report_renders_in_chromium(quick_run):
+    charts = charts_in_chromium(quick_run / "report.html")
+    # launch and exit ratios, relocations, memory, preload time, repeated launches
+    assert len(charts) == 6, charts
+    for alt, complete, width, height in charts:
+        assert complete and width > 100 and height > 100, alt
+
+
+def test_report_command_draws_a_saved_benchmark(quick_run, tmp_path):
+    report = tmp_path / "again.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "report", str(quick_run / "bench.json"), "-o", str(report)],
         capture_output=True,
         text=True,
-        timeout=300,
     )
-    assert p.returncode == 0, p.stderr
-    (program,) = json.loads(p.stdout)["programs"]
+    assert done.returncode == 0, done.stderr
+    assert report.read_text().count('class="chart"') == 6
+
+
+def test_bench_marks_main_of_an_unmodified_program(tmp_path):
+    done = bench(
+        "--programs",
+        "/usr/bin/cjpeg -version",
+        "--runs",
+        "3",
+        "--modes",
+        "exec,warm",
+        "--quick",
+        "--json",
+        "-o",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    (program,) = json.loads(done.stdout)["programs"]
     assert program["argv"][1:] == ["-version"]
     assert program["served"] == program["requested"] > 0
     for mode, result in program["modes"].items():
         assert not result["errors"], (mode, result["errors"])
-        assert result["to_main_us"]["median"] > 0
         assert result["to_main_us"]["median"] <= result["to_exit_us"]["median"]
+        assert result["memory_at_main"]["pss_kb"] > 0
+
+
+def test_a_broken_daemon_and_a_missing_program_are_reported_and_the_rest_runs(tmp_path):
+    """A build whose headstartd cannot start: every daemon mode is reported unavailable, exec is
+    still measured, and the run exits non-zero. A program that does not exist is listed as missing."""
+    build = tmp_path / "build"
+    for name in ("headstart-run", "launch-timer", "mark-main"):
+        target = build / binaries._BUILD_PATHS[name]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(binaries.find(name))
+    broken = build / "headstartd"
+    broken.write_text("#!/bin/sh\necho 'headstartd: cannot start here (test)' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    env = dict(os.environ, HEADSTART_BUILD_DIR=str(build), HEADSTART_APPS_BUILD_DIR=str(binaries.apps_build_dir()))
+    done = bench(
+        "--quick", "--programs", "fft", "/no/such/program", "--runs", "2", "-o", str(tmp_path / "out"), env=env
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    jsonschema.validate(data, SCHEMA)
+    (program,) = data["programs"]
+    assert program["modes"]["exec"]["status"] == "ok" and program["modes"]["exec"]["to_main_us"]["count"] == 2
+    for key in ALL_KEYS[1:]:
+        mode = program["modes"][key]
+        assert mode["status"] == "unavailable" and mode["to_main_us"] is None, key
+        assert "cannot start here (test)" in mode["errors"][0]
+    assert "/no/such/program" in data["missing_programs"]
+    assert all(p["error"] and p["time_us"] is None for p in data["preload_scaling"])
+    assert set(data["repeated_launches"]["total_ms"]) == {"exec"}
+    assert "missing" in done.stdout  # the normalized table says so
+    assert charts_in_chromium(tmp_path / "out" / "report.html")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import SANITIZED, helper_path
+from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
 
 pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
@@ -208,22 +208,7 @@ def test_report_renders_in_chromium(gtk_profile, tmp_path):
     assert done.returncode == 0, done.stderr
     page = report.read_text()
     assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page  # nothing to fetch
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
-    try:
-        driver.get(report.as_uri())
-        charts = driver.execute_script(
-            "return Array.from(document.querySelectorAll('img.chart'))"
-            ".map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight]);"
-        )
-    finally:
-        driver.quit()
+    charts = charts_in_chromium(report)
     # phases, warm/cold, then per trace a waterfall and (gtk only, which has cold launches) pages
     assert len(charts) == 5, charts
     for alt, complete, width, height in charts:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -107,13 +108,19 @@ def _measure_memory(result: ProgramResult, program: Program, daemons: Daemons, p
             result.memory_errors[mode] = str(e)
 
 
+def _library_sources(programs: list[Program]) -> list[Path]:
+    """Where the preload curve takes its libraries from: the programs, and every sample built."""
+    samples, _ = resolve_programs(list(SAMPLE_ARGS))
+    return list(dict.fromkeys(p.path for p in [*programs, *samples]))
+
+
 def run(plan: Plan, console: Console) -> BenchResult:
     programs, missing = resolve_programs(plan.programs)
     keys = mode_keys(plan.modes, plan.clients)
     with Progress(console=console, transient=True) as progress:
         results = measure_programs(programs, plan, progress)
         task = progress.add_task("preload time vs libraries", total=None)
-        points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, [p.path for p in programs])
+        points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, _library_sources(programs))
         progress.remove_task(task)
         repeat = None
         if plan.repeated and programs:

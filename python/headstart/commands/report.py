@@ -1,4 +1,5 @@
-"""headstart report: profiles (`headstart profile -o`) as one self-contained HTML file of charts."""
+"""headstart report: profiles (`headstart profile -o`), or a benchmark (`headstart bench`'s
+bench.json), as one self-contained HTML file of charts."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from headstart.benchmark import results as bench_results
 from headstart.errors import HeadstartError
 from headstart.profiling.summary import SCHEMA_VERSION
-from headstart.report import profile_charts
+from headstart.report import bench_page, profile_charts
 from headstart.report.page import Page
 
 NAME = "report"
-HELP = "draw profiles (from `headstart profile -o`) as one HTML file of charts, side by side"
+HELP = "draw profiles (from `headstart profile -o`) side by side, or a bench.json, as one HTML file of charts"
 
 
 SUMMARY_COLUMNS = {
@@ -27,17 +29,26 @@ SUMMARY_COLUMNS = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="+", type=Path, metavar="TRACE", help="a profile written by headstart profile -o")
+    p.add_argument(
+        "traces", nargs="+", type=Path, metavar="TRACE", help="a profile (headstart profile -o) or one bench.json"
+    )
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
 
 
-def load_profile(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> Any:
     try:
-        data = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except OSError as e:
         raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
     except json.JSONDecodeError as e:
         raise HeadstartError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from e
+
+
+def is_benchmark(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("schema_version") == bench_results.SCHEMA_VERSION and "modes" in data
+
+
+def load_profile(path: Path, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or "warm" not in data:
         raise HeadstartError(f"{path}: not a profile written by `headstart profile -o` (schema {SCHEMA_VERSION})")
     return data
@@ -79,9 +90,15 @@ def summary_rows(profiles: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    profiles = [load_profile(t) for t in args.traces]
+    loaded = [load_json(t) for t in args.traces]
+    if any(is_benchmark(d) for d in loaded):
+        if len(loaded) != 1:
+            raise HeadstartError("a bench.json is drawn alone: give one benchmark, or profiles only")
+        page = bench_page.build(loaded[0])
+    else:
+        page = build([load_profile(t, d) for t, d in zip(args.traces, loaded, strict=True)])
     try:
-        args.output.write_text(build(profiles).render())
+        args.output.write_text(page.render())
     except OSError as e:
         raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
     print(f"report written to {args.output}")
