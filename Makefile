@@ -83,11 +83,14 @@ lint: deps
 
 test: lint test-c test-python
 
+# The seed paper's comparison in a few minutes: every sample and a few Debian programs, each against
+# daemons that `headstart bench` starts and stops; the tables print, bench-results/ keeps the rest.
 demo: build
-	$(VENV)/bin/headstart bench --programs gtk-hello jpeg-encode mp3-encode fft --runs 50
+	$(VENV)/bin/headstart bench --quick -o bench-results
 
+# The full run behind docs/results.md.
 bench: build
-	$(VENV)/bin/headstart bench --runs 200
+	$(VENV)/bin/headstart bench -o bench-results
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_A64) $(A64_SYSROOT)
