@@ -1,0 +1,151 @@
+"""Recommendations from a boot timeline. Each quotes the numbers it rests on and the log lines they
+come from; a recommendation the log cannot support is not made."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from headstart.boot.logs import BootLog
+from headstart.boot.timeline import Timeline
+
+SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
+TOP_INITCALLS = 5
+_CALIBRATING = re.compile(r"Calibrating delay loop(?! \(skipped\)).*\(lpj=(\d+)\)")
+_QUIET = re.compile(r"(^|\s)(quiet|loglevel=[0-4])(\s|$)")
+_COMMAND_LINE = re.compile(r"Command line: (.*)$")
+
+
+@dataclass
+class Advice:
+    topic: str
+    message: str
+    evidence: list[str]
+    seconds: float | None  # what it costs now, when the log gives it
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "message": self.message, "evidence": self.evidence, "seconds": self.seconds}
+
+
+def advise(t: Timeline, log: BootLog) -> list[Advice]:
+    return [
+        *_console(t, log),
+        *_calibration(log),
+        *_initcalls(t),
+        *_decompression(t),
+        *_initramfs(t),
+        *_first_program(t),
+    ]
+
+
+def _console(t: Timeline, log: BootLog) -> list[Advice]:
+    command_line = next((m.group(1) for line in log.lines if (m := _COMMAND_LINE.search(line.text))), None)
+    if "kernel_start" not in t.moments or t.console_lines < 50 or (command_line and _QUIET.search(command_line)):
+        return []
+    seconds = t.console_bytes * 10 / log.baud if log.baud else None  # 10 bits a byte on a UART
+    at_baud = f" At {log.baud} baud those bytes alone take {seconds:.2f} s on a real UART." if seconds else ""
+    kernel = t.moments.get("kernel_start")
+    evidence = (
+        [f"{kernel.evidence.source}: the first of {t.console_lines:,} kernel lines before init"] if kernel else []
+    )
+    return [
+        Advice(
+            "quiet",
+            f"The kernel printed {t.console_lines:,} lines ({t.console_bytes / 1024:,.0f} KiB) on the console before "
+            f"init, each written synchronously.{at_baud} Boot with `quiet` (or `loglevel=3`) so that only errors "
+            "are printed, and read the rest with dmesg afterwards.",
+            evidence,
+            seconds,
+        )
+    ]
+
+
+def _calibration(log: BootLog) -> list[Advice]:
+    """The delay loop calibrated at boot (not skipped): the time until the next kernel line."""
+    kernel_lines = [line for line in log.lines if line.kernel_s is not None]
+    for i, line in enumerate(kernel_lines[:-1]):
+        m = _CALIBRATING.search(line.text)
+        if m and line.kernel_s is not None:
+            after = kernel_lines[i + 1]
+            seconds = (after.kernel_s or 0.0) - line.kernel_s
+            return [
+                Advice(
+                    "lpj",
+                    f"The kernel calibrated its delay loop for {seconds * 1000:,.1f} ms. Pass `lpj={m.group(1)}` "
+                    "(the value it found) on the command line to skip the calibration.",
+                    [f"{line.source}: {line.text.strip()}", f"{after.source}: {after.text.strip()}"],
+                    seconds,
+                )
+            ]
+    return []
+
+
+def _initcalls(t: Timeline) -> list[Advice]:
+    out = []
+    for call in t.initcalls[:TOP_INITCALLS]:
+        if call.duration_s < SLOW_INITCALL_S:
+            break
+        out.append(
+            Advice(
+                "initcall",
+                f"{call.name} took {call.duration_s * 1000:,.1f} ms. If it is not needed before the first "
+                "program: build it as a module loaded later, or let its driver probe asynchronously "
+                f"(`driver_async_probe=`); if not needed at all: `initcall_blacklist={call.name}`.",
+                [f"{call.evidence.source}: {call.evidence.text.strip()}"],
+                call.duration_s,
+            )
+        )
+    return out
+
+
+def _decompression(t: Timeline) -> list[Advice]:
+    phase = next((p for p in t.phases if p.name == "kernel setup to kernel start"), None)
+    if phase is None or phase.duration_s <= 0:
+        return []
+    return [
+        Advice(
+            "decompression",
+            f"{phase.duration_s:.3f} s passed between the kernel's setup code and its first message: "
+            "decompressing and relocating the kernel image. LZ4 (CONFIG_KERNEL_LZ4) decompresses several "
+            "times faster than gzip or XZ for a somewhat larger image; an uncompressed kernel skips it, if "
+            "the storage reads fast enough.",
+            phase.evidence,
+            phase.duration_s,
+        )
+    ]
+
+
+def _initramfs(t: Timeline) -> list[Advice]:
+    phase = next((p for p in t.phases if p.name == "initramfs unpacking to initramfs unpacked"), None)
+    if phase is None or phase.duration_s < 0.005:
+        return []
+    return [
+        Advice(
+            "initramfs",
+            f"Unpacking the initramfs took {phase.duration_s * 1000:,.1f} ms. Keep in it only what is needed "
+            "before the root file system, or store it uncompressed if the boot medium is fast.",
+            phase.evidence,
+            phase.duration_s,
+        )
+    ]
+
+
+def _first_program(t: Timeline) -> list[Advice]:
+    ready, init = t.moments.get("ready"), t.moments.get("init")
+    if ready is None:
+        return []
+    parts = ", ".join(f"{p.name} {p.duration_s:.3f} s" for p in t.phases if not p.name.startswith("systemd"))
+    evidence = [f"{ready.evidence.source}: {ready.evidence.text.strip()}"]
+    if init:
+        evidence.insert(0, f"{init.evidence.source}: {init.evidence.text.strip()}")
+    origin = "power-on" if t.axis == "host" else "the kernel's first message"
+    return [
+        Advice(
+            "first program",
+            f"The first program was ready {ready.at_s:.3f} s after {origin} ({parts}). Work on the largest "
+            "phase first.",
+            evidence,
+            ready.at_s,
+        )
+    ]

@@ -1,0 +1,242 @@
+"""One boot timeline from the lines of every log: the moments the logs show (kernel setup, the
+kernel's first message, initramfs unpacked, init started, the ready marker), the phases between
+them, and the initcalls ranked.
+
+Times are seconds on one axis. With a recorded serial log it is the host's, from power-on (or the
+--start line); a kernel line's printk time maps onto it by the offset at which the kernel's clock
+started, the smallest host-minus-printk difference over the lines that carry both (early lines wait
+in a buffer until the console is registered and arrive late; none arrives early). Without one, the
+axis is the kernel's own clock and what came before the kernel is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from headstart.boot.logs import BootLog, Line
+
+_INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)? returned (-?\d+) after (\d+) usecs")
+_INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)? @ \d+")
+_SETUP = re.compile(r"Probing EDD|Decompressing Linux|Booting the kernel|Starting kernel \.\.\.")
+_UNPACK = re.compile(r"Trying to unpack rootfs image as initramfs|Unpacking initramfs")
+_UNPACKED = re.compile(r"Freeing initrd memory")
+_ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
+_INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+ running in system mode")
+_CONSOLE = re.compile(r"printk: console \[(\w+)\] enabled")
+
+
+@dataclass
+class Moment:
+    name: str
+    at_s: float
+    evidence: Line
+
+
+@dataclass
+class Phase:
+    name: str
+    start_s: float
+    end_s: float
+    evidence: list[str]  # the lines that bound it
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass
+class Initcall:
+    name: str
+    duration_s: float
+    start_s: float | None
+    evidence: Line
+
+
+@dataclass
+class Timeline:
+    axis: str  # "host" (from power-on) or "kernel" (from the kernel's first message)
+    kernel_offset_s: float | None  # the kernel's time 0 on the axis
+    moments: dict[str, Moment]
+    phases: list[Phase]
+    initcalls: list[Initcall]  # slowest first
+    services: list[tuple[str, float, str]]  # systemd units, slowest first
+    console_lines: int  # kernel lines printed on the console before init
+    console_bytes: int
+    end_s: float | None  # the last line's time
+    warnings: list[str] = field(default_factory=list)
+
+    def at(self, name: str) -> float | None:
+        m = self.moments.get(name)
+        return m.at_s if m else None
+
+
+def _kernel_offset(log: BootLog) -> float | None:
+    both = [line.host_s - line.kernel_s for line in log.lines if line.host_s is not None and line.kernel_s is not None]
+    return min(both) if both else None
+
+
+def _time(line: Line, axis: str, offset: float | None) -> float | None:
+    if axis == "host":
+        if line.kernel_s is not None and offset is not None:
+            return offset + line.kernel_s
+        return line.host_s
+    return line.kernel_s
+
+
+def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
+    offset = _kernel_offset(log)
+    axis = "host" if log.recorded else "kernel"
+    moments: dict[str, Moment] = {}
+
+    def first(name: str, pattern: re.Pattern[str]) -> None:
+        for line in log.lines:
+            t = _time(line, axis, offset)
+            if t is not None and name not in moments and pattern.search(line.text):
+                moments[name] = Moment(name, t, line)
+
+    first("kernel_setup", _SETUP)
+    kernel_line = next((line for line in log.lines if line.kernel_s is not None), None)
+    # The kernel's start is in the log only if its first messages are: dmesg's ring buffer may have
+    # wrapped long after boot.
+    if kernel_line is not None and kernel_line.kernel_s is not None and kernel_line.kernel_s < 1.0:
+        at = offset if axis == "host" and offset is not None else 0.0
+        moments["kernel_start"] = Moment("kernel_start", at, kernel_line)
+    first("console", _CONSOLE)
+    first("initramfs_unpack", _UNPACK)
+    first("initramfs_done", _UNPACKED)
+    first("root_mounted", _ROOT)
+    first("init", _INIT)
+    if ready is not None:
+        first("ready", ready)
+
+    timeline = Timeline(
+        axis,
+        offset if axis == "host" else 0.0,
+        moments,
+        [],
+        _initcalls(log, axis, offset),
+        sorted(log.systemd_blame, key=lambda s: -s[1]),
+        *_console_output(log),
+        _end(log, axis, offset),
+    )
+    timeline.phases = _phases(timeline, log)
+    timeline.warnings = _warnings(timeline, log, ready)
+    return timeline
+
+
+def _initcalls(log: BootLog, axis: str, offset: float | None) -> list[Initcall]:
+    started: dict[str, float] = {}
+    calls = []
+    for line in log.lines:
+        t = _time(line, axis, offset)
+        if m := _INITCALL_START.search(line.text):
+            if t is not None:
+                started[m.group(1)] = t
+        elif m := _INITCALL_DONE.search(line.text):
+            name = m.group(1)
+            calls.append(Initcall(name, int(m.group(3)) / 1e6, started.get(name), line))
+    return sorted(calls, key=lambda c: -c.duration_s)
+
+
+def _console_output(log: BootLog) -> tuple[int, int]:
+    """Kernel lines (with a printk time) before init started, as the console showed them."""
+    lines = nbytes = 0
+    for line in log.lines:
+        if line.kernel_s is None:
+            continue
+        lines += 1
+        nbytes += len(line.text) + 16  # the "[    1.234567] " prefix and the newline
+        if _INIT.search(line.text):
+            break
+    return lines, nbytes
+
+
+def _end(log: BootLog, axis: str, offset: float | None) -> float | None:
+    times = [t for line in log.lines if (t := _time(line, axis, offset)) is not None]
+    return max(times) if times else None
+
+
+# The moments in boot order, with how a phase that starts or ends at each is named.
+CHAIN = {
+    "kernel_setup": "kernel setup",
+    "kernel_start": "kernel start",
+    "initramfs_unpack": "initramfs unpacking",
+    "initramfs_done": "initramfs unpacked",
+    "root_mounted": "root file system mounted",  # none when the initramfs is the root
+    "init": "init started",
+    "ready": "first program ready",
+}
+
+
+def _phases(t: Timeline, log: BootLog) -> list[Phase]:
+    """Between each two consecutive moments the logs show: a moment missing from a log (a quiet
+    kernel prints no init line) merges the phases on either side of it."""
+    present = [name for name in CHAIN if name in t.moments]
+    phases = []
+    previous: str | None = None if t.axis == "host" else present[0] if present else None
+    for name in present:
+        if name == previous:
+            continue
+        m = t.moments[name]
+        if previous is None:
+            phases.append(Phase(f"power-on to {CHAIN[name]}", 0.0, m.at_s, [_evidence(m.evidence)]))
+        else:
+            p = t.moments[previous]
+            evidence = [_evidence(p.evidence), _evidence(m.evidence)]
+            phases.append(Phase(f"{CHAIN[previous]} to {CHAIN[name]}", p.at_s, m.at_s, evidence))
+        previous = name
+    # systemd's own account has durations only, one after the other: firmware and loader from
+    # power-on, then the kernel (from its start), the initrd and user space.
+    at = 0.0 if {"firmware", "loader"} & set(log.systemd_phases) else (t.at("kernel_start") or 0.0)
+    for name, seconds in log.systemd_phases.items():
+        phases.append(Phase(f"systemd: {name}", at, at + seconds, ["systemd-analyze: Startup finished"]))
+        at += seconds
+    return phases
+
+
+def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[str]:
+    out = []
+    first_kernel = next((line.kernel_s for line in log.lines if line.kernel_s is not None), None)
+    if first_kernel is not None and first_kernel >= 1.0:
+        out.append(
+            f"the kernel's lines start at {first_kernel:.3f} s, not at boot: its ring buffer has wrapped "
+            "(dmesg keeps only the newest lines), so the boot itself is not in this log"
+        )
+    if "kernel_start" in t.moments and not {"init", "ready"} & set(t.moments) and t.end_s is not None:
+        out.append(f"the log ends at {t.end_s:.3f} s before init started: truncated, or the console went quiet")
+    if ready is not None and "ready" not in t.moments and log.lines:
+        out.append(f"no line matches the ready marker {ready.pattern!r}")
+    if ready is None and log.lines:
+        out.append("no ready marker named (--ready REGEX): the timeline stops at init")
+    return out
+
+
+def as_dict(t: Timeline) -> dict[str, Any]:
+    return {
+        "axis": t.axis,
+        "kernel_offset_s": t.kernel_offset_s,
+        "moments": {k: {"at_s": m.at_s, "evidence": _evidence(m.evidence)} for k, m in t.moments.items()},
+        "phases": [
+            {"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "duration_s": p.duration_s, "evidence": p.evidence}
+            for p in t.phases
+        ],
+        "initcalls": [
+            {
+                "name": c.name,
+                "duration_ms": c.duration_s * 1000,
+                "start_s": c.start_s,
+                "evidence": _evidence(c.evidence),
+            }
+            for c in t.initcalls
+        ],
+        "services": [{"unit": u, "duration_s": s, "evidence": src} for u, s, src in t.services],
+        "console": {"kernel_lines": t.console_lines, "bytes": t.console_bytes},
+        "end_s": t.end_s,
+        "warnings": t.warnings,
+    }
+
+
+def _evidence(line: Line) -> str:
+    return f"{line.source}: {line.text.strip()}"
