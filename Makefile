@@ -17,13 +17,16 @@ BUILD_A64 := build-aarch64
 A64_SYSROOT := $(CURDIR)/build-aarch64-sysroot
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build build-sanitize aarch64 test test-c test-python lint demo bench clean
+# What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
+BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
+
+.PHONY: all deps build build-sanitize aarch64 test test-c test-python test-boot lint demo bench clean
 
 all: build
 
-# Installs only what is missing, so a ready machine pays one dpkg query.
-deps: $(VENV)/.installed
-	@missing=$$(for p in $(APT_PACKAGES); do \
+# Installs the Debian packages of $(1) that are missing, so a ready machine pays one dpkg query.
+define install_missing
+	@missing=$$(for p in $(1); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:" $$missing; \
@@ -32,6 +35,10 @@ deps: $(VENV)/.installed
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing \
 			|| { echo "error: could not install $$missing (run as root or with sudo)" >&2; exit 1; }; \
 	fi
+endef
+
+deps: $(VENV)/.installed
+	$(call install_missing,$(APT_PACKAGES))
 
 $(VENV)/.installed: pyproject.toml
 	@command -v python3 >/dev/null || { echo "error: python3 is needed (3.11 or newer)" >&2; exit 1; }
@@ -82,6 +89,12 @@ lint: deps
 	$(VENV)/bin/ruff format --check python tests
 
 test: lint test-c test-python
+
+# Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
+# with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).
+test-boot: deps
+	$(call install_missing,$(BOOT_PACKAGES))
+	HEADSTART_SLOW_TESTS=1 $(PY) -m pytest -q tests/test_boot.py
 
 # The seed paper's comparison in a few minutes: every sample and a few Debian programs, each against
 # daemons that `headstart bench` starts and stops; the tables print, bench-results/ keeps the rest.

@@ -1,0 +1,273 @@
+"""headstart boot: record from a pseudo-terminal, analyze captured boots of Debian's kernel under QEMU
+(tests/boot/qemu_boot.py made them), this machine's dmesg and systemd-analyze output, and compare
+two boots against a budget. The live QEMU boot is opt-in: HEADSTART_SLOW_TESTS=1 (make test-boot)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import charts_in_chromium
+from headstart.boot.record import LineStamper, RecordOptions
+
+FIXTURES = Path(__file__).parent / "boot" / "fixtures"
+VERBOSE = FIXTURES / "qemu-initcall-debug.log"
+QUIET = FIXTURES / "qemu-quiet.log"
+READY = "headstart-ready"
+
+
+def headstart(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "headstart", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def analyze_json(*args: str) -> dict:
+    done = headstart("boot", "analyze", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], text: str) -> None:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert text in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# --- record ---
+
+
+def test_a_line_is_stamped_with_its_first_byte_and_start_resets_the_base():
+    out = io.StringIO()
+    options = RecordOptions("tty", 115200, re.compile("GO"), re.compile("STOP"), None, Path("unused"))
+    stamper = LineStamper(out, options, base=10.0)
+    stamper.feed(b"before\r\n", 10.5)
+    stamper.feed(b"GO\r\n", 11.0)
+    stamper.feed(b"slow ", 11.25)
+    stamper.feed(b"line\r\n", 12.0)  # its time is when "slow" began, not when the line ended
+    stamper.feed(b"STOP\nafter\n", 13.0)
+    stamper.finish()
+    assert out.getvalue().splitlines() == ["-0.500000\tbefore", "0.000000\tGO", "0.250000\tslow line", "2.000000\tSTOP"]
+    assert stamper.stopped and stamper.started
+
+
+class Pty:
+    def __init__(self) -> None:
+        self.master, slave = pty.openpty()
+        self.device = os.ttyname(slave)
+        os.close(slave)
+
+    def send(self, *chunks: bytes, pause: float = 0.05) -> None:
+        for chunk in chunks:
+            os.write(self.master, chunk)
+            time.sleep(pause)
+
+
+def record(device: str, log: Path, *args: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen(
+        [sys.executable, "-m", "headstart", "boot", "record", "--device", device, "-o", str(log), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (log.exists() and log.stat().st_size > 0):  # the header: the port is open
+        assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.stderr else ""
+        time.sleep(0.01)
+    return p
+
+
+def log_lines(log: Path) -> list[tuple[float, str]]:
+    rows = log.read_text().splitlines()
+    assert rows[0].startswith("# headstart boot record")
+    return [(float(t), text) for t, text in (r.split("\t", 1) for r in rows[1:])]
+
+
+def test_record_from_a_pty_with_start_and_stop(tmp_path):
+    port, log = Pty(), tmp_path / "boot.log"
+    p = record(port.device, log, "--start", "^GO", "--stop", "ready$", "--timeout", "60")
+    port.send(b"firmware\r\n", b"GO kernel\r\n", b"half a ", b"line\r\n", b"program ready\r\n", b"never seen\r\n")
+    assert p.wait(timeout=60) == 0, p.stderr.read() if p.stderr else ""
+    lines = log_lines(log)
+    assert [text for _, text in lines] == ["firmware", "GO kernel", "half a line", "program ready"]
+    times = [t for t, _ in lines]
+    assert times[0] < 0 and times[1] == 0.0 and times == sorted(times)
+    os.close(port.master)
+
+
+def test_record_keeps_the_log_when_the_device_goes_away(tmp_path):
+    port, log = Pty(), tmp_path / "boot.log"
+    p = record(port.device, log, "--stop", "never")
+    port.send(b"one\r\n", b"two\r\n", b"thr")
+    os.close(port.master)  # the other end of the line is gone
+    assert p.wait(timeout=60) == 1
+    stderr = p.stderr.read() if p.stderr else ""
+    assert "went away" in stderr and str(log) in stderr and "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1
+    assert [text for _, text in log_lines(log)] == ["one", "two", "thr"]
+
+
+def test_record_errors(tmp_path):
+    one_line_error(
+        headstart("boot", "record", "--device", "/dev/no-such-tty", "-o", str(tmp_path / "x")), "cannot open"
+    )
+    port = Pty()
+    done = headstart(
+        "boot", "record", "--device", port.device, "--stop", "x", "--timeout", "0.3", "-o", str(tmp_path / "y")
+    )
+    one_line_error(done, "no line matched --stop within 0.3 s")
+    os.close(port.master)
+
+
+# --- analyze ---
+
+
+def test_analyze_the_captured_qemu_boot(tmp_path):
+    data = analyze_json(str(VERBOSE), "--ready", READY)
+    assert data["axis"] == "host"
+    names = [p["name"] for p in data["phases"]]
+    assert names == [
+        "power-on to kernel setup",
+        "kernel setup to kernel start",
+        "kernel start to initramfs unpacking",
+        "initramfs unpacking to initramfs unpacked",
+        "initramfs unpacked to init started",
+        "init started to first program ready",
+    ]
+    for before, after in zip(data["phases"], data["phases"][1:], strict=False):
+        assert before["end_s"] == after["start_s"] and before["duration_s"] >= 0
+    assert data["total_s"] == data["phases"][-1]["end_s"] == data["moments"]["ready"]["at_s"]
+
+    # initcalls ranked: the slowest is the largest "after N usecs" of the log, and they come in order
+    text = VERBOSE.read_text()
+    usecs = [int(u) for u in re.findall(r"initcall \S+ returned -?\d+ after (\d+) usecs", text)]
+    ranked = [c["duration_ms"] for c in data["initcalls"]]
+    assert len(ranked) == len(usecs) and ranked == sorted(ranked, reverse=True)
+    assert ranked[0] == pytest.approx(max(usecs) / 1000)
+
+    # every recommendation carries evidence, and evidence names real lines of the log
+    lines = text.splitlines()
+    topics = {r["topic"] for r in data["recommendations"]}
+    assert {"quiet", "initcall", "decompression", "initramfs", "first program"} <= topics
+    for r in data["recommendations"]:
+        assert r["evidence"], r
+        for e in r["evidence"]:
+            m = re.match(r"qemu-initcall-debug\.log:(\d+)", e)
+            assert m, e
+            quoted = e.split(": ", 1)[1]
+            assert quoted in lines[int(m.group(1)) - 1] or "kernel lines" in quoted, e
+    slowest = next(r for r in data["recommendations"] if r["topic"] == "initcall")
+    assert (
+        data["initcalls"][0]["name"] in slowest["message"]
+        and f"initcall_blacklist={data['initcalls'][0]['name']}" in slowest["message"]
+    )
+    assert "lpj" not in topics  # this kernel skipped calibration (timer frequency): nothing to advise
+
+
+def test_analyze_report_renders_in_chromium(tmp_path):
+    report = tmp_path / "boot.html"
+    done = headstart("boot", "analyze", str(VERBOSE), "--ready", READY, "-o", str(report))
+    assert done.returncode == 0, done.stderr
+    assert "initramfs unpacking" in done.stdout and "evidence:" in done.stdout
+    charts = charts_in_chromium(report)
+    assert len(charts) == 1 and charts[0][1] and charts[0][2] > 100, charts
+
+
+def test_analyze_plain_dmesg_and_systemd(tmp_path):
+    dmesg = tmp_path / "dmesg.txt"  # the same boot as `dmesg` shows it: printk times only
+    dmesg.write_text("".join(line.split("\t", 1)[1] + "\n" for line in VERBOSE.read_text().splitlines()[1:]))
+    data = analyze_json(str(dmesg))
+    assert data["axis"] == "kernel"
+    assert [p["name"] for p in data["phases"]][:2] == [
+        "kernel start to initramfs unpacking",
+        "initramfs unpacking to initramfs unpacked",
+    ]
+    assert data["moments"]["init"]["evidence"].endswith("Run /init as init process")
+
+    data = analyze_json(str(FIXTURES / "systemd-analyze.txt"))
+    phases = {p["name"]: p["duration_s"] for p in data["phases"]}
+    assert phases == pytest.approx(
+        {
+            "systemd: firmware": 3.021,
+            "systemd: loader": 1.503,
+            "systemd: kernel": 2.118,
+            "systemd: initrd": 4.276,
+            "systemd: userspace": 62.417,
+        }
+    )
+    assert data["services"][0]["unit"] == "NetworkManager-wait-online.service"
+    assert [s["duration_s"] for s in data["services"]] == pytest.approx([41.214, 3.873, 1.502, 0.812, 0.095])
+
+
+def test_analyze_this_machines_dmesg(tmp_path):
+    dmesg = subprocess.run(["dmesg"], capture_output=True, text=True)
+    if dmesg.returncode != 0 or not dmesg.stdout.strip():
+        pytest.skip(f"dmesg is not readable here: {dmesg.stderr.strip()}")
+    log = tmp_path / "dmesg.txt"
+    log.write_text(dmesg.stdout)
+    data = analyze_json(str(log))
+    first = float(re.match(r"\[\s*(\d+\.\d+)\]", dmesg.stdout).group(1))
+    if first < 1.0:  # the boot is still in the ring buffer: its phases are found
+        assert data["phases"] and "kernel_start" in data["moments"]
+    else:  # it has wrapped: said so, and nothing invented
+        assert any("ring buffer has wrapped" in w for w in data["warnings"])
+        assert data["phases"] == [] and data["recommendations"] == []
+
+
+def test_analyze_malformed_and_truncated_logs(tmp_path):
+    junk = tmp_path / "junk.log"
+    junk.write_text("hello\nthis is not a boot log\n")
+    one_line_error(headstart("boot", "analyze", str(junk)), "no boot lines found")
+    one_line_error(headstart("boot", "analyze", str(tmp_path / "none.log")), "cannot read")
+    truncated = tmp_path / "truncated.log"
+    truncated.write_text("".join(VERBOSE.read_text().splitlines(keepends=True)[:900]))
+    data = analyze_json(str(truncated), "--ready", READY)
+    assert any("before init started" in w for w in data["warnings"])
+    assert [p["name"] for p in data["phases"]] == ["power-on to kernel setup", "kernel setup to kernel start"]
+
+
+# --- compare ---
+
+
+def test_compare_against_a_budget():
+    verbose_total = analyze_json(str(VERBOSE), "--ready", READY)["total_s"]
+    quiet_total = analyze_json(str(QUIET), "--ready", READY)["total_s"]
+    assert quiet_total < verbose_total  # the captured pair: `quiet` saved time
+    slower_ms = (verbose_total - quiet_total) * 1000
+
+    def compare(a: Path, b: Path, budget: float) -> subprocess.CompletedProcess[str]:
+        return headstart("boot", "compare", str(a), str(b), "--ready", READY, "--budget-ms", str(budget))
+
+    assert compare(VERBOSE, QUIET, 0).returncode == 0  # B faster
+    assert compare(QUIET, VERBOSE, slower_ms + 1).returncode == 0  # slower, within the budget
+    over = compare(QUIET, VERBOSE, slower_ms - 1)
+    assert over.returncode == 1 and "over the budget" in over.stderr
+    done = headstart("boot", "compare", str(QUIET), str(VERBOSE), "--ready", READY, "--json")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["difference_ms"] == pytest.approx(slower_ms)
+
+
+# --- the live boot (slow, opt-in) ---
+
+
+@pytest.mark.skipif(os.environ.get("HEADSTART_SLOW_TESTS") != "1", reason="a live QEMU boot: HEADSTART_SLOW_TESTS=1")
+def test_live_qemu_boot_recorded_and_analyzed(tmp_path):
+    for tool in ("qemu-system-x86_64", "gcc"):
+        assert shutil.which(tool), f"{tool} is needed (make test-boot installs it)"
+    sys.path.insert(0, str(Path(__file__).parent / "boot"))
+    import qemu_boot
+
+    log = tmp_path / "live.log"
+    done = qemu_boot.boot(log, qemu_boot.BASE_ARGS + qemu_boot.VERBOSE_ARGS)
+    assert done.returncode == 0, done.stderr
+    data = analyze_json(str(log), "--ready", READY)
+    assert {"kernel_setup", "kernel_start", "init", "ready"} <= set(data["moments"])
+    assert len(data["initcalls"]) > 100 and data["total_s"] > 0
