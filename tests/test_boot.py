@@ -252,7 +252,9 @@ def test_compare_against_a_budget():
     assert over.returncode == 1 and "over the budget" in over.stderr
     done = headstart("boot", "compare", str(QUIET), str(VERBOSE), "--ready", READY, "--json")
     assert done.returncode == 0
-    assert json.loads(done.stdout)["difference_ms"] == pytest.approx(slower_ms)
+    data = json.loads(done.stdout)
+    assert data["difference_ms"] == pytest.approx(slower_ms)
+    assert [m["moment"] for m in data["moments"]] == ["kernel start", "first program ready"]
 
 
 # --- the live boot (slow, opt-in) ---

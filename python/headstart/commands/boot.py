@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from headstart.boot import analysis
+from headstart.boot import analysis, timeline
 from headstart.boot.record import RecordOptions, record
 from headstart.errors import HeadstartError, UsageError
 
@@ -95,13 +95,20 @@ def run_compare(args: argparse.Namespace) -> int:
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
     rows = compare_rows(a, b)
+    moments = compare_moments(a, b)
     total_a, total_b = a.total_s, b.total_s
     if total_a is None or total_b is None:
         raise HeadstartError("cannot compare: no phase found in " + (str(args.a) if total_a is None else str(args.b)))
     diff_ms = (total_b - total_a) * 1000
     over = args.budget_ms is not None and diff_ms > args.budget_ms
     if args.json:
-        data = {"phases": rows, "total_a_s": total_a, "total_b_s": total_b, "difference_ms": diff_ms}
+        data = {
+            "phases": rows,
+            "moments": moments,
+            "total_a_s": total_a,
+            "total_b_s": total_b,
+            "difference_ms": diff_ms,
+        }
         json.dump(data | {"budget_ms": args.budget_ms, "over_budget": over}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
@@ -110,6 +117,9 @@ def run_compare(args: argparse.Namespace) -> int:
             table.add_column(col, justify="left" if col == "phase" else "right")
         for r in rows:
             table.add_row(r["phase"], _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
+        table.add_section()
+        for r in moments:
+            table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
         table.add_section()
         table.add_row(
             "to ready" if a.timeline.at("ready") is not None else "total", _s(total_a), _s(total_b), _ms(diff_ms)
@@ -133,6 +143,17 @@ def compare_rows(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, o
         da, db = durations_a.get(name), durations_b.get(name)
         diff = (db - da) * 1000 if da is not None and db is not None else None
         rows.append({"phase": name, "a_s": da, "b_s": db, "difference_ms": diff})
+    return rows
+
+
+def compare_moments(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, object]]:
+    """The moments both boots show, when each reached them: phases split differently (a quiet kernel
+    prints fewer landmarks) still line up here."""
+    rows = []
+    for name, label in timeline.CHAIN.items():
+        at_a, at_b = a.timeline.at(name), b.timeline.at(name)
+        if at_a is not None and at_b is not None:
+            rows.append({"moment": label, "a_s": at_a, "b_s": at_b, "difference_ms": (at_b - at_a) * 1000})
     return rows
 
 
