@@ -172,6 +172,25 @@ def test_analyze_the_captured_qemu_boot(tmp_path):
     assert "lpj" not in topics  # this kernel skipped calibration (timer frequency): nothing to advise
 
 
+def test_lpj_advice_when_the_kernel_calibrates(tmp_path):
+    """Every kernel booted here knows its timer frequency and skips calibration; the same log with the
+    line a calibrating kernel prints instead gets the advice, timed to the next kernel line."""
+    text = VERBOSE.read_text()
+    skipped = re.search(r"Calibrating delay loop \(skipped\).*\(lpj=(\d+)\)", text)
+    assert skipped
+    calibrated = tmp_path / "calibrated.log"
+    calibrated.write_text(
+        text.replace(skipped.group(0), f"Calibrating delay loop... 5192.31 BogoMIPS (lpj={skipped.group(1)})")
+    )
+    (lpj,) = [r for r in analyze_json(str(calibrated))["recommendations"] if r["topic"] == "lpj"]
+    times = [
+        float(t) for t in re.findall(r"^\S+\t\[\s*(\d+\.\d+)\] Calibrating.*\n\S+\t\[\s*(\d+\.\d+)\]", text, re.M)[0]
+    ]
+    assert f"lpj={skipped.group(1)}" in lpj["message"]
+    assert lpj["seconds"] == pytest.approx(times[1] - times[0])
+    assert len(lpj["evidence"]) == 2
+
+
 def test_analyze_report_renders_in_chromium(tmp_path):
     report = tmp_path / "boot.html"
     done = headstart("boot", "analyze", str(VERBOSE), "--ready", READY, "-o", str(report))

@@ -12,7 +12,8 @@ from headstart.boot.timeline import Timeline
 
 SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
 TOP_INITCALLS = 5
-_CALIBRATING = re.compile(r"Calibrating delay loop(?! \(skipped\)).*\(lpj=(\d+)\)")
+# Calibrated at boot (init/calibrate.c), not "(skipped)": the line is printed before the loop runs.
+_CALIBRATING = re.compile(r"Calibrating delay (?:loop\.\.\.|using timer specific routine).*\(lpj=(\d+)\)")
 _QUIET = re.compile(r"(^|\s)(quiet|loglevel=[0-4])(\s|$)")
 _COMMAND_LINE = re.compile(r"Command line: (.*)$")
 
