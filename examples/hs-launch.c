@@ -7,6 +7,7 @@
  *   hs-launch [--cwd DIR] [--signal N] [--env NAME=VALUE]... PROGRAM [ARGS...]   (PROGRAM: absolute path) */
 #include <headstart/client.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -50,8 +51,11 @@ int main(int argc, char *argv[]) {
         int r = hs_launch_start(argv[i], argv + i, envp, &o, &l);
         if (r == 0) {
                 fprintf(stderr, "hs-launch: started pid %d\n", (int) hs_launch_pid(l));
-                if (sig)
+                if (sig) {
                         r = hs_launch_signal(l, sig);
+                        if (r == -ESRCH) /* it ended before the signal came: its status says how */
+                                r = 0;
+                }
                 if (r == 0)
                         r = hs_launch_wait(l, &code, &status);
         }
