@@ -7,18 +7,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from headstart.benchmark.timing import daemon_mode, mode_title
+
 DAEMON_MODES = ("exec", "preload", "warm", "pool")
-
-
-def _daemon_mode(key: str) -> str:
-    return key.partition("@")[2] or key
-
-
-def _label(key: str) -> str:
-    launcher, _, mode = key.partition("@")
-    if not mode:
-        return key
-    return f"{mode} ({'headstart-run' if launcher == 'run' else 'client library'})"
 
 
 def _grouped_bars(ax: Any, groups: list[str], series: dict[str, list[float | None]]) -> None:
@@ -34,7 +25,7 @@ def launch_ratios(data: dict[str, Any], metric: str = "ratio_to_exec") -> Figure
     programs = data["programs"]
     fig = Figure(figsize=(10, 4.5))
     ax = fig.subplots()
-    series = {_label(k): [p["modes"][k][metric] for p in programs] for k in data["modes"]}
+    series = {mode_title(k): [p["modes"][k][metric] for p in programs] for k in data["modes"]}
     _grouped_bars(ax, [p["program"] for p in programs], series)
     ax.axhline(1.0, color="#333", linewidth=0.8)
     ax.set_ylabel("time / exec's time (median)")
@@ -45,13 +36,13 @@ def launch_ratios(data: dict[str, Any], metric: str = "ratio_to_exec") -> Figure
 def relocations(data: dict[str, Any]) -> Figure:
     """Symbol lookups and relative relocations left to the launched process, over exec's."""
     programs = data["programs"]
-    modes = [m for m in DAEMON_MODES if any(_daemon_mode(k) == m for k in data["modes"])]
+    modes = [m for m in DAEMON_MODES if any(daemon_mode(k) == m for k in data["modes"])]
     fig = Figure(figsize=(10, 4.5))
     axes = fig.subplots(1, 2, sharey=True)
     for ax, kind, title in ((axes[0], "symbolic", "symbol lookups"), (axes[1], "relative", "relative relocations")):
         series: dict[str, list[float | None]] = {}
         for mode in modes:
-            key = next(k for k in data["modes"] if _daemon_mode(k) == mode)
+            key = next(k for k in data["modes"] if daemon_mode(k) == mode)
             series[mode] = [_over_exec(p, key, kind) for p in programs]
         _grouped_bars(ax, [p["program"] for p in programs], series)
         ax.set_title(title)
@@ -71,13 +62,13 @@ def _over_exec(program: dict[str, Any], key: str, kind: str) -> float | None:
 def memory(data: dict[str, Any]) -> Figure:
     """PSS and private dirty of the launched program as it enters main, per mode."""
     programs = data["programs"]
-    modes = [m for m in DAEMON_MODES if any(_daemon_mode(k) == m for k in data["modes"])]
+    modes = [m for m in DAEMON_MODES if any(daemon_mode(k) == m for k in data["modes"])]
     fig = Figure(figsize=(10, 4.5))
     axes = fig.subplots(1, 2)
     for ax, field, title in ((axes[0], "pss_kb", "PSS"), (axes[1], "private_dirty_kb", "private dirty")):
         series: dict[str, list[float | None]] = {}
         for mode in modes:
-            key = next(k for k in data["modes"] if _daemon_mode(k) == mode)
+            key = next(k for k in data["modes"] if daemon_mode(k) == mode)
             series[mode] = [(p["modes"][key]["memory_at_main"] or {}).get(field) for p in programs]
         _grouped_bars(ax, [p["program"] for p in programs], series)
         ax.set_title(title)
@@ -113,7 +104,7 @@ def repeated(data: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
     for key, totals in r["total_ms"].items():
-        ax.plot(range(1, len(totals) + 1), totals, label=_label(key))
+        ax.plot(range(1, len(totals) + 1), totals, label=mode_title(key))
     ax.set_xlabel("launches")
     ax.set_ylabel("total ms")
     ax.set_title(r["program"])
