@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "after-main.h"
 #include "entry.h"
 #include "proc-title.h"
 
@@ -189,5 +190,6 @@ _Noreturn void child_run(const struct child_spec *spec) {
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
         close(report_fd);
+        after_main_arm(spec->after_main);
         exit(main_fn((int) req->fixed.argc, req->argv, environ));
 }

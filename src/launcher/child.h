@@ -28,6 +28,7 @@ struct child_spec {
         struct image_start start;
         const struct bind_plan *plan; /* how to bind its libraries to it */
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */
+        struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
 };
 
 /* Never returns: the program's exit status, or 127 after reporting why it could not start. */

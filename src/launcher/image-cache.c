@@ -173,6 +173,11 @@ static const char *plan_binding(struct image_cache *c, int fd, const char *path,
         const char *why = NULL;
         if (ex.n > 0 && preload_resolve_closure(c->interp, path, &closure) < 0)
                 why = "the dynamic loader cannot resolve its libraries";
+        /* Under exec, what the program loads after main binds to it first too. */
+        for (size_t i = 0; ex.n > 0 && !why && c->also_loaded && i < c->also_loaded->n; i++)
+                if (!string_list_contains(&closure, c->also_loaded->items[i]) &&
+                    string_list_add(&closure, c->also_loaded->items[i]) < 0)
+                        why = "out of memory";
         if (!why)
                 why = bind_plan_build(&ex, &closure, &e->plan, buf, size);
         string_list_done(&closure);

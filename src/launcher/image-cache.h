@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "child.h"
+#include "string-list.h"
 
 #define IMAGE_CACHE_SIZE 256
 
@@ -27,6 +28,8 @@ struct image_entry {
 struct image_cache {
         char *dir;
         const char *interp; /* the daemon's own dynamic loader */
+        const struct string_list *also_loaded; /* objects preloaded beyond the closures (learned after
+                                                * main): bound to a program as exec binds them; or NULL */
         struct image_entry entries[IMAGE_CACHE_SIZE];
         unsigned next; /* round-robin eviction */
 };

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "after-main.h"
 #include "child.h"
 #include "loader-env.h"
 #include "log.h"
@@ -40,11 +41,11 @@ static const char *check_rlimits(const struct hs_launch_request *req) {
         return NULL;
 }
 
-static bool is_registered(const struct server *s, const struct stat *st) {
+static const char *registered_path(const struct server *s, dev_t dev, ino_t ino) {
         for (size_t i = 0; i < s->nregistered; i++)
-                if (s->registered[i].dev == st->st_dev && s->registered[i].ino == st->st_ino)
-                        return true;
-        return false;
+                if (s->registered[i].dev == dev && s->registered[i].ino == ino)
+                        return s->registered[i].path;
+        return NULL;
 }
 
 /* Finds what to dlopen. Returns NULL with *ret_image set, or why the program cannot be served. */
@@ -66,7 +67,7 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
                 return "cannot stat the program file";
 
         struct image_entry *e;
-        int r = image_cache_get(&s->cache, fd, &st, req->path, is_registered(s, &st), &e);
+        int r = image_cache_get(&s->cache, fd, &st, req->path, registered_path(s, st.st_dev, st.st_ino) != NULL, &e);
         if (r < 0) {
                 snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
                 return buf;
@@ -87,15 +88,23 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
 
 static struct child *fork_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
                                const struct image_entry *image, int report_fd) {
+        struct after_main_page *page = s->learned ? after_main_page_new() : NULL;
         pid_t pid = fork();
-        if (pid < 0)
+        if (pid < 0) {
+                after_main_page_free(page);
                 return NULL;
+        }
         if (pid == 0) {
                 struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .start = image->start,
-                                           .plan = &image->plan, .report_fd = report_fd };
+                                           .plan = &image->plan, .report_fd = report_fd, .after_main = page };
                 child_run(&spec);
         }
-        return child_watch(s, pid);
+        struct child *ch = child_watch(s, pid);
+        if (ch)
+                ch->after_main = page;
+        else
+                after_main_page_free(page);
+        return ch;
 }
 
 static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
@@ -115,6 +124,8 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         }
         ch->report_fd = report[0];
         ch->conn = c;
+        ch->program = registered_path(s, image->dev, image->ino);
+        ch->started_ms = now_ms();
         c->child = ch;
         child_list_push(&s->children, ch);
         s->nchildren++;

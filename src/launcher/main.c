@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "learn.h"
 #include "listen.h"
 #include "log.h"
 #include "macro.h"
@@ -56,6 +57,38 @@ static int preload_all(const char *interp, const struct daemon_options *o, const
                          (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
         string_list_done(&libs);
         return r;
+}
+
+/* Loads what the registered programs were seen to load after main, each tested first. */
+static void preload_learned(struct learned *l, const struct string_list *apps) {
+        struct learned_object **objects;
+        size_t n = learned_to_preload(l, apps, &objects);
+        const char **paths = calloc(n ? n : 1, sizeof *paths);
+        char **reasons = calloc(n ? n : 1, sizeof *reasons);
+        if (!paths || !reasons) {
+                log_warning("out of memory: preloading nothing learned");
+                n = 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                paths[i] = objects[i]->path;
+        size_t loaded = n ? preload_tested(paths, n, reasons) : 0, skipped = 0;
+        for (size_t i = 0; i < n; i++) {
+                struct learned_object *o = objects[i];
+                if (!reasons[i])
+                        o->preloaded = true;
+                else if (!o->skipped) { /* one object learned for two programs is tested once */
+                        o->skipped = reasons[i];
+                        reasons[i] = NULL;
+                        skipped++;
+                        log_warning("not preloading %s, learned after main: %s", o->path, o->skipped);
+                }
+                free(reasons[i]);
+        }
+        if (n)
+                log_info("preloaded %zu objects learned after main (%zu left out)", loaded, skipped);
+        free(paths);
+        free(reasons);
+        free(objects);
 }
 
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
@@ -129,21 +162,45 @@ static int run_zygote(const struct daemon_options *o) {
         if ((r = socket_path(o, path, sizeof path)) < 0)
                 return r;
 
-        struct string_list apps = { 0 };
+        struct string_list apps = { 0 }, learned_loaded = { 0 };
+        struct learned learned = { 0 };
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
-        if ((r = register_apps(o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
-                goto out;
-        raise_fd_limit();
+        char copy[PATH_MAX], learn_file[PATH_MAX + 16];
+        snprintf(copy, sizeof copy, "%s", path);
+        const char *dir = dirname(copy);
+        snprintf(cache_dir, sizeof cache_dir, "%s/cache", dir);
+        snprintf(learn_file, sizeof learn_file, "%s/learned", dir);
         if (o->cache_dir)
                 snprintf(cache_dir, sizeof cache_dir, "%s", o->cache_dir);
-        else {
-                char copy[PATH_MAX];
-                snprintf(copy, sizeof copy, "%s", path);
-                snprintf(cache_dir, sizeof cache_dir, "%s/cache", dirname(copy));
-        }
-        if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0 ||
-            (r = check_apps(&s, &apps, o->warm.n)) < 0)
+        if (o->learn_file)
+                snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
+
+        if ((r = register_apps(o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
                 goto out;
+        if (!o->no_learn) {
+                if ((r = learned_load(&learned, learn_file)) < 0)
+                        goto out;
+                preload_learned(&learned, &apps);
+                if ((r = learned_preloaded_paths(&learned, &learned_loaded)) < 0)
+                        goto out;
+        }
+        raise_fd_limit();
+        if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0)
+                goto out;
+        s.cache.also_loaded = &learned_loaded;
+        if ((r = check_apps(&s, &apps, o->warm.n)) < 0)
+                goto out;
+        if (!o->no_learn) {
+                s.learned = &learned;
+                r = learned_snapshot_self(&learned);
+                for (size_t i = 0; i < s.nregistered && r >= 0; i++)
+                        r = learned_ignore(&learned, s.registered[i].dev, s.registered[i].ino);
+                if (r < 0) {
+                        log_warning_errno(r, "cannot see what the daemon has loaded; learning nothing");
+                        s.learned = NULL;
+                        r = 0;
+                }
+        }
         server_watch_files(&s);
         pool_fill(&s);
         server_ready(&s);
@@ -151,6 +208,8 @@ static int run_zygote(const struct daemon_options *o) {
 out:
         server_done(&s);
         string_list_done(&apps);
+        string_list_done(&learned_loaded);
+        learned_done(&learned);
         return r;
 }
 

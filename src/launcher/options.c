@@ -56,6 +56,15 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 r = set_string(&o->cache_dir, value);
         else if (strcmp(key, "allow-root") == 0)
                 return parse_bool(key, value, &o->allow_root);
+        else if (strcmp(key, "learn") == 0) {
+                bool learn = true;
+                r = parse_bool(key, value, &learn);
+                o->no_learn = !learn;
+                return r;
+        } else if (strcmp(key, "learn-file") == 0)
+                r = set_string(&o->learn_file, value);
+        else if (strcmp(key, "learn-refresh") == 0)
+                return parse_unsigned(key, value, &o->learn_refresh);
         else if (strcmp(key, "verbose") == 0)
                 return parse_bool(key, value, &o->verbose);
         else if (strcmp(key, "max-children") == 0)
@@ -146,6 +155,11 @@ static void help(void) {
                 "                       N launches; the old one finishes its programs (default never)\n"
                 "  --refresh-seconds S  ... or after S seconds (default never); SIGHUP and a change on disk\n"
                 "                       to a loaded library or registered program refresh too\n"
+                "  --no-learn           do not learn which objects programs load after main, nor preload\n"
+                "                       what was learned (config: learn = no)\n"
+                "  --learn-file FILE    where learned objects are kept (default: beside the socket, 'learned')\n"
+                "  --learn-refresh N    start a fresh zygote, which preloads them, once N new objects were\n"
+                "                       learned (default 1)\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -169,7 +183,8 @@ static const struct long_option long_options[] = {
         { "max-children", true },  { "pool", true },          { "refresh-launches", true },
         { "refresh-seconds", true }, { "zygote", true } /* internal */, { "request-timeout", true },
         { "allow-root", false },   { "verbose", false },      { "help", false },
-        { "version", false },       { "check", false },
+        { "version", false },       { "check", false },        { "no-learn", false },
+        { "learn-file", true },    { "learn-refresh", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -188,6 +203,8 @@ static int apply_option(struct daemon_options *o, const char *name, const char *
                 return options_parse_config(o, value) < 0 ? -EINVAL : 1;
         if (strcmp(name, "zygote") == 0)
                 return parse_zygote(o, value) < 0 ? -EINVAL : 1;
+        if (strcmp(name, "no-learn") == 0)
+                return apply_setting(o, "learn", "no") < 0 ? -EINVAL : 1;
         return apply_setting(o, name, value) < 0 ? -EINVAL : 1;
 }
 
@@ -204,6 +221,7 @@ static int parse_check(struct daemon_options *o, char *programs[], int n) {
 int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
         o->max_children = DEFAULT_MAX_CHILDREN;
         o->request_timeout_ms = 10000u;
+        o->learn_refresh = 1;
         for (int i = 1; i < argc; i++) {
                 const char *arg = argv[i];
                 if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
@@ -234,6 +252,7 @@ int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
 void options_done(struct daemon_options *o) {
         free(o->socket_path);
         free(o->cache_dir);
+        free(o->learn_file);
         free(o->zygote.reason);
         string_list_done(&o->apps);
         string_list_done(&o->check);

@@ -20,6 +20,9 @@ struct daemon_options {
         unsigned pool_size; /* waiting children kept forked; 0: none */
         unsigned refresh_launches; /* start a fresh zygote after this many launches; 0: never */
         unsigned refresh_seconds;  /* ... or after this long; 0: never */
+        bool no_learn;             /* adaptive preload off: learn nothing, preload nothing learned */
+        char *learn_file;          /* NULL: beside the socket, "learned" */
+        unsigned learn_refresh;    /* a fresh zygote once this many new objects were learned */
         /* Internal, set by the supervisor when it starts a zygote (see supervisor.h). */
         struct {
                 bool active;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "after-main.h"
 #include "child.h"
 #include "log.h"
 #include "wire.h"
@@ -47,7 +48,7 @@ static int parse_image(void *payload, size_t size, struct child_spec *spec, stru
         return 0;
 }
 
-static _Noreturn void wait_for_request(int channel, pid_t daemon) {
+static _Noreturn void wait_for_request(int channel, pid_t daemon, struct after_main_page *page) {
         /* Nothing of the daemon's stays open here: a client's connection held by a waiting child
          * would not see the daemon close it. */
         if (channel > 0)
@@ -64,7 +65,7 @@ static _Noreturn void wait_for_request(int channel, pid_t daemon) {
         if (hs_recv_message_alloc(channel, &h, &image, &report_fd, 1, &nreport) < 0 || h.type != POOL_MSG_IMAGE ||
             nreport != 1)
                 _exit(0); /* the daemon let us go */
-        struct child_spec spec = { .report_fd = report_fd };
+        struct child_spec spec = { .report_fd = report_fd, .after_main = page };
         struct bind_plan plan;
         if (parse_image(image, h.size, &spec, &plan) < 0)
                 _exit(127);
@@ -93,23 +94,27 @@ static int add_one(struct server *s) {
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
         pid_t daemon = getpid();
+        struct after_main_page *page = s->learned ? after_main_page_new() : NULL;
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
                 close(sv[0]);
                 close(sv[1]);
+                after_main_page_free(page);
                 return r;
         }
         if (pid == 0)
-                wait_for_request(sv[1], daemon);
+                wait_for_request(sv[1], daemon, page);
         close(sv[1]);
 
         struct child *ch = child_watch(s, pid);
         if (!ch) {
                 close(sv[0]);
+                after_main_page_free(page);
                 return -ENOMEM;
         }
         ch->channel_fd = sv[0];
+        ch->after_main = page;
         ch->waiting = true;
         child_list_push(&s->pool, ch);
         s->npool++;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,4 +185,100 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded) {
         }
         *ret_loaded = loaded;
         return 0;
+}
+
+/* In the throwaway child: loads paths[from..n) in turn and writes "INDEX RESULT [DETAIL]" per object,
+ * RESULT o (loaded), f (failed) or t (started a thread: the child stops there). */
+static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n, int out) {
+        const int threads = count_threads();
+        for (size_t i = from; i < n; i++) {
+                if (!dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) {
+                        const char *e = dlerror();
+                        dprintf(out, "%zu f %.300s\n", i, e ? e : "");
+                } else if (count_threads() != threads) {
+                        dprintf(out, "%zu t\n", i);
+                        _exit(0);
+                } else
+                        dprintf(out, "%zu o\n", i);
+        }
+        _exit(0);
+}
+
+static char *reason_for(char result, const char *detail) {
+        char buf[512];
+        if (result == 'f')
+                snprintf(buf, sizeof buf, "cannot be loaded with every symbol bound: %s", detail);
+        else
+                snprintf(buf, sizeof buf, "loading it starts a thread; the daemon forks and must stay single-threaded");
+        return strdup(buf);
+}
+
+/* Tests paths[from..n) in one child. Returns the index after the last one it judged; the object at
+ * that index crashed the child when the child died of a signal there. */
+static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *ok, char **reasons, int *ret_signal) {
+        int p[2];
+        *ret_signal = 0;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return n;
+        pid_t pid = fork();
+        if (pid == 0) {
+                close(p[0]);
+                test_loads(paths, from, n, p[1]);
+        }
+        close(p[1]);
+        size_t next = pid < 0 ? n : from;
+        FILE *f = pid < 0 ? NULL : fdopen(p[0], "re");
+        char *line = NULL;
+        size_t cap = 0;
+        while (f && getline(&line, &cap, f) >= 0) {
+                size_t i;
+                char result;
+                int at = 0;
+                line[strcspn(line, "\n")] = '\0';
+                if (sscanf(line, "%zu %c %n", &i, &result, &at) < 2 || i < from || i >= n)
+                        continue;
+                ok[i] = result == 'o';
+                if (!ok[i])
+                        reasons[i] = reason_for(result, at ? line + at : "");
+                next = i + 1;
+        }
+        free(line);
+        if (f)
+                fclose(f);
+        else
+                close(p[0]);
+        int status = 0;
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (pid > 0 && WIFSIGNALED(status))
+                *ret_signal = WTERMSIG(status);
+        return next;
+}
+
+size_t preload_tested(const char *const *paths, size_t n, char **reasons) {
+        bool *ok = calloc(n ? n : 1, sizeof *ok);
+        if (!ok)
+                return 0;
+        for (size_t i = 0; i < n;) {
+                int sig;
+                size_t from = i;
+                i = test_batch(paths, i, n, ok, reasons, &sig);
+                if ((sig || i == from) && i < n) { /* it died loading paths[i] */
+                        char buf[128];
+                        snprintf(buf, sizeof buf, "loading it ended the test child (%s)",
+                                 sig ? strsignal(sig) : "no answer");
+                        reasons[i++] = strdup(buf);
+                }
+        }
+        size_t loaded = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!ok[i])
+                        continue;
+                if (dlopen(paths[i], RTLD_NOW | RTLD_LOCAL))
+                        loaded++;
+                else
+                        reasons[i] = reason_for('f', dlerror());
+        }
+        free(ok);
+        return loaded;
 }

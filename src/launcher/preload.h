@@ -27,3 +27,8 @@ int preload_find_program(const char *name, char buf[static PATH_MAX]);
 
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);
+
+/* Loads each object into the daemon with every symbol bound, after loading it in a throwaway child
+ * first: one that cannot be loaded so, starts a thread or kills that child is left out, and
+ * reasons[i] (allocated; the array is the caller's, zeroed) says why. Returns how many it loaded. */
+size_t preload_tested(const char *const *paths, size_t n, char **reasons);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "after-main.h"
 #include "control.h"
 #include "event-loop.h"
 #include "loader-env.h"
@@ -251,6 +252,7 @@ static void child_free(struct server *s, struct child *ch) {
                 close(ch->report_fd);
         if (ch->channel_fd >= 0)
                 close(ch->channel_fd);
+        after_main_page_free(ch->after_main);
         free(ch);
 }
 
@@ -283,6 +285,8 @@ static void on_child_exit(struct server *s, struct child *ch) {
                 log_warning("child %d could not start its program: %s", (int) ch->pid, report);
         else if (s->options->verbose)
                 log_info("child %d ended (code %d, status %d)", (int) ch->pid, si.si_code, si.si_status);
+        if (!report[0])
+                learn_child_ended(s, ch);
         child_free(s, ch);
 }
 
@@ -414,9 +418,16 @@ int server_run(struct server *s) {
                 bool refill = refill_in == 0;
                 if (refill_in >= 0 && (timeout < 0 || refill_in < timeout))
                         timeout = refill_in;
+                int scan_in = learn_scan_in_ms(s);
+                if (scan_in >= 0 && (timeout < 0 || scan_in < timeout))
+                        timeout = scan_in;
                 int n = epoll_wait(s->epoll_fd, events, (int) ELEMENTSOF(events), timeout);
                 if (n == 0 && refill) {
                         pool_add_one(s);
+                        continue;
+                }
+                if (n == 0 && learn_scan_in_ms(s) == 0) {
+                        learn_scan(s);
                         continue;
                 }
                 if (n < 0) {

@@ -10,6 +10,7 @@
 #include "event-loop.h"
 #include "file-watch.h"
 #include "image-cache.h"
+#include "learn.h"
 #include "options.h"
 #include "protocol.h"
 
@@ -45,6 +46,10 @@ struct child {
         int channel_fd;    /* a waiting child in the pool takes its request from here; else -1 */
         bool waiting;      /* in the pool (s->pool), not yet running a program (s->children) */
         struct conn *conn; /* NULL once the client has gone */
+        struct after_main_page *after_main; /* what it loaded after main, written at its exit; or NULL */
+        const char *program; /* the registered program it runs, whose learned objects these are; or NULL */
+        uint64_t started_ms; /* when it was handed its program */
+        unsigned scans;      /* reads of its /proc maps so far (learn-watch.c) */
 };
 
 enum program_mode { MODE_EXEC, MODE_PRELOAD, MODE_WARM };
@@ -87,6 +92,7 @@ struct server {
         bool refresh_requested;
         bool force_exit;
         struct zygote_info zygote;
+        struct learned *learned; /* adaptive preload; NULL with --no-learn */
         uint64_t started_ms;
         uint64_t launches, launches_pooled, declines;
         uint64_t declined[HS_DECLINE_COUNT];
@@ -112,6 +118,14 @@ void conn_close(struct server *s, struct conn *c);
 /* Sends ERROR (a malformed request) and closes the connection. */
 void conn_fail(struct server *s, struct conn *c, int error, const char *what);
 void count_decline(struct server *s, enum hs_decline_reason code, const char *text);
+
+/* learn-watch.c: what served children load after main. */
+/* Learns from a child that ended, before it is freed. */
+void learn_child_ended(struct server *s, struct child *ch);
+/* Milliseconds until a running child's maps are due to be read: 0 now, -1 none. */
+int learn_scan_in_ms(const struct server *s);
+/* Reads the maps of every running child that is due. */
+void learn_scan(struct server *s);
 
 /* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child
  * killed and reaped) when it cannot be supervised. */

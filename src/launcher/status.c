@@ -59,6 +59,23 @@ static const char *const decline_names[HS_DECLINE_COUNT] = {
         [HS_DECLINE_BUSY] = "busy",
 };
 
+/* Each object learned for a registered program: preloaded by this zygote, skipped (why), or
+ * learned by this zygote and so preloaded from the next. */
+static void compose_learned(const struct server *s, struct text *t) {
+        const struct learned *l = s->learned;
+        add(t, "learning: %s\n", l ? "on" : "off");
+        if (!l)
+                return;
+        add(t, "learned-file: %s\n", l->file);
+        for (size_t i = 0; i < l->nprograms; i++)
+                for (size_t j = 0; j < l->programs[i].n; j++) {
+                        const struct learned_object *ob = &l->programs[i].objects[j];
+                        const char *state = ob->preloaded ? "preloaded" : ob->skipped ? "skipped" : "next-zygote";
+                        add(t, "learned: %s %s %s%s%s\n", state, l->programs[i].path, ob->path,
+                            ob->skipped ? " -- " : "", ob->skipped ? ob->skipped : "");
+                }
+}
+
 static void compose(const struct server *s, struct text *t) {
         const struct daemon_options *o = s->options;
         add(t, "version: %s\n", HEADSTART_VERSION);
@@ -75,6 +92,7 @@ static void compose(const struct server *s, struct text *t) {
                 add(t, "program: %s %s%s%s\n", mode_name(r->mode), r->path, r->reason ? " -- " : "",
                     r->reason ? r->reason : "");
         }
+        compose_learned(s, t);
         add(t, "pool-size: %u\n", o->pool_size);
         add(t, "pool-waiting: %u\n", s->npool);
         add(t, "running: %u\n", s->nchildren);

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* Learning what served programs load after main: from the page a child fills at exit, and from the
+ * maps of children that run long. New objects are saved at once; once enough are new, the zygote
+ * asks for a successor, which preloads them (learn.h). */
+#include <stdio.h>
+
+#include "after-main.h"
+#include "log.h"
+#include "server.h"
+
+static const unsigned scan_ages_ms[] = { AFTER_MAIN_SCAN_FIRST_MS, AFTER_MAIN_SCAN_LAST_MS };
+#define NSCANS (sizeof scan_ages_ms / sizeof scan_ages_ms[0])
+
+struct note {
+        struct server *s;
+        const char *program;
+        unsigned added;
+};
+
+static void note_one(struct note *n, const char *path, const struct file_id *id) {
+        int r = learned_note(n->s->learned, n->program, path, id, n->s->cache.dir);
+        if (r > 0) {
+                n->added++;
+                if (n->s->options->verbose)
+                        log_info("learned: %s loads %s after main", n->program, path);
+        } else if (r < 0)
+                log_warning_errno(r, "cannot record what %s loads after main", n->program);
+}
+
+static void note_path(const char *path, void *data) {
+        note_one(data, path, NULL);
+}
+
+static void note_mapped(const char *path, dev_t dev, ino_t ino, void *data) {
+        note_one(data, path, &(struct file_id){ dev, ino });
+}
+
+static void learned_some(struct server *s, const struct note *n) {
+        if (!n->added)
+                return;
+        int r = learned_save(s->learned);
+        if (r < 0)
+                log_warning_errno(r, "cannot save the learned objects to %s", s->learned->file);
+        if (s->learned->learned_now >= s->options->learn_refresh) {
+                char reason[128];
+                snprintf(reason, sizeof reason, "learned %u objects loaded after main", s->learned->learned_now);
+                server_request_refresh(s, reason);
+        }
+}
+
+void learn_child_ended(struct server *s, struct child *ch) {
+        if (!s->learned || !ch->program)
+                return;
+        struct note n = { .s = s, .program = ch->program };
+        after_main_page_read(ch->after_main, note_path, &n);
+        learned_some(s, &n);
+}
+
+static uint64_t next_scan_at(const struct child *ch) {
+        return ch->scans < NSCANS ? ch->started_ms + scan_ages_ms[ch->scans] : UINT64_MAX;
+}
+
+int learn_scan_in_ms(const struct server *s) {
+        if (!s->learned)
+                return -1;
+        uint64_t next = UINT64_MAX, now = now_ms();
+        for (const struct child *ch = s->children; ch; ch = ch->next)
+                if (ch->program && next_scan_at(ch) < next)
+                        next = next_scan_at(ch);
+        if (next == UINT64_MAX)
+                return -1;
+        return next <= now ? 0 : (int) (next - now);
+}
+
+void learn_scan(struct server *s) {
+        uint64_t now = now_ms();
+        for (struct child *ch = s->children; ch; ch = ch->next) {
+                if (!ch->program || next_scan_at(ch) > now)
+                        continue;
+                while (ch->scans < NSCANS && next_scan_at(ch) <= now)
+                        ch->scans++;
+                struct note n = { .s = s, .program = ch->program };
+                (void) after_main_scan_maps(ch->pid, note_mapped, &n); /* it may have just ended */
+                learned_some(s, &n);
+        }
+}

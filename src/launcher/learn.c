@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+#include "learn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "after-main.h"
+#include "elf-info.h"
+#include "log.h"
+#include "macro.h"
+
+#define STATE_HEADER "# headstart: objects loaded after main, learned by headstartd (version 1)"
+
+static struct learned_program *find_program(const struct learned *l, const char *path) {
+        for (size_t i = 0; i < l->nprograms; i++)
+                if (strcmp(l->programs[i].path, path) == 0)
+                        return &l->programs[i];
+        return NULL;
+}
+
+static struct learned_program *add_program(struct learned *l, const char *path) {
+        struct learned_program *p = find_program(l, path);
+        if (p)
+                return p;
+        p = realloc(l->programs, (l->nprograms + 1) * sizeof *p);
+        if (!p)
+                return NULL;
+        l->programs = p;
+        p = &l->programs[l->nprograms];
+        *p = (struct learned_program){ .path = strdup(path) };
+        if (!p->path)
+                return NULL;
+        l->nprograms++;
+        return p;
+}
+
+static bool has_object(const struct learned_program *p, const char *path) {
+        for (size_t i = 0; i < p->n; i++)
+                if (strcmp(p->objects[i].path, path) == 0)
+                        return true;
+        return false;
+}
+
+/* Returns 1 when added, 0 when the program had it already, -ENOMEM. */
+static int add_object(struct learned_program *p, const char *path) {
+        if (has_object(p, path))
+                return 0;
+        struct learned_object *o = realloc(p->objects, (p->n + 1) * sizeof *o);
+        if (!o)
+                return -ENOMEM;
+        p->objects = o;
+        o[p->n] = (struct learned_object){ .path = strdup(path) };
+        if (!o[p->n].path)
+                return -ENOMEM;
+        p->n++;
+        return 1;
+}
+
+static void free_programs(struct learned *l) {
+        for (size_t i = 0; i < l->nprograms; i++) {
+                for (size_t j = 0; j < l->programs[i].n; j++) {
+                        free(l->programs[i].objects[j].path);
+                        free(l->programs[i].objects[j].skipped);
+                }
+                free(l->programs[i].objects);
+                free(l->programs[i].path);
+        }
+        free(l->programs);
+        l->programs = NULL;
+        l->nprograms = 0;
+}
+
+void learned_done(struct learned *l) {
+        free_programs(l);
+        free(l->known);
+        free(l->file);
+        *l = (struct learned){ 0 };
+}
+
+/* Reads the lines of an open state file into l. Returns 0, -EBADMSG (malformed; *ret_line says
+ * where), -ENODATA (truncated: no "end") or -ENOMEM. */
+static int parse_state(FILE *f, struct learned *l, unsigned *ret_line) {
+        char *line = NULL;
+        size_t cap = 0;
+        unsigned n = 0;
+        int r = -ENODATA;
+        struct learned_program *p = NULL;
+        while (getline(&line, &cap, f) >= 0) {
+                *ret_line = ++n;
+                if (r == 0 || line[strlen(line) - 1] != '\n') { /* after "end", or a cut last line */
+                        r = r == 0 ? -EBADMSG : -ENODATA;
+                        break;
+                }
+                line[strlen(line) - 1] = '\0';
+                if (n == 1)
+                        r = strcmp(line, STATE_HEADER) == 0 ? -ENODATA : -EBADMSG;
+                else if (strncmp(line, "program /", 9) == 0)
+                        r = (p = add_program(l, line + 8)) ? -ENODATA : -ENOMEM;
+                else if (strncmp(line, "object /", 8) == 0 && p)
+                        r = add_object(p, line + 7) < 0 ? -ENOMEM : -ENODATA;
+                else if (strcmp(line, "end") == 0)
+                        r = 0;
+                else
+                        r = -EBADMSG;
+                if (r == -EBADMSG || r == -ENOMEM)
+                        break;
+        }
+        free(line);
+        return r;
+}
+
+/* Opens the state file if it is ours: a file another user can write could make us load anything. */
+static FILE *open_state(const char *file, const char **ret_why) {
+        _cleanup_close_ int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        *ret_why = NULL;
+        if (fd < 0) {
+                if (errno != ENOENT)
+                        *ret_why = strerror(errno);
+                return NULL;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                *ret_why = "not a regular file";
+        else if (st.st_uid != geteuid())
+                *ret_why = "owned by another user";
+        else if (st.st_mode & (S_IWGRP | S_IWOTH))
+                *ret_why = "writable by other users";
+        FILE *f = *ret_why ? NULL : fdopen(fd, "re");
+        if (f)
+                (void) TAKE_FD(fd);
+        return f;
+}
+
+/* Drops objects whose file is gone (a package removed them); says so once. */
+static void prune_missing(struct learned *l) {
+        size_t pruned = 0;
+        const char *first = NULL;
+        for (size_t i = 0; i < l->nprograms; i++) {
+                struct learned_program *p = &l->programs[i];
+                size_t kept = 0;
+                for (size_t j = 0; j < p->n; j++) {
+                        if (access(p->objects[j].path, R_OK) == 0) {
+                                p->objects[kept++] = p->objects[j];
+                                continue;
+                        }
+                        if (!pruned++)
+                                log_info("learned objects: %s no longer exists; no longer preloaded",
+                                         first = p->objects[j].path);
+                        free(p->objects[j].path);
+                }
+                p->n = kept;
+        }
+        if (pruned > 1)
+                log_info("learned objects: %zu that no longer exist pruned", pruned);
+}
+
+int learned_load(struct learned *l, const char *file) {
+        *l = (struct learned){ .file = strdup(file) };
+        if (!l->file)
+                return -ENOMEM;
+        const char *why;
+        FILE *f = open_state(file, &why);
+        if (!f) {
+                if (why)
+                        log_warning("ignoring the learned objects in %s: %s", file, why);
+                return 0;
+        }
+        unsigned line = 0;
+        int r = parse_state(f, l, &line);
+        fclose(f);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_warning("ignoring the learned objects in %s: %s at line %u; learning again", file,
+                            r == -ENODATA ? "truncated" : "not a file headstartd wrote", line);
+                free_programs(l);
+                return 0;
+        }
+        prune_missing(l);
+        return 0;
+}
+
+static bool is_known(const struct learned *l, dev_t dev, ino_t ino) {
+        for (size_t i = 0; i < l->nknown; i++)
+                if (l->known[i].dev == dev && l->known[i].ino == ino)
+                        return true;
+        return false;
+}
+
+static int add_known(struct learned *l, dev_t dev, ino_t ino) {
+        if (is_known(l, dev, ino))
+                return 0;
+        struct file_id *k = realloc(l->known, (l->nknown + 1) * sizeof *k);
+        if (!k)
+                return -ENOMEM;
+        l->known = k;
+        k[l->nknown++] = (struct file_id){ dev, ino };
+        return 0;
+}
+
+int learned_ignore(struct learned *l, dev_t dev, ino_t ino) {
+        return add_known(l, dev, ino);
+}
+
+static void note_mapped(const char *path, dev_t dev, ino_t ino, void *data) {
+        (void) path;
+        (void) add_known(data, dev, ino);
+}
+
+int learned_snapshot_self(struct learned *l) {
+        return after_main_scan_maps(getpid(), note_mapped, l);
+}
+
+size_t learned_to_preload(struct learned *l, const struct string_list *programs, struct learned_object ***ret) {
+        struct learned_object **list = NULL;
+        size_t n = 0;
+        for (size_t i = 0; i < l->nprograms; i++) {
+                if (!string_list_contains(programs, l->programs[i].path))
+                        continue;
+                for (size_t j = 0; j < l->programs[i].n; j++) {
+                        struct learned_object **more = realloc(list, (n + 1) * sizeof *more);
+                        if (!more)
+                                break;
+                        list = more;
+                        list[n++] = &l->programs[i].objects[j];
+                }
+        }
+        *ret = list;
+        return n;
+}
+
+int learned_preloaded_paths(const struct learned *l, struct string_list *ret) {
+        for (size_t i = 0; i < l->nprograms; i++)
+                for (size_t j = 0; j < l->programs[i].n; j++) {
+                        const struct learned_object *o = &l->programs[i].objects[j];
+                        if (o->preloaded && !string_list_contains(ret, o->path) && string_list_add(ret, o->path) < 0)
+                                return -ENOMEM;
+                }
+        return 0;
+}
+
+/* A shared object the loader could map into this process: not the program itself, not data. */
+static bool worth_learning(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        struct elf_info info;
+        if (fd < 0 || elf_info_read(fd, &info) < 0)
+                return false;
+        return info.is_elf && info.machine_matches && info.is_dyn && info.has_dynamic && !info.pie_flag;
+}
+
+int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id,
+                 const char *cache_dir) {
+        if (path[0] != '/' || strchr(path, '\n') || strncmp(path, cache_dir, strlen(cache_dir)) == 0)
+                return 0;
+        struct file_id found;
+        if (!id) {
+                struct stat st;
+                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                        return 0;
+                found = (struct file_id){ st.st_dev, st.st_ino };
+                id = &found;
+        }
+        if (is_known(l, id->dev, id->ino))
+                return 0;
+        struct learned_program *p = NULL;
+        int r = worth_learning(path) && (p = add_program(l, program)) ? add_object(p, path) : 0;
+        if (r == 0)
+                r = add_known(l, id->dev, id->ino); /* judged once */
+        if (r > 0)
+                l->learned_now++;
+        return r;
+}
+
+static int write_state(int fd, const struct learned *l) {
+        if (dprintf(fd, "%s\n", STATE_HEADER) < 0)
+                return -errno;
+        for (size_t i = 0; i < l->nprograms; i++) {
+                if (l->programs[i].n && dprintf(fd, "program %s\n", l->programs[i].path) < 0)
+                        return -errno;
+                for (size_t j = 0; j < l->programs[i].n; j++)
+                        if (dprintf(fd, "object %s\n", l->programs[i].objects[j].path) < 0)
+                                return -errno;
+        }
+        return dprintf(fd, "end\n") < 0 ? -errno : 0;
+}
+
+int learned_save(const struct learned *l) {
+        struct learned merged = { 0 };
+        const char *why;
+        unsigned line;
+        FILE *f = open_state(l->file, &why);
+        if (f) {
+                if (parse_state(f, &merged, &line) < 0)
+                        free_programs(&merged); /* rewritten whole below */
+                fclose(f);
+        }
+        int r = 0;
+        for (size_t i = 0; i < l->nprograms && r >= 0; i++) {
+                struct learned_program *p = add_program(&merged, l->programs[i].path);
+                for (size_t j = 0; p && j < l->programs[i].n && r >= 0; j++)
+                        r = add_object(p, l->programs[i].objects[j].path);
+                if (!p)
+                        r = -ENOMEM;
+        }
+        char temp[4096];
+        snprintf(temp, sizeof temp, "%s.tmp-%d", l->file, (int) getpid());
+        _cleanup_close_ int fd = r < 0 ? -1 : open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (r >= 0 && fd < 0)
+                r = -errno;
+        if (r >= 0)
+                r = write_state(fd, &merged);
+        if (r >= 0 && rename(temp, l->file) < 0)
+                r = -errno;
+        if (r < 0 && fd >= 0)
+                (void) unlink(temp);
+        free_programs(&merged);
+        return r;
+}
