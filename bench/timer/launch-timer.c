@@ -3,27 +3,36 @@
  * all alike, and prints one JSON line per launch. The Python side turns these into statistics.
  *
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
- *                     [--modes exec,run,direct,run@NAME,direct@NAME...] -- PROGRAM ARGS...
+ *                     [--modes exec,run,direct,run@NAME,direct@NAME...]
+ *                     [--ready REGEX] [--ready-window] [--stop-at-ready] -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   run[@NAME]   posix_spawn of headstart-run PROGRAM ARGS... against --socket or daemon NAME
  *   direct[@NAME] a request through libheadstart-client, as a program linking it would make
  * Several daemons (preload, warm, pool...) can so be compared with exec in one alternating run.
  * The program must write the CLOCK_MONOTONIC time at which main starts to $HEADSTART_MARK_FD
- * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. */
+ * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. Ready is the first
+ * line of its output (stdout or stderr, a pipe: the program must flush it) matching --ready, or
+ * its first top-level window mapped on $DISPLAY (--ready-window, which also stops the program with
+ * SIGTERM once ready, as --stop-at-ready does), else its exit. */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <regex.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "headstart/client.h"
 #include "protocol.h"
+#include "window-watch.h"
 
 extern char **environ;
 
@@ -51,6 +60,12 @@ struct config {
         const char *mode_list;
         struct mode modes[MAX_MODES];
         int nmodes;
+        regex_t ready;      /* --ready: a line of output matching it */
+        bool ready_set;
+        struct window_watch *windows; /* --ready-window: a top-level window mapped */
+        bool ready_wanted;  /* either; otherwise ready is exit */
+        bool stop_at_ready; /* SIGTERM once ready (implied by --ready-window) */
+        bool ready_window;
         char **argv; /* program and its arguments */
         char *path;  /* the program, absolute */
         int out;     /* where the JSON lines go */
@@ -62,33 +77,84 @@ static long long now_ns(void) {
         return (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int spawn_and_wait(const char *file, char **argv, char **envp, int *ret_status) {
-        pid_t pid;
-        int r = posix_spawn(&pid, file, NULL, NULL, argv, envp);
+/* One launch under way, whichever way it was asked for. */
+struct launch {
+        pid_t pid;             /* exec, run: our child */
+        int pidfd;             /* exec, run: readable when it ends */
+        struct hs_launch *l;   /* direct */
+        bool ended, stopped;
+        int status;            /* wait status */
+        char why[HS_MAX_TEXT + 64];
+};
+
+static int spawn(struct launch *x, const char *file, char **argv, char **envp, const posix_spawn_file_actions_t *fa) {
+        int r = posix_spawn(&x->pid, file, fa, NULL, argv, envp);
         if (r != 0)
-                return -r;
-        while (waitpid(pid, ret_status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
+                return snprintf(x->why, sizeof x->why, "spawn: %s", strerror(r)), -1;
+        x->pidfd = (int) syscall(SYS_pidfd_open, x->pid, 0);
+        return x->pidfd < 0 ? (snprintf(x->why, sizeof x->why, "pidfd_open: %s", strerror(errno)), -1) : 0;
 }
 
-static int run_direct(const struct config *c, const struct mode *m, char **envp, int *ret_status, char *why,
-                      size_t size) {
+static int start(struct launch *x, const struct config *c, const struct mode *m, char **envp,
+                 const posix_spawn_file_actions_t *fa) {
+        *x = (struct launch){ .pid = -1, .pidfd = -1 };
+        if (m->how == HOW_EXEC)
+                return spawn(x, c->path, c->argv, envp, fa);
+        if (m->how == HOW_RUN) {
+                int argc = 0;
+                while (c->argv[argc])
+                        argc++;
+                char **argv = calloc((size_t) argc + 4, sizeof(char *));
+                argv[0] = (char *) c->run_client;
+                argv[1] = (char *) "--socket";
+                argv[2] = (char *) m->socket;
+                memcpy(argv + 3, c->argv, (size_t) argc * sizeof(char *));
+                int r = spawn(x, c->run_client, argv, envp, fa);
+                free(argv);
+                return r;
+        }
+        /* The client library passes our fds 0-2 on: point them at the output pipe meanwhile. */
         struct hs_launch_options o = { .socket = m->socket };
-        struct hs_launch *l;
-        int code = 0, status = 0;
-        int r = hs_launch_start(c->path, c->argv, envp, &o, &l);
-        if (r == 0)
-                r = hs_launch_wait(l, &code, &status);
+        int r = hs_launch_start(c->path, c->argv, envp, &o, &x->l);
         if (r > 0)
-                snprintf(why, size, "declined: %s", hs_launch_reason(l));
+                snprintf(x->why, sizeof x->why, "declined: %s", hs_launch_reason(x->l));
         else if (r < 0)
-                snprintf(why, size, "launch: %s", strerror(-r));
-        else
-                *ret_status = code == CLD_EXITED ? W_EXITCODE(status, 0) : status;
-        hs_launch_free(l);
+                snprintf(x->why, sizeof x->why, "launch: %s", strerror(-r));
         return r != 0 ? -1 : 0;
+}
+
+static int end_fd(const struct launch *x) {
+        return x->l ? hs_launch_fd(x->l) : x->pidfd;
+}
+
+static void reap(struct launch *x) {
+        if (x->l) {
+                int code = 0, status = 0;
+                int r = hs_launch_wait(x->l, &code, &status);
+                if (r > 0)
+                        snprintf(x->why, sizeof x->why, "declined: %s", hs_launch_reason(x->l));
+                else if (r < 0)
+                        snprintf(x->why, sizeof x->why, "launch: %s", strerror(-r));
+                else
+                        x->status = code == CLD_EXITED ? W_EXITCODE(status, 0) : status;
+        } else
+                while (waitpid(x->pid, &x->status, 0) < 0 && errno == EINTR)
+                        ;
+        x->ended = true;
+}
+
+static void stop(struct launch *x, int sig) {
+        if (x->l)
+                (void) hs_launch_signal(x->l, sig);
+        else
+                (void) kill(x->pid, sig);
+        x->stopped = true;
+}
+
+static void finish(struct launch *x) {
+        if (x->pidfd >= 0)
+                close(x->pidfd);
+        hs_launch_free(x->l);
 }
 
 static char **env_with_mark(int fd) {
@@ -108,50 +174,127 @@ static char **env_with_mark(int fd) {
         return envp;
 }
 
-static long long read_mark(int fd) {
-        char buf[64];
-        ssize_t n, got = 0;
-        while ((n = read(fd, buf + got, sizeof buf - 1 - (size_t) got)) > 0)
-                got += n;
-        buf[got > 0 ? got : 0] = '\0';
-        return got > 0 ? atoll(buf) : -1;
+/* What one launch has seen so far. */
+struct seen {
+        long long t_main, t_ready, t_exit;
+        char mark[64];
+        size_t mark_got;
+        char line[4096]; /* the output line being read */
+        size_t line_got;
+};
+
+static void read_mark(int fd, struct seen *v) {
+        ssize_t n;
+        while ((n = read(fd, v->mark + v->mark_got, sizeof v->mark - 1 - v->mark_got)) > 0)
+                v->mark_got += (size_t) n;
+        v->mark[v->mark_got] = '\0';
+        if (v->t_main < 0 && strchr(v->mark, '\n'))
+                v->t_main = atoll(v->mark);
+}
+
+/* Reads the program's output; the first complete line matching the pattern makes it ready. */
+static void read_output(const struct config *c, int fd, struct seen *v, long long now) {
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+                for (ssize_t i = 0; i < n; i++) {
+                        if (buf[i] != '\n' && v->line_got < sizeof v->line - 1) {
+                                v->line[v->line_got++] = buf[i];
+                                continue;
+                        }
+                        v->line[v->line_got] = '\0';
+                        v->line_got = 0;
+                        if (v->t_ready < 0 && c->ready_set && regexec(&c->ready, v->line, 0, NULL, 0) == 0)
+                                v->t_ready = now;
+                }
+}
+
+/* A launch that is not ready or ended by then is stopped, and one that ignores SIGTERM killed. */
+#define READY_TIMEOUT_NS (30LL * 1000000000LL)
+#define STOP_GRACE_NS (5LL * 1000000000LL)
+
+/* Follows the launch until it ended: its mark of main, its output, a window, its end. */
+static void follow(const struct config *c, struct launch *x, int mark_fd, int out_fd, long long t0, struct seen *v) {
+        long long stop_at = c->ready_wanted ? t0 + READY_TIMEOUT_NS : LLONG_MAX;
+        while (!x->ended) {
+                struct pollfd p[4] = { { mark_fd, POLLIN, 0 }, { out_fd, POLLIN, 0 }, { end_fd(x), POLLIN, 0 },
+                                       { c->windows ? window_watch_fd(c->windows) : -1, POLLIN, 0 } };
+                long long now = now_ns();
+                int timeout = stop_at == LLONG_MAX ? -1 : (int) ((stop_at - now) / 1000000) + 1;
+                (void) poll(p, 4, timeout > 0 ? timeout : 0);
+                now = now_ns();
+                if (p[0].revents)
+                        read_mark(mark_fd, v);
+                if (p[1].revents)
+                        read_output(c, out_fd, v, now);
+                if (v->t_ready < 0 && c->windows && window_watch_mapped(c->windows))
+                        v->t_ready = now;
+                if (p[2].revents) {
+                        v->t_exit = now;
+                        reap(x);
+                } else if (now >= stop_at) {
+                        if (v->t_ready < 0 && !x->why[0])
+                                snprintf(x->why, sizeof x->why, "not ready within %lld s", READY_TIMEOUT_NS / 1000000000LL);
+                        stop(x, x->stopped ? SIGKILL : SIGTERM);
+                        stop_at = now + STOP_GRACE_NS;
+                } else if (v->t_ready >= 0 && c->stop_at_ready && !x->stopped) {
+                        stop(x, SIGTERM);
+                        stop_at = now + STOP_GRACE_NS;
+                }
+        }
+        read_mark(mark_fd, v);
 }
 
 static void one_launch(const struct config *c, const struct mode *m, int round) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[1], F_SETFD, 0) < 0)
+        int mark[2], out[2];
+        if (pipe2(mark, O_CLOEXEC | O_NONBLOCK) < 0 || fcntl(mark[1], F_SETFD, 0) < 0 ||
+            pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
                 exit(EXIT_FAILURE);
-        char **envp = env_with_mark(p[1]);
-        char why[HS_MAX_TEXT + 64] = "";
-        int status = 0, r;
+        /* The program's stdout and stderr go into our pipe (read for --ready), blocking for it. */
+        (void) fcntl(out[1], F_SETFL, 0);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+        posix_spawn_file_actions_adddup2(&fa, out[1], STDERR_FILENO);
+        char **envp = env_with_mark(mark[1]);
+        struct seen v = { .t_main = -1, .t_ready = -1, .t_exit = -1 };
+        struct launch x;
+        if (c->windows)
+                window_watch_reset(c->windows);
 
+        /* The client library hands the program our own fds 0-2: make 1 and 2 the pipe meanwhile. */
+        int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+        if (m->how == HOW_DIRECT) {
+                dup2(out[1], STDOUT_FILENO);
+                dup2(out[1], STDERR_FILENO);
+        }
         long long t0 = now_ns();
-        if (m->how == HOW_EXEC)
-                r = spawn_and_wait(c->path, c->argv, envp, &status);
-        else if (m->how == HOW_RUN) {
-                int argc = 0;
-                while (c->argv[argc])
-                        argc++;
-                char **argv = calloc((size_t) argc + 4, sizeof(char *));
-                argv[0] = (char *) c->run_client;
-                argv[1] = (char *) "--socket";
-                argv[2] = (char *) m->socket;
-                memcpy(argv + 3, c->argv, (size_t) argc * sizeof(char *));
-                r = spawn_and_wait(c->run_client, argv, envp, &status);
-                free(argv);
-        } else
-                r = run_direct(c, m, envp, &status, why, sizeof why);
-        long long t_exit = now_ns();
-        close(p[1]);
-        long long t_main = read_mark(p[0]);
-        close(p[0]);
+        int r = start(&x, c, m, envp, &fa);
+        dup2(saved_out, STDOUT_FILENO);
+        dup2(saved_err, STDERR_FILENO);
+        close(saved_out);
+        close(saved_err);
+        close(mark[1]);
+        close(out[1]);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r == 0)
+                follow(c, &x, mark[0], out[0], t0, &v);
+        close(mark[0]);
+        close(out[0]);
 
-        if (r < 0 || t_main < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        bool status_ok = x.stopped ? x.why[0] == '\0' : WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0;
+        if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || (c->ready_wanted && v.t_ready < 0))
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
-                        why[0] ? why : t_main < 0 ? "the program did not mark main" : "the program failed");
+                        x.why[0] ? x.why : v.t_main < 0 ? "the program did not mark main"
+                                  : !status_ok      ? "the program failed"
+                                                    : "the program was never ready");
         else
-                dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_exit_ns\": %lld}\n",
-                        m->name, round, t_main - t0, t_exit - t0);
+                dprintf(c->out,
+                        "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_ready_ns\": %lld, "
+                        "\"to_exit_ns\": %lld, \"stopped\": %s}\n",
+                        m->name, round, v.t_main - t0, (c->ready_wanted ? v.t_ready : v.t_exit) - t0, v.t_exit - t0,
+                        x.stopped ? "true" : "false");
+        finish(&x);
         size_t last = 0;
         while (envp[last + 1])
                 last++;
@@ -210,6 +353,17 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->run_client = v;
                 else if (strcmp(argv[i], "--modes") == 0)
                         c->mode_list = v;
+                else if (strcmp(argv[i], "--ready") == 0) {
+                        if (regcomp(&c->ready, v, REG_EXTENDED | REG_NOSUB) != 0) {
+                                fprintf(stderr, "launch-timer: --ready: not a regular expression: %s\n", v);
+                                return -1;
+                        }
+                        c->ready_set = true;
+                } else if (strcmp(argv[i], "--ready-window") == 0 || strcmp(argv[i], "--stop-at-ready") == 0) {
+                        c->ready_window |= strcmp(argv[i], "--ready-window") == 0;
+                        c->stop_at_ready = true;
+                        continue; /* takes no value */
+                }
                 else if (strcmp(argv[i], "--daemon") == 0 && strchr(v, '=') && c->ndaemons < MAX_DAEMONS) {
                         char *name = strdup(v);
                         char *eq = strchr(name, '=');
@@ -221,7 +375,8 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         }
         if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->run_client) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
-                                "[--modes exec,run,direct,run@NAME,direct@NAME] -- PROGRAM ARGS...\n");
+                                "[--modes exec,run,direct,run@NAME,direct@NAME] [--ready REGEX] [--ready-window] "
+                                "[--stop-at-ready] -- PROGRAM ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
@@ -246,11 +401,14 @@ int main(int argc, char *argv[]) {
         struct config c = { 0 };
         if (parse_args(&c, argc, argv) < 0)
                 return 2;
+        if (c.ready_window && !(c.windows = window_watch_open()))
+                return 2;
+        c.ready_wanted = c.ready_set || c.ready_window;
         /* SIGTERM ends the run after the launch in progress, so every launch made is reported. */
         struct sigaction sa = { .sa_handler = on_sigterm };
         sigaction(SIGTERM, &sa, NULL);
 
-        /* Results go to our stdout; the programs get /dev/null for all three standard fds. */
+        /* Results go to our stdout; the programs get /dev/null for stdin, the output pipe for the rest. */
         c.out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
         int null = open("/dev/null", O_RDWR);
         for (int fd = 0; fd <= 2; fd++)
