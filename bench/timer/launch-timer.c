@@ -4,7 +4,7 @@
  *
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
  *                     [--modes exec,run,direct,run@NAME,direct@NAME...]
- *                     [--ready REGEX] [--ready-window] [--stop-at-ready] -- PROGRAM ARGS...
+ *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--linger-ms MS] -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   run[@NAME]   posix_spawn of headstart-run PROGRAM ARGS... against --socket or daemon NAME
  *   direct[@NAME] a request through libheadstart-client, as a program linking it would make
@@ -13,7 +13,7 @@
  * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. Ready is the first
  * line of its output (stdout or stderr, a pipe: the program must flush it) matching --ready, or
  * its first top-level window mapped on $DISPLAY (--ready-window, which also stops the program with
- * SIGTERM once ready, as --stop-at-ready does), else its exit. */
+ * SIGTERM once ready, as --stop-at-ready does, or --linger-ms later), else its exit. */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -66,6 +66,7 @@ struct config {
         bool ready_wanted;  /* either; otherwise ready is exit */
         bool stop_at_ready; /* SIGTERM once ready (implied by --ready-window) */
         bool ready_window;
+        long long linger_ms; /* with --stop-at-ready: how long after ready */
         char **argv; /* program and its arguments */
         char *path;  /* the program, absolute */
         int out;     /* where the JSON lines go */
@@ -238,8 +239,13 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
                         stop(x, x->stopped ? SIGKILL : SIGTERM);
                         stop_at = now + STOP_GRACE_NS;
                 } else if (v->t_ready >= 0 && c->stop_at_ready && !x->stopped) {
-                        stop(x, SIGTERM);
-                        stop_at = now + STOP_GRACE_NS;
+                        /* Lingering lets the program run on a little, as it would for a user. */
+                        long long linger_until = v->t_ready + c->linger_ms * 1000000LL;
+                        if (now >= linger_until) {
+                                stop(x, SIGTERM);
+                                stop_at = now + STOP_GRACE_NS;
+                        } else if (linger_until < stop_at)
+                                stop_at = linger_until;
                 }
         }
         read_mark(mark_fd, v);
@@ -353,6 +359,8 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->run_client = v;
                 else if (strcmp(argv[i], "--modes") == 0)
                         c->mode_list = v;
+                else if (strcmp(argv[i], "--linger-ms") == 0)
+                        c->linger_ms = atoll(v);
                 else if (strcmp(argv[i], "--ready") == 0) {
                         if (regcomp(&c->ready, v, REG_EXTENDED | REG_NOSUB) != 0) {
                                 fprintf(stderr, "launch-timer: --ready: not a regular expression: %s\n", v);
@@ -376,7 +384,7 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->run_client) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
                                 "[--modes exec,run,direct,run@NAME,direct@NAME] [--ready REGEX] [--ready-window] "
-                                "[--stop-at-ready] -- PROGRAM ARGS...\n");
+                                "[--stop-at-ready] [--linger-ms MS] -- PROGRAM ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)

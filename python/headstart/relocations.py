@@ -99,10 +99,12 @@ def closure(program: Path) -> list[Path]:
 
 
 def per_mode(program: Path) -> dict[str, Relocations]:
-    """What the launched process relocates itself, per mode."""
+    """What the launched process relocates itself before main, per mode (the adaptive modes load the
+    program as pool does; what they add is loaded after main)."""
     own = count_object(program)
     libs = sum((count_object(lib) for lib in closure(program)), Relocations())
-    return {"exec": own + libs, "preload": own, "warm": Relocations(), "pool": Relocations()}
+    none = Relocations()
+    return {"exec": own + libs, "preload": own, "warm": none, "pool": none, "learned": none, "warm-up": none}
 
 
 def loader_statistics(argv: list[str]) -> dict[str, int]:

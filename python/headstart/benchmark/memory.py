@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from headstart import binaries
-from headstart.benchmark.timing import Program
+from headstart.benchmark.programs import Program
 from headstart.errors import HeadstartError
 from headstart.profiling.memory import read_memory
 from headstart.stats import summarize
@@ -52,7 +52,7 @@ def _one_launch(program: Program, socket: Path | None, env: dict[str, str]) -> t
         if socket is None
         else [str(binaries.find("headstart-run")), "--socket", str(socket), *program.argv]
     )
-    launch_env = dict(env, HEADSTART_MARK_FD=str(write_end), HEADSTART_MARK_STOP="1")
+    launch_env = dict(env, **program.env, HEADSTART_MARK_FD=str(write_end), HEADSTART_MARK_STOP="1")
     try:
         proc = subprocess.Popen(
             cmd,
@@ -70,7 +70,10 @@ def _one_launch(program: Program, socket: Path | None, env: dict[str, str]) -> t
         _wait_stopped(pid)
         memory = read_memory(pid)
         os.kill(pid, signal.SIGCONT)
-        if proc.wait(timeout=TIMEOUT_S) != 0:
+        if program.ready.window:  # it would show its window until closed
+            proc.terminate()
+            proc.wait(timeout=TIMEOUT_S)
+        elif proc.wait(timeout=TIMEOUT_S) != 0:
             raise HeadstartError(f"{program.name} failed (exit status {proc.returncode}) after its memory was read")
         if memory is None:
             raise HeadstartError(f"cannot read the memory of {program.name} (pid {pid})")

@@ -2,7 +2,8 @@
 
 A daemon mode pays once to start its daemon (for this program alone: preloading, loading it warm,
 filling the pool) and then each launch; exec pays each launch in full. The total of N launches is
-the daemon's start plus the first N times to exit of one alternating run of 100 rounds, so every
+the daemon's start plus the first N times to ready (to exit for a program that has no ready point of
+its own) of one alternating run of 100 rounds, so every
 mode's launches share the same moments of machine noise.
 """
 
@@ -14,7 +15,9 @@ from itertools import accumulate
 
 from rich.progress import Progress
 
-from headstart.benchmark.timing import Program, daemon_mode, run_launch_timer, start_daemons
+from headstart.benchmark.daemons import start_daemons
+from headstart.benchmark.programs import Program
+from headstart.benchmark.timing import daemon_mode, run_launch_timer
 
 MAX_LAUNCHES = 100
 
@@ -43,7 +46,7 @@ def measure(
     program: Program, modes: list[str], keys: list[str], env: dict[str, str], progress: Progress | None
 ) -> RepeatedLaunches:
     with ExitStack() as stack:
-        daemons = start_daemons(stack, modes, [program.path], env)
+        daemons = start_daemons(stack, modes, [program], env)
         available = [k for k in keys if daemon_mode(k) not in daemons.unavailable]
         rows = run_launch_timer(program, available, MAX_LAUNCHES, daemons.running, env, progress)
     startup = {mode: d.ready_after_s * 1000 for mode, d in daemons.running.items()}
@@ -54,5 +57,5 @@ def measure(
             errors[key] = next(r["error"] for r in mine if "error" in r)
             continue
         start = startup.get(daemon_mode(key), 0.0)
-        totals[key] = [start + t for t in accumulate(r["to_exit_ns"] / 1e6 for r in mine)]
+        totals[key] = [start + t for t in accumulate(r["to_ready_ns"] / 1e6 for r in mine)]
     return RepeatedLaunches(program.name, startup, totals, errors)

@@ -13,13 +13,14 @@ from headstart.benchmark.scaling import PreloadPoint
 from headstart.benchmark.timing import ModeResult, daemon_mode
 from headstart.relocations import Relocations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
 class ProgramResult:
     program: str
     argv: list[str]
+    ready: str  # what counts as ready: "exit", "window shown", "line /REGEX/"
     runs: int
     modes: dict[str, ModeResult]  # per key: exec, run@preload, direct@preload, ...
     served: int  # launches the daemons started (the rest fell back to exec)
@@ -28,6 +29,7 @@ class ProgramResult:
     loader: dict[str, int]  # the loader's own counts for one exec, to check `relocations["exec"]` against
     memory: dict[str, MemoryAtMain] = field(default_factory=dict)  # per daemon mode (or exec), at main
     memory_errors: dict[str, str] = field(default_factory=dict)
+    daemon_memory: dict[str, dict[str, float]] = field(default_factory=dict)  # per daemon mode, after the run
 
     def relocations_of(self, key: str) -> Relocations | None:
         return self.relocations.get(daemon_mode(key))
@@ -52,9 +54,9 @@ class BenchResult:
     preload_scaling: list[PreloadPoint]
     repeated: RepeatedLaunches | None
 
-    def mean_ratio(self, key: str) -> float | None:
+    def mean_ratio(self, key: str, metric: str = "to_main_us") -> float | None:
         """The average over programs of the ratio to exec, as the paper averages its programs."""
-        ratios = [r for p in self.programs if (r := p.ratio(key)) is not None]
+        ratios = [r for p in self.programs if (r := p.ratio(key, metric)) is not None]
         return sum(ratios) / len(ratios) if ratios else None
 
     def failed(self) -> bool:
@@ -78,7 +80,9 @@ def _mode_dict(p: ProgramResult, m: ModeResult) -> dict[str, Any]:
     return {
         "status": m.status,
         "to_main_us": m.to_main_us.as_dict() if m.to_main_us else None,
+        "to_ready_us": m.to_ready_us.as_dict() if m.to_ready_us else None,
         "to_exit_us": m.to_exit_us.as_dict() if m.to_exit_us else None,
+        "ready_ratio_to_exec": p.ratio(m.mode, "to_ready_us"),
         "ratio_to_exec": p.ratio(m.mode),
         "exit_ratio_to_exec": p.ratio(m.mode, "to_exit_us"),
         "relocations_in_child": rel.as_dict() if rel else None,
@@ -91,12 +95,14 @@ def program_dict(p: ProgramResult) -> dict[str, Any]:
     return {
         "program": p.program,
         "argv": p.argv,
+        "ready": p.ready,
         "runs": p.runs,
         "served": p.served,
         "requested": p.requested,
         "modes": {k: _mode_dict(p, m) for k, m in p.modes.items()},
         "loader_statistics_exec": p.loader,
         "memory_errors": p.memory_errors,
+        "daemon_memory": p.daemon_memory,
     }
 
 
@@ -109,6 +115,7 @@ def as_json(result: BenchResult) -> dict[str, Any]:
         "programs": [program_dict(p) for p in result.programs],
         "missing_programs": result.missing_programs,
         "mean_ratio_to_exec": {k: result.mean_ratio(k) for k in result.keys},
+        "mean_ready_ratio_to_exec": {k: result.mean_ratio(k, "to_ready_us") for k in result.keys},
         "preload_scaling": [p.as_dict() for p in result.preload_scaling],
         "repeated_launches": result.repeated.as_dict() if result.repeated else None,
     }

@@ -17,7 +17,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from headstart import relocations
-from headstart.benchmark.timing import last_line
+from headstart.benchmark.daemons import last_line
 from headstart.daemon import private_daemon
 from headstart.errors import HeadstartError
 from headstart.stats import Summary, summarize

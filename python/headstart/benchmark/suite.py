@@ -3,8 +3,9 @@ the preload time as libraries grow, and repeated launches of one program."""
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -12,17 +13,11 @@ from rich.progress import Progress
 
 from headstart import relocations
 from headstart.benchmark import memory, repeated, scaling
+from headstart.benchmark.daemons import DAEMON_MODES, Daemons, daemon_memory, start_daemons
+from headstart.benchmark.display import x_display
+from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
 from headstart.benchmark.results import BenchResult, ProgramResult
-from headstart.benchmark.timing import (
-    SAMPLE_ARGS,
-    Daemons,
-    Program,
-    mark_main_env,
-    mode_keys,
-    resolve,
-    start_daemons,
-    time_program,
-)
+from headstart.benchmark.timing import mode_keys, time_program
 from headstart.errors import HeadstartError
 
 
@@ -38,6 +33,8 @@ class Plan:
     preload_repeats: int = 5
     repeated: bool = True
     shared_daemon: bool = False
+    ready: dict[str, Ready] = field(default_factory=dict)  # per program given by path: when it is ready
+    display: str | None = None  # an X server to use; None: a private Xvfb when a program needs one
 
 
 def quick_plan(plan: Plan) -> Plan:
@@ -45,45 +42,50 @@ def quick_plan(plan: Plan) -> Plan:
     return replace(plan, quick=True, memory_launches=2, preload_counts=(10, 50, 100), preload_repeats=3)
 
 
-def resolve_programs(names: list[str]) -> tuple[list[Program], dict[str, str]]:
+def resolve_programs(names: list[str], ready: dict[str, Ready] | None = None) -> tuple[list[Program], dict[str, str]]:
     """The programs found, and those asked for that are not (a sample not built: Qt missing, say)."""
     found, missing = [], {}
     for name in names:
         try:
-            found.append(resolve(name))
+            found.append(resolve(name, (ready or {}).get(name)))
         except HeadstartError as e:
             missing[name] = str(e)
     return found, missing
 
 
-def measure_programs(programs: list[Program], plan: Plan, progress: Progress) -> list[ProgramResult]:
+def measure_programs(
+    programs: list[Program], plan: Plan, progress: Progress, base_env: dict[str, str] | None = None
+) -> list[ProgramResult]:
     """Each program against daemons of its own, or with --shared-daemon all against one set (a
     daemon holding many programs' libraries forks a larger process, which every launch pays for).
     The samples mark main themselves; other programs are marked by a preloaded library, which
     their daemons must load too, so the two kinds never share daemons."""
     if plan.shared_daemon:
-        samples = [p for p in programs if p.name in SAMPLE_ARGS]
-        others = [p for p in programs if p.name not in SAMPLE_ARGS]
+        samples = [p for p in programs if p.is_sample]
+        others = [p for p in programs if not p.is_sample]
         groups = [g for g in (samples, others) if g]
     else:
         groups = [[p] for p in programs]
-    results = [r for group in groups for r in _measure_group(group, plan, progress)]
+    results = [r for group in groups for r in _measure_group(group, plan, progress, base_env)]
     by_argv = {tuple(r.argv): r for r in results}
     return [by_argv[tuple(p.argv)] for p in programs]
 
 
-def _measure_group(programs: list[Program], plan: Plan, progress: Progress) -> list[ProgramResult]:
+def _measure_group(
+    programs: list[Program], plan: Plan, progress: Progress, base_env: dict[str, str] | None
+) -> list[ProgramResult]:
     keys = mode_keys(plan.modes, plan.clients)
-    env = mark_main_env(programs)
+    env = mark_main_env(programs, base_env)
     results = []
     with ExitStack() as stack:
-        daemons = start_daemons(stack, plan.modes, [p.path for p in programs], env)
+        daemons = start_daemons(stack, plan.modes, programs, env)
         for program in programs:
             before = daemons.launches_started()
-            modes = time_program(program, keys, plan.runs, daemons, env, progress)
+            modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)
             result = ProgramResult(
                 program=program.name,
                 argv=program.argv,
+                ready=program.ready.describe(),
                 runs=plan.runs,
                 modes=modes,
                 served=daemons.launches_started() - before,
@@ -94,7 +96,20 @@ def _measure_group(programs: list[Program], plan: Plan, progress: Progress) -> l
             if plan.memory_launches:
                 _measure_memory(result, program, daemons, plan, env)
             results.append(result)
+        # Last, once every program has run: the daemons as they serve them all.
+        for result in results:
+            result.daemon_memory = _daemon_memory(daemons)
     return results
+
+
+def _daemon_memory(daemons: Daemons) -> dict[str, dict[str, float]]:
+    found = {}
+    for mode, daemon in daemons.running.items():
+        try:
+            found[mode] = daemon_memory(daemon)
+        except HeadstartError:
+            continue  # the table shows '-'; the timings stand
+    return found
 
 
 def _measure_memory(result: ProgramResult, program: Program, daemons: Daemons, plan: Plan, env: dict[str, str]) -> None:
@@ -110,20 +125,30 @@ def _measure_memory(result: ProgramResult, program: Program, daemons: Daemons, p
 
 def _library_sources(programs: list[Program]) -> list[Path]:
     """Where the preload curve takes its libraries from: the programs, and every sample built."""
-    samples, _ = resolve_programs(list(SAMPLE_ARGS))
+    samples, _ = resolve_programs(list(SAMPLES))
     return list(dict.fromkeys(p.path for p in [*programs, *samples]))
 
 
 def run(plan: Plan, console: Console) -> BenchResult:
-    programs, missing = resolve_programs(plan.programs)
+    programs, missing = resolve_programs(plan.programs, plan.ready)
     keys = mode_keys(plan.modes, plan.clients)
-    with Progress(console=console, transient=True) as progress:
-        results = measure_programs(programs, plan, progress)
+    with ExitStack() as stack, Progress(console=console, transient=True) as progress:
+        env = dict(os.environ)
+        if any(p.needs_display for p in programs):
+            try:
+                env["DISPLAY"] = stack.enter_context(x_display(plan.display))
+            except HeadstartError as e:
+                missing.update({p.name: str(e) for p in programs if p.needs_display})
+                programs = [p for p in programs if not p.needs_display]
+        results = measure_programs(programs, plan, progress, env)
         task = progress.add_task("preload time vs libraries", total=None)
         points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, _library_sources(programs))
         progress.remove_task(task)
         repeat = None
         if plan.repeated and programs:
-            env = mark_main_env(programs[:1])
-            repeat = repeated.measure(programs[0], plan.modes, keys, env, progress)
+            # The daemon's start includes its training; repeated launches compare the plain modes.
+            modes = [m for m in plan.modes if m == "exec" or not DAEMON_MODES[m].trained]
+            repeat = repeated.measure(
+                programs[0], modes, mode_keys(modes, plan.clients), mark_main_env(programs[:1], env), progress
+            )
     return BenchResult(plan.quick, keys, results, missing, points, repeat)

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from headstart.benchmark.timing import daemon_mode, mode_title
+from headstart.benchmark.timing import MODE_NAMES, daemon_mode, mode_title
 
 REPEATED_AT = (1, 10, 50, 100)
 
@@ -30,13 +30,34 @@ def _median(s: dict[str, float] | None, scale: float = 1.0, digits: int = 0) -> 
     return _num(s["median"] / scale if s else None, digits)
 
 
-def _ratio_cell(mode: dict[str, Any]) -> str:
+def _ratio_cell(mode: dict[str, Any], field: str = "ratio_to_exec") -> str:
     if mode["status"] == "unavailable":
         return "missing"
-    ratio = mode["ratio_to_exec"]
+    ratio = mode[field]
     if ratio is None:
         return "failed"
     return f"{ratio:.2f}" + ("" if mode["status"] == "ok" else " (failures)")
+
+
+def ready_normalized(data: dict[str, Any]) -> Table:
+    """What a user waits for: time to ready (a window shown, a ready line, or exit) against exec's."""
+    keys = data["modes"][1:]
+    rows = [
+        [
+            p["program"],
+            p["ready"],
+            _median(p["modes"]["exec"]["to_ready_us"], 1000, 1),
+            *(_ratio_cell(p["modes"][k], "ready_ratio_to_exec") for k in keys),
+        ]
+        for p in data["programs"]
+    ]
+    rows.append(["mean", "", "", *(_num(data["mean_ready_ratio_to_exec"][k], 2) for k in keys)])
+    return Table(
+        "Launch time to ready, normalized to exec (exec in ms; medians of alternating launches)",
+        ["program", "ready at", "exec ms", *(mode_title(k) for k in keys)],
+        rows,
+        (len(rows) - 1,),
+    )
 
 
 def normalized(data: dict[str, Any]) -> Table:
@@ -60,11 +81,13 @@ def details(data: dict[str, Any]) -> Table:
     for p in data["programs"]:
         sections.append(len(rows))
         for key, m in p["modes"].items():
-            rel, mem, main = m["relocations_in_child"], m["memory_at_main"], m["to_main_us"]
+            rel, mem, main, ready = m["relocations_in_child"], m["memory_at_main"], m["to_main_us"], m["to_ready_us"]
             rows.append(
                 [
                     p["program"],
                     mode_title(key) if m["status"] == "ok" else f"{mode_title(key)} ({m['status']})",
+                    _median(ready, 1000, 1),
+                    "-" if ready is None else f"{ready['p10'] / 1000:,.1f}-{ready['p90'] / 1000:,.1f}",
                     _median(main),
                     "-" if main is None else f"{main['p10']:,.0f}-{main['p90']:,.0f}",
                     _median(m["to_exit_us"]),
@@ -77,6 +100,8 @@ def details(data: dict[str, Any]) -> Table:
     headers = [
         "program",
         "mode",
+        "to ready ms",
+        "ready p10-p90",
         "to main µs",
         "p10-p90",
         "to exit µs",
@@ -85,8 +110,22 @@ def details(data: dict[str, Any]) -> Table:
         "PSS KiB",
         "priv. dirty KiB",
     ]
-    title = "Per program and mode: time to main and exit, relocations in the child, memory at main"
+    title = "Per program and mode: time to ready, main and exit, relocations in the child, memory at main"
     return Table(title, headers, rows, tuple(sections[1:]))
+
+
+def daemon_memory(data: dict[str, Any]) -> Table | None:
+    """What each daemon holds once its programs have run: the zygote and its waiting children."""
+    modes = [m for m in dict.fromkeys(daemon_mode(k) for k in data["modes"]) if m != "exec"]
+    rows = []
+    for p in data["programs"]:
+        mem = p["daemon_memory"]
+        cells = [f"{mem[m]['zygote_pss_kb']:,.0f} + {mem[m]['pool_pss_kb']:,.0f}" if m in mem else "-" for m in modes]
+        rows.append([p["program"], *cells])
+    if not rows:
+        return None
+    title = "The daemon's memory after the run: PSS of the zygote + its waiting children, KiB"
+    return Table(title, ["program", *(MODE_NAMES[m] for m in modes)], rows)
 
 
 def preload(data: dict[str, Any]) -> Table:
@@ -109,9 +148,11 @@ def repeated(data: dict[str, Any]) -> Table | None:
     rows = []
     for key in data["modes"]:
         why = r["errors"].get(key) or r["errors"].get(daemon_mode(key))
-        if why or key not in r["total_ms"]:
-            rows.append([mode_title(key), why or "did not run", *("" for _ in REPEATED_AT)])
+        if why:
+            rows.append([mode_title(key), why, *("" for _ in REPEATED_AT)])
             continue
+        if key not in r["total_ms"]:
+            continue  # not a mode repeated launches compare (a trained daemon)
         totals = r["total_ms"][key]
         at = [_num(totals[n - 1] if len(totals) >= n else None, 1) for n in REPEATED_AT]
         rows.append([mode_title(key), _num(r["startup_ms"].get(daemon_mode(key)), 1), *at])
@@ -120,7 +161,15 @@ def repeated(data: dict[str, Any]) -> Table | None:
 
 
 def all_tables(data: dict[str, Any]) -> list[Table]:
-    return [t for t in (normalized(data), details(data), preload(data), repeated(data)) if t is not None]
+    tables = (
+        ready_normalized(data),
+        normalized(data),
+        details(data),
+        daemon_memory(data),
+        preload(data),
+        repeated(data),
+    )
+    return [t for t in tables if t is not None]
 
 
 def loader_notes(data: dict[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from headstart import binaries
 from headstart.benchmark import suite, table
+from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import as_json
 from headstart.benchmark.timing import LAUNCHERS, MODES
 from headstart.errors import HeadstartError, UsageError
@@ -19,12 +20,19 @@ from headstart.report import bench_page
 NAME = "bench"
 HELP = "time launches by exec and through headstartd in every mode, alternating, and compare them"
 
-# Unmodified Debian programs (C++, many libraries) timed beside the samples, each with a small job.
-DEBIAN_PROGRAMS = ("/usr/bin/exiv2 --version", "/usr/bin/xmllint --version")
+# Unmodified Debian programs timed beside the samples: command-line ones (C++, many libraries) with a
+# small job, ready at exit; GUI ones (a GTK 3 calculator, a Qt 5 editor), ready when their window shows.
+DEBIAN_PROGRAMS = {
+    "/usr/bin/exiv2 --version": Ready(),
+    "/usr/bin/xmllint --version": Ready(),
+    "/usr/bin/galculator": Ready(window=True),
+    "/usr/bin/featherpad": Ready(window=True),
+}
 
 
-def default_programs() -> list[str]:
-    return [*binaries.SAMPLE_APPS, *(p for p in DEBIAN_PROGRAMS if Path(p.split()[0]).is_file())]
+def default_programs() -> dict[str, Ready]:
+    found = {p: r for p, r in DEBIAN_PROGRAMS.items() if Path(p.split()[0]).is_file()}
+    return {**{s: Ready() for s in binaries.SAMPLE_APPS}, **found}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,6 +44,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="sample names, or paths of programs with their arguments in one word ('/usr/bin/lame --version'); "
         "default: every sample and a few Debian programs",
     )
+    ready = p.add_mutually_exclusive_group()
+    ready.add_argument(
+        "--ready", metavar="REGEX", help="the programs given by path are ready at a line of output matching REGEX"
+    )
+    ready.add_argument(
+        "--ready-window",
+        action="store_true",
+        help="the programs given by path are ready when their first window shows on the X display (then stopped)",
+    )
+    p.add_argument("--display", help="the X server for programs that show a window (default: a private Xvfb)")
     p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 20 with --quick)")
     p.add_argument(
         "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)} (default all)"
@@ -74,9 +92,19 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
     clients = _choices(args.clients, list(LAUNCHERS), "client")
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    programs = args.programs or default_programs()
+    if args.programs:
+        given = Ready(args.ready, args.ready_window)
+        ready = {p: given for p in args.programs}
+    else:
+        ready = default_programs()
     plan = suite.Plan(
-        programs, args.runs or (20 if args.quick else 200), modes, clients, shared_daemon=args.shared_daemon
+        list(ready),
+        args.runs or (20 if args.quick else 200),
+        modes,
+        clients,
+        shared_daemon=args.shared_daemon,
+        ready=ready,
+        display=args.display,
     )
     return suite.quick_plan(plan) if args.quick else plan
 

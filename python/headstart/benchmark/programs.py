@@ -1,0 +1,101 @@
+"""The programs a benchmark launches: our samples, or any program with its arguments, each with the
+moment it counts as ready (a line of output, a window shown, or its exit) and what it needs to run
+(an X display, environment variables)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from headstart import binaries
+from headstart.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Ready:
+    """When a launch is ready: the first output line matching `pattern`, or the first top-level
+    window mapped on the display (`window`; the program is then stopped), else the program's exit."""
+
+    pattern: str | None = None
+    window: bool = False
+
+    def describe(self) -> str:
+        if self.window:
+            return "window shown"
+        return f"line /{self.pattern}/" if self.pattern else "exit"
+
+    def timer_args(self) -> list[str]:
+        if self.window:
+            return ["--ready-window"]
+        return ["--ready", self.pattern] if self.pattern else []
+
+
+@dataclass(frozen=True)
+class Sample:
+    args: list[str]
+    ready: Ready = Ready()
+    env: dict[str, str] = field(default_factory=dict)
+    display: bool = False
+
+
+# Each sample with a small, representative job. The GUI samples show a real window: GTK says
+# "window shown" when its window is mapped, and Qt (on X11, not off screen) prints its line after
+# the first round of events, both flushed at once.
+SAMPLES: dict[str, Sample] = {
+    "gtk-hello": Sample([], Ready("^window shown$"), display=True),
+    "jpeg-encode": Sample(["85"]),
+    "mp3-encode": Sample(["1"]),
+    "fft": Sample(["4096"]),
+    "many-globals": Sample([]),
+    "qt-widgets": Sample([], Ready("^qt-widgets:"), {"QT_QPA_PLATFORM": "xcb"}, display=True),
+}
+
+
+@dataclass
+class Program:
+    """A program to launch: a sample's name, or a path and its arguments in one word."""
+
+    name: str
+    path: Path
+    args: list[str]
+    ready: Ready = Ready()
+    env: dict[str, str] = field(default_factory=dict)
+    display: bool = False
+
+    @property
+    def argv(self) -> list[str]:
+        return [str(self.path), *self.args]
+
+    @property
+    def is_sample(self) -> bool:
+        return self.name in SAMPLES
+
+    @property
+    def needs_display(self) -> bool:
+        return self.display or self.ready.window
+
+
+def resolve(program: str, ready: Ready | None = None) -> Program:
+    """Samples mark main themselves (bench/apps/mark.h); other programs are marked by a preloaded
+    library (see mark_main_env). `ready` applies to programs that are not samples."""
+    if program in SAMPLES:
+        s = SAMPLES[program]
+        return Program(program, binaries.find(program), s.args, s.ready, s.env, s.display)
+    path, *args = shlex.split(program)
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such sample app or file (samples: {', '.join(SAMPLES)})")
+    return Program(Path(path).name, Path(path).resolve(), args, ready or Ready())
+
+
+def mark_main_env(programs: list[Program], base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment under which every program of the run marks main. A program that is not one of
+    our samples cannot mark it itself: libheadstart-mark-main.so, preloaded into it by exec and into
+    the daemons (so that the loader environments still match), marks it for it. It then runs in
+    every mode, exec included, so the ratios stay side by side. `base` is the environment to start
+    from (ours by default)."""
+    env = dict(os.environ if base is None else base)
+    if all(p.is_sample for p in programs):
+        return env
+    return dict(env, LD_PRELOAD=str(binaries.find("mark-main")))
