@@ -164,6 +164,7 @@ static int run_zygote(const struct daemon_options *o) {
 
         struct string_list apps = { 0 }, learned_loaded = { 0 };
         struct learned learned = { 0 };
+        struct warm_up_result *warm_up = NULL;
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
         char copy[PATH_MAX], learn_file[PATH_MAX + 16];
         snprintf(copy, sizeof copy, "%s", path);
@@ -184,9 +185,16 @@ static int run_zygote(const struct daemon_options *o) {
                 if ((r = learned_preloaded_paths(&learned, &learned_loaded)) < 0)
                         goto out;
         }
+        warm_up = calloc(o->warm_up.n ? o->warm_up.n : 1, sizeof *warm_up);
+        if (!warm_up) {
+                r = log_error("out of memory");
+                goto out;
+        }
+        warm_up_run(&o->warm_up, warm_up);
         raise_fd_limit();
         if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0)
                 goto out;
+        s.warm_up = warm_up;
         s.cache.also_loaded = &learned_loaded;
         if ((r = check_apps(&s, &apps, o->warm.n)) < 0)
                 goto out;
@@ -210,6 +218,9 @@ out:
         string_list_done(&apps);
         string_list_done(&learned_loaded);
         learned_done(&learned);
+        for (size_t i = 0; warm_up && i < o->warm_up.n; i++)
+                free(warm_up[i].refused);
+        free(warm_up);
         return r;
 }
 

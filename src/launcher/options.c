@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "warm-up.h"
 
 #define DEFAULT_MAX_CHILDREN 1024u
 
@@ -41,6 +42,21 @@ static int parse_unsigned(const char *key, const char *value, unsigned *ret) {
         return 0;
 }
 
+/* "fontconfig,gdk-pixbuf": each step known, each once. */
+static int parse_warm_up(struct daemon_options *o, const char *value) {
+        _cleanup_free_ char *copy = strdup(value);
+        if (!copy)
+                return log_error("out of memory"), -ENOMEM;
+        char *save = NULL;
+        for (char *step = strtok_r(copy, ", ", &save); step; step = strtok_r(NULL, ", ", &save)) {
+                if (warm_up_check_name(step) < 0)
+                        return log_error("warm-up: unknown step '%s' (known: %s)", step, warm_up_known()), -EINVAL;
+                if (!string_list_contains(&o->warm_up, step) && string_list_add(&o->warm_up, step) < 0)
+                        return log_error("out of memory"), -ENOMEM;
+        }
+        return 0;
+}
+
 /* One setting, the same for `--key value` and `key = value`. */
 static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
         int r;
@@ -50,6 +66,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 r = string_list_add(&o->warm, value);
         else if (strcmp(key, "preload") == 0)
                 r = string_list_add(&o->preloads, value);
+        else if (strcmp(key, "warm-up") == 0)
+                return parse_warm_up(o, value);
         else if (strcmp(key, "socket") == 0)
                 r = set_string(&o->socket_path, value);
         else if (strcmp(key, "cache-dir") == 0)
@@ -160,6 +178,11 @@ static void help(void) {
                 "  --learn-file FILE    where learned objects are kept (default: beside the socket, 'learned')\n"
                 "  --learn-refresh N    start a fresh zygote, which preloads them, once N new objects were\n"
                 "                       learned (default 1)\n"
+                "  --warm-up STEP,...   run this initialisation once in the zygote instead of in every\n"
+                "                       launch: fontconfig (its configuration and caches), gdk-pixbuf (its\n"
+                "                       loader list), LIBRARY:FUNCTION (a function with no argument of\n"
+                "                       a loaded library); each is tested first and refused if it starts\n"
+                "                       a thread or opens a socket\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -184,7 +207,7 @@ static const struct long_option long_options[] = {
         { "refresh-seconds", true }, { "zygote", true } /* internal */, { "request-timeout", true },
         { "allow-root", false },   { "verbose", false },      { "help", false },
         { "version", false },       { "check", false },        { "no-learn", false },
-        { "learn-file", true },    { "learn-refresh", true },
+        { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -258,4 +281,5 @@ void options_done(struct daemon_options *o) {
         string_list_done(&o->check);
         string_list_done(&o->warm);
         string_list_done(&o->preloads);
+        string_list_done(&o->warm_up);
 }

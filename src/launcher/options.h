@@ -14,6 +14,7 @@ struct daemon_options {
         struct string_list check; /* --check PROGRAM...: report how each would be served, then exit */
         struct string_list warm; /* registered too, and loaded into the daemon itself */
         struct string_list preloads;
+        struct string_list warm_up; /* framework initialisation run in the zygote (warm-up.h) */
         bool allow_root;
         bool verbose;
         unsigned max_children;

@@ -11,6 +11,7 @@
 #include "file-watch.h"
 #include "image-cache.h"
 #include "learn.h"
+#include "warm-up.h"
 #include "options.h"
 #include "protocol.h"
 
@@ -93,6 +94,7 @@ struct server {
         bool force_exit;
         struct zygote_info zygote;
         struct learned *learned; /* adaptive preload; NULL with --no-learn */
+        const struct warm_up_result *warm_up; /* one per --warm-up step */
         uint64_t started_ms;
         uint64_t launches, launches_pooled, declines;
         uint64_t declined[HS_DECLINE_COUNT];

@@ -93,6 +93,9 @@ static void compose(const struct server *s, struct text *t) {
                     r->reason ? r->reason : "");
         }
         compose_learned(s, t);
+        for (size_t i = 0; i < o->warm_up.n; i++)
+                add(t, "warm-up: %s %s%s%s\n", s->warm_up[i].refused ? "refused" : "done", s->warm_up[i].step,
+                    s->warm_up[i].refused ? " -- " : "", s->warm_up[i].refused ? s->warm_up[i].refused : "");
         add(t, "pool-size: %u\n", o->pool_size);
         add(t, "pool-waiting: %u\n", s->npool);
         add(t, "running: %u\n", s->nchildren);

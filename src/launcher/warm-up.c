@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+#include "warm-up.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+
+struct step {
+        const char *name;
+        const char *library; /* must already be loaded: a warm-up never loads anything itself */
+        const char *symbol;  /* called with no argument; its result is kept (the point is its side effect) */
+        const char *what;
+};
+
+/* Each measured with `headstart bench` on the GTK sample (docs/results.md). */
+static const struct step steps[] = {
+        { "fontconfig", "libfontconfig.so.1", "FcInit",
+          "fontconfig's configuration files parsed and its font caches mapped" },
+        { "gdk-pixbuf", "libgdk_pixbuf-2.0.so.0", "gdk_pixbuf_get_formats",
+          "gdk-pixbuf's list of image loaders read from its loaders.cache" },
+};
+
+const char *warm_up_known(void) {
+        return "fontconfig, gdk-pixbuf, or LIBRARY:FUNCTION";
+}
+
+static const struct step *find_step(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+                if (strcmp(steps[i].name, name) == 0)
+                        return &steps[i];
+        return NULL;
+}
+
+/* LIBRARY:FUNCTION, a step of the user's own: a library a registered program links, and a function
+ * of it that takes no argument. */
+static bool split_custom(const char *name, char *library, size_t size, const char **ret_symbol) {
+        const char *colon = strchr(name, ':');
+        if (!colon || colon == name || !colon[1] || (size_t) (colon - name) >= size)
+                return false;
+        snprintf(library, size, "%.*s", (int) (colon - name), name);
+        *ret_symbol = colon + 1;
+        return true;
+}
+
+int warm_up_check_name(const char *name) {
+        char library[256];
+        const char *symbol;
+        return find_step(name) || split_custom(name, library, sizeof library, &symbol) ? 0 : -EINVAL;
+}
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* Threads and sockets of this process: a step may add neither. */
+static void count_self(int *ret_threads, int *ret_sockets) {
+        *ret_threads = *ret_sockets = 0;
+        DIR *d = opendir("/proc/self/task");
+        for (struct dirent *de; d && (de = readdir(d));)
+                *ret_threads += de->d_name[0] != '.';
+        if (d)
+                closedir(d);
+        d = opendir("/proc/self/fd");
+        for (struct dirent *de; d && (de = readdir(d));) {
+                struct stat st;
+                if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode))
+                        (*ret_sockets)++;
+        }
+        if (d)
+                closedir(d);
+}
+
+/* Finds the function in the loaded library, or says why not. */
+static const char *resolve(const struct step *step, void *(**ret_fn)(void)) {
+        void *h = dlopen(step->library, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+                return "its library is not loaded (no registered program uses it)";
+        void *sym = dlsym(h, step->symbol);
+        dlclose(h);
+        if (!sym)
+                return "its library does not define the function it calls";
+        *ret_fn = (void *(*)(void)) sym; /* POSIX: dlsym's result converts to a function pointer */
+        return NULL;
+}
+
+/* Exit codes of the test child. */
+enum { TEST_OK = 0, TEST_THREAD = 2, TEST_SOCKET = 3 };
+
+static const char *test_in_child(void *(*fn)(void)) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return "cannot fork a test child";
+        if (pid == 0) {
+                int threads, sockets, threads_after, sockets_after;
+                count_self(&threads, &sockets);
+                (void) fn();
+                count_self(&threads_after, &sockets_after);
+                _exit(threads_after != threads ? TEST_THREAD : sockets_after != sockets ? TEST_SOCKET : TEST_OK);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return "cannot wait for the test child";
+        if (WIFSIGNALED(status))
+                return "it killed the test child";
+        switch (WEXITSTATUS(status)) {
+        case TEST_OK:
+                return NULL;
+        case TEST_THREAD:
+                return "it starts a thread; the daemon forks and must stay single-threaded";
+        case TEST_SOCKET:
+                return "it opens a socket: every program would share one connection";
+        default:
+                return "the test child failed";
+        }
+}
+
+void warm_up_run(const struct string_list *names, struct warm_up_result *ret) {
+        for (size_t i = 0; i < names->n; i++) {
+                char library[256];
+                struct step custom = { .name = names->items[i], .library = library, .what = "done" };
+                const struct step *step = find_step(names->items[i]);
+                if (!step && split_custom(names->items[i], library, sizeof library, &custom.symbol))
+                        step = &custom;
+                void *(*fn)(void) = NULL;
+                const char *why = step ? resolve(step, &fn) : "unknown step";
+                if (!why)
+                        why = test_in_child(fn);
+                ret[i] = (struct warm_up_result){ .step = names->items[i], .refused = why ? strdup(why) : NULL };
+                if (why) {
+                        log_warning("warm-up %s refused: %s", names->items[i], why);
+                        continue;
+                }
+                uint64_t start = now_us();
+                (void) fn();
+                log_info("warm-up %s in %llu us: %s", step->name, (unsigned long long) (now_us() - start), step->what);
+        }
+}

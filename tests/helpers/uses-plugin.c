@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Loads the plugin named by argv[1] after main, as programs load GL drivers or input methods, and
+ * prints what it says. On stderr it says whether the plugin was already loaded when main began
+ * (which exec never does, and a daemon that preloads what it learned does). */
+#include <dlfcn.h>
+#include <stdio.h>
+
+int framework_initialised(void);
+
+int main(int argc, char *argv[]) {
+        if (argc < 2) {
+                fprintf(stderr, "usage: uses-plugin PLUGIN\n");
+                return 2;
+        }
+        fprintf(stderr, "loaded before main: %s\n", dlopen(argv[1], RTLD_LAZY | RTLD_NOLOAD) ? "yes" : "no");
+        fprintf(stderr, "framework initialised before main: %s\n", framework_initialised() ? "yes" : "no");
+        void *h = dlopen(argv[1], RTLD_NOW);
+        if (!h) {
+                fprintf(stderr, "uses-plugin: %s\n", dlerror());
+                return 1;
+        }
+        const char *(*hello)(void) = (const char *(*)(void)) dlsym(h, "plugin_hello");
+        printf("%s\n", hello ? hello() : "no plugin_hello");
+        return 0;
+}

@@ -1,0 +1,200 @@
+"""Adaptive preload and warm-up: the daemon learns what its programs load after main, keeps it in a
+state file, preloads it from the next zygote on (each object tested first), and runs warm-up steps
+in the zygote, refusing those that start a thread."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import Served, base_env, helper_path, run_exec, run_served
+from headstart.daemon import RunningDaemon, private_daemon
+
+USES_PLUGIN = helper_path("uses-plugin")
+PLUGIN = helper_path("hs-plugin.so")
+THREAD_PLUGIN = helper_path("hs-plugin-thread.so")
+HEADER = "# headstart: objects loaded after main, learned by headstartd (version 1)"
+
+
+@contextmanager
+def learning_daemon(state: Path, *extra: str) -> Iterator[RunningDaemon]:
+    args = ["--app", str(USES_PLUGIN), "--learn-file", str(state), *extra]
+    with private_daemon([], extra_args=args) as d:
+        yield d
+    assert d.process.returncode == 0, d.log_text()
+
+
+def wait_status(d: RunningDaemon, done: Callable[[dict[str, list[str]]], bool], timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = d.status()
+        if done(status):
+            return status
+        assert time.monotonic() < deadline, f"{status}\n{d.log_text()}"
+        time.sleep(0.05)
+
+
+def learned(status: dict[str, list[str]], state: str, obj: Path) -> list[str]:
+    return [v for v in status.get("learned", []) if v.startswith(f"{state} {USES_PLUGIN} {obj}")]
+
+
+def run_plugin(d: RunningDaemon | None, plugin: Path) -> tuple[str, str]:
+    argv = [str(USES_PLUGIN), str(plugin)]
+    got = run_served(d, argv) if d else run_exec(argv)
+    assert got.returncode == 0, got.stderr
+    return got.stdout.decode(), got.stderr.decode()
+
+
+def test_learns_what_loads_after_main_and_preloads_it_from_the_next_zygote(tmp_path):
+    state = tmp_path / "learned"
+    exec_out, exec_err = run_plugin(None, PLUGIN)
+    assert exec_out == "hello from the plugin\n" and "loaded before main: no" in exec_err
+    with learning_daemon(state) as d:
+        with Served(d):
+            out, err = run_plugin(d, PLUGIN)
+        assert out == exec_out and "loaded before main: no" in err
+        status = wait_status(d, lambda s: bool(learned(s, "preloaded", PLUGIN)))
+        assert int(status["generation"][0]) >= 2
+        assert "learned 1 objects loaded after main" in d.log_text()
+        with Served(d):
+            out, err = run_plugin(d, PLUGIN)
+        assert out == exec_out and "loaded before main: yes" in err
+    assert state.read_text() == f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n"
+
+    # A daemon started later preloads it from its first zygote.
+    with learning_daemon(state) as d:
+        status = d.status()
+        assert status["generation"] == ["1"] and learned(status, "preloaded", PLUGIN)
+        _, err = run_plugin(d, PLUGIN)
+        assert "loaded before main: yes" in err
+
+
+def test_no_learn_neither_learns_nor_preloads(tmp_path):
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n")
+    with learning_daemon(state, "--no-learn") as d:
+        _, err = run_plugin(d, PLUGIN)
+        assert "loaded before main: no" in err
+        status = d.status()
+        assert status["learning"] == ["off"] and "learned" not in status
+        assert "learned:" not in d.log_text()
+
+
+def test_a_learned_object_that_starts_a_thread_is_skipped_and_the_program_still_served(tmp_path):
+    state = tmp_path / "learned"
+    exec_out, _ = run_plugin(None, THREAD_PLUGIN)
+    with learning_daemon(state, "--pool", "1") as d:
+        run_plugin(d, THREAD_PLUGIN)
+        status = wait_status(d, lambda s: bool(learned(s, "skipped", THREAD_PLUGIN)))
+        (line,) = learned(status, "skipped", THREAD_PLUGIN)
+        assert line.endswith("-- loading it starts a thread; the daemon forks and must stay single-threaded")
+        with Served(d):
+            out, err = run_plugin(d, THREAD_PLUGIN)
+        assert out == exec_out and "loaded before main: no" in err
+        # The zygote itself stayed single-threaded.
+        assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
+
+
+BAD_STATE = {
+    "corrupt": (f"{HEADER}\nprogram {USES_PLUGIN}\nsomething else\nend\n", "not a file headstartd wrote at line 3"),
+    "truncated": (f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\n", "truncated"),
+    "foreign-header": (f"# not ours\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n", "not a file headstartd wrote"),
+    "cut-line": (f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}", "truncated"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STATE))
+def test_a_bad_state_file_is_ignored_with_one_line_and_the_daemon_serves(tmp_path, case):
+    text, message = BAD_STATE[case]
+    state = tmp_path / "learned"
+    state.write_text(text)
+    with learning_daemon(state) as d:
+        log = d.log_text()
+        assert log.count("ignoring the learned objects in") == 1 and message in log, log
+        assert "learned" not in d.status()
+        with Served(d):
+            out, _ = run_plugin(d, PLUGIN)
+        assert out == "hello from the plugin\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_state_file_of_another_user_is_ignored(tmp_path):
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n")
+    os.chown(state, 65534, 65534)
+    with learning_daemon(state) as d:
+        assert "ignoring the learned objects in" in d.log_text() and "owned by another user" in d.log_text()
+        assert "learned" not in d.status()
+        _, err = run_plugin(d, PLUGIN)
+        assert "loaded before main: no" in err
+
+
+def test_a_learned_object_deleted_since_is_pruned(tmp_path):
+    gone = tmp_path / "gone.so"
+    shutil.copy(PLUGIN, gone)
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {USES_PLUGIN}\nobject {gone}\nobject {PLUGIN}\nend\n")
+    gone.unlink()
+    with learning_daemon(state) as d:
+        assert f"learned objects: {gone} no longer exists" in d.log_text()
+        status = d.status()
+        assert status["learned"] == [f"preloaded {USES_PLUGIN} {PLUGIN}"]
+        _, err = run_plugin(d, PLUGIN)
+        assert "loaded before main: yes" in err
+
+
+def test_warm_up_runs_a_step_in_the_zygote_and_refuses_one_that_starts_a_thread(tmp_path):
+    steps = "libhs-framework.so:framework_init,libhs-framework.so:framework_start_thread"
+    with learning_daemon(tmp_path / "learned", "--warm-up", steps, "--no-learn") as d:
+        status = d.status()
+        assert status["warm-up"] == [
+            "done libhs-framework.so:framework_init",
+            "refused libhs-framework.so:framework_start_thread -- it starts a thread; "
+            "the daemon forks and must stay single-threaded",
+        ]
+        assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
+        with Served(d):
+            out, err = run_plugin(d, PLUGIN)
+        assert out == "hello from the plugin\n"
+        # What a warm-up changes is visible to the program: that is its point (docs/limitations.md).
+        assert "framework initialised before main: yes" in err
+    assert "framework initialised before main: no" in run_plugin(None, PLUGIN)[1]
+
+
+def test_warm_up_of_a_library_no_program_loads_is_refused(tmp_path):
+    with learning_daemon(tmp_path / "learned", "--warm-up", "fontconfig") as d:
+        assert d.status()["warm-up"] == [
+            "refused fontconfig -- its library is not loaded (no registered program uses it)"
+        ]
+
+
+def test_an_unknown_warm_up_step_is_a_clear_error(tmp_path):
+    from headstart.errors import HeadstartError
+
+    with (
+        pytest.raises(HeadstartError, match="warm-up: unknown step 'gtk' "),
+        learning_daemon(tmp_path / "learned", "--warm-up", "gtk"),
+    ):
+        pass
+
+
+FC_LIST = shutil.which("fc-list")
+
+
+@pytest.mark.skipif(FC_LIST is None, reason="fontconfig's fc-list is not installed")
+def test_fontconfig_warm_up_leaves_fc_list_output_unchanged(tmp_path):
+    argv = [str(FC_LIST), "--format", "%{family}|%{style}|%{file}\n"]
+    env = base_env(HOME=str(tmp_path))  # the same fontconfig cache directories for both
+    expected = run_exec(argv, env=env)
+    assert expected.returncode == 0 and expected.stdout
+    args = ["--app", str(FC_LIST), "--warm-up", "fontconfig", "--no-learn"]
+    with private_daemon([], extra_args=args, env=dict(os.environ, HOME=str(tmp_path))) as d:
+        assert d.status()["warm-up"] == ["done fontconfig"]
+        with Served(d):
+            got = run_served(d, argv, env=env)
+    assert (got.returncode, got.stdout, got.stderr) == (0, expected.stdout, expected.stderr)
