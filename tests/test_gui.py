@@ -1,0 +1,91 @@
+"""GUI programs under a real X server (Xvfb): the GTK and Qt samples show their window through the
+daemon and print what they print by exec; a daemon that has learned what GTK loads after main (GL,
+Mesa's driver) holds it in the child before main, so the launch loads none of it again."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Served, base_env, bin_path, run_exec, run_served
+from headstart.benchmark.display import x_display
+from headstart.daemon import RunningDaemon, private_daemon
+
+pytestmark = pytest.mark.skipif(
+    not any((Path(d) / "Xvfb").exists() for d in os.environ.get("PATH", "").split(":")),
+    reason="Xvfb is not installed (make deps installs it)",
+)
+
+GTK, QT = bin_path("gtk-hello"), bin_path("qt-widgets")
+# What GTK 3 on X11 loads after main with Mesa's software GL: no exec loads these before main.
+AFTER_MAIN = ("libGLX_mesa.so.0", "swrast_dri.so")
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[str]:
+    with x_display() as d:
+        yield d
+
+
+def gui_env(display: str) -> dict[str, str]:
+    return base_env(DISPLAY=display, QT_QPA_PLATFORM="xcb")
+
+
+def test_gtk_and_qt_show_their_window_through_the_daemon_as_by_exec(display):
+    env = gui_env(display)
+    args = ["--warm", str(GTK), "--warm", str(QT), "--pool", "2"]
+    with private_daemon([], extra_args=args, env=dict(os.environ, DISPLAY=display)) as d:
+        for program in (GTK, QT):
+            expected = run_exec([str(program), "a b"], env=env)
+            assert expected.returncode == 0
+            with Served(d):
+                got = run_served(d, [str(program), "a b"], env=env)
+            assert (got.returncode, got.stdout) == (0, expected.stdout)
+        assert b"window shown" in run_served(d, [str(GTK)], env=env).stdout
+
+
+def maps_at_main(d: RunningDaemon, env: dict[str, str]) -> str:
+    """/proc/PID/maps of gtk-hello as it enters main (it stops itself there: bench/apps/mark.h)."""
+    read_end, write_end = os.pipe()
+    client = [str(bin_path("headstart-run")), "--socket", str(d.socket), str(GTK)]
+    mark = dict(env, HEADSTART_MARK_FD=str(write_end), HEADSTART_MARK_STOP="1")
+    proc = subprocess.Popen(client, env=mark, pass_fds=(write_end,), start_new_session=True, stdout=subprocess.PIPE)
+    os.close(write_end)
+    try:
+        assert select.select([read_end], [], [], 30)[0], "gtk-hello did not mark main"
+        pid = int(os.read(read_end, 64).split()[1])
+        while Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "T":
+            time.sleep(0.001)
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        os.kill(pid, signal.SIGCONT)
+        assert proc.wait(timeout=30) == 0
+        return maps
+    finally:
+        os.close(read_end)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("learn", [True, False], ids=["learning", "no-learn"])
+def test_objects_gtk_loads_after_main_are_in_the_child_at_main_once_learned(display, tmp_path, learn):
+    env = gui_env(display)
+    args = ["--warm", str(GTK), "--pool", "1", "--learn-file", str(tmp_path / "learned")]
+    with private_daemon([], extra_args=args + ([] if learn else ["--no-learn"])) as d:
+        run_served(d, [str(GTK)], env=env)
+        deadline = time.monotonic() + 60
+        while learn and not any(v.startswith("preloaded ") for v in d.status().get("learned", [])):
+            assert time.monotonic() < deadline, d.log_text()
+            time.sleep(0.05)
+        status = d.status()
+        maps = maps_at_main(d, env)
+    preloaded = [v.split()[-1] for v in status.get("learned", []) if v.startswith("preloaded ")]
+    for name in AFTER_MAIN:
+        assert any(p.endswith(name) for p in preloaded) == learn, status
+        assert (name in maps) == learn, name
