@@ -5,10 +5,13 @@
 CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils diffutils findutils tar \
 	bash perl file bc jq m4 sqlite3 lua5.4 libxml2-utils xxd libjpeg-turbo-progs lame flac opus-tools \
 	webp qpdf exiv2 tzdata
+# GUI programs run under a private X server (Xvfb): our GTK and Qt samples, and Debian's galculator
+# (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
+GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
-	$(CORPUS_PACKAGES)
+	$(GUI_PACKAGES) $(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build

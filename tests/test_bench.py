@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(
     SANITIZED, reason="the programs and the marker run uninstrumented; the daemon's own checks run elsewhere"
 )
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
-ALL_KEYS = ["exec", "run@preload", "direct@preload", "run@warm", "direct@warm", "run@pool", "direct@pool"]
+PLAIN_KEYS = ["exec", "run@preload", "direct@preload", "run@warm", "direct@warm", "run@pool", "direct@pool"]
+ALL_KEYS = [*PLAIN_KEYS, "run@learned", "direct@learned", "run@warm-up", "direct@warm-up"]
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -42,11 +43,12 @@ def test_quick_json_has_every_field_of_its_schema(quick_run):
     jsonschema.validate(data, SCHEMA)  # every field required, nothing undocumented
     assert data["quick"] and data["modes"] == ALL_KEYS
     (program,) = data["programs"]
-    assert program["served"] == program["requested"] == 3 * 6
+    assert program["served"] == program["requested"] == 3 * 10
     for key, mode in program["modes"].items():
         assert mode["status"] == "ok" and not mode["errors"], (key, mode)
         assert mode["to_main_us"]["count"] == 3
         assert 0 < mode["to_main_us"]["median"] <= mode["to_exit_us"]["median"]
+        assert mode["to_ready_us"] == mode["to_exit_us"]  # fft is ready when it exits
         assert mode["memory_at_main"]["pss_kb"] > 0
     relocations = {k: m["relocations_in_child"] for k, m in program["modes"].items()}
     assert relocations["exec"]["symbolic"] > relocations["run@preload"]["symbolic"] > 0
@@ -55,7 +57,8 @@ def test_quick_json_has_every_field_of_its_schema(quick_run):
     assert [p["libraries"] for p in data["preload_scaling"]] == [10, 50, 100]
     assert all(p["time_us"]["median"] > 0 and p["error"] is None for p in data["preload_scaling"])
     repeated = data["repeated_launches"]
-    assert set(repeated["total_ms"]) == set(ALL_KEYS) and set(repeated["startup_ms"]) == {"preload", "warm", "pool"}
+    # Repeated launches compare the daemons that need no training.
+    assert set(repeated["total_ms"]) == set(PLAIN_KEYS) and set(repeated["startup_ms"]) == {"preload", "warm", "pool"}
     for key, totals in repeated["total_ms"].items():
         assert len(totals) == 100 and totals == sorted(totals), key
         assert key == "exec" or totals[0] > repeated["startup_ms"][key.partition("@")[2]]
@@ -63,8 +66,8 @@ def test_quick_json_has_every_field_of_its_schema(quick_run):
 
 def test_quick_report_renders_in_chromium(quick_run):
     charts = charts_in_chromium(quick_run / "report.html")
-    # launch and exit ratios, relocations, memory, preload time, repeated launches
-    assert len(charts) == 6, charts
+    # ready, main and exit ratios, relocations, memory, preload time, repeated launches
+    assert len(charts) == 7, charts
     for alt, complete, width, height in charts:
         assert complete and width > 100 and height > 100, alt
 
@@ -77,7 +80,7 @@ def test_report_command_draws_a_saved_benchmark(quick_run, tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert report.read_text().count('class="chart"') == 6
+    assert report.read_text().count('class="chart"') == 7
 
 
 def test_bench_marks_main_of_an_unmodified_program(tmp_path):
@@ -133,3 +136,40 @@ def test_a_broken_daemon_and_a_missing_program_are_reported_and_the_rest_runs(tm
     assert set(data["repeated_launches"]["total_ms"]) == {"exec"}
     assert "missing" in done.stdout  # the normalized table says so
     assert charts_in_chromium(tmp_path / "out" / "report.html")
+
+
+XVFB = any((Path(d) / "Xvfb").exists() for d in os.environ.get("PATH", "").split(":"))
+
+
+@pytest.mark.skipif(not XVFB, reason="Xvfb is not installed (make deps installs it)")
+def test_bench_times_windows_to_ready_under_its_own_x_server(tmp_path):
+    """The GTK sample is ready at its "window shown" line; an unmodified Debian GUI program at its
+    first window mapped, after which the bench stops it. The learned mode preloads what GTK loads
+    after main, so fewer objects load in the child: its time to main and ready are there to compare."""
+    done = bench(
+        "--quick", "--programs", "gtk-hello", "--runs", "3", "--modes", "exec,learned", "--json", "-o", str(tmp_path)
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    (gtk,) = data["programs"]
+    assert gtk["ready"] == "line /^window shown$/"
+    for key, mode in gtk["modes"].items():
+        assert mode["status"] == "ok", (key, mode["errors"])
+        assert mode["to_main_us"]["median"] < mode["to_ready_us"]["median"] <= mode["to_exit_us"]["median"]
+    assert data["mean_ready_ratio_to_exec"]["direct@learned"] is not None
+    learned = gtk["daemon_memory"]["learned"]
+    assert learned["zygote_pss_kb"] > 0 and learned["pool_children"] == 4
+
+    if not Path("/usr/bin/galculator").is_file():
+        pytest.skip("galculator is not installed (make deps installs it)")
+    done = bench(
+        "--quick", "--programs", "/usr/bin/galculator", "--ready-window", "--runs", "2", "--modes", "exec,pool",
+        "--clients", "run", "--json", "-o", str(tmp_path / "gui"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (calc,) = json.loads(done.stdout)["programs"]
+    assert calc["ready"] == "window shown"
+    for key, mode in calc["modes"].items():
+        assert mode["status"] == "ok", (key, mode["errors"])
+        assert mode["to_ready_us"]["count"] == 2 and mode["to_exit_us"] is None  # stopped once shown

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from headstart.benchmark.timing import daemon_mode, mode_title
 
-DAEMON_MODES = ("exec", "preload", "warm", "pool")
+DAEMON_MODES = ("exec", "preload", "warm", "pool", "learned", "warm-up")
 
 
 def _grouped_bars(ax: Any, groups: list[str], series: dict[str, list[float | None]]) -> None:
@@ -21,7 +21,7 @@ def _grouped_bars(ax: Any, groups: list[str], series: dict[str, list[float | Non
 
 
 def launch_ratios(data: dict[str, Any], metric: str = "ratio_to_exec") -> Figure:
-    """Each mode's median time to main (or to exit) over exec's, per program; 1 is exec."""
+    """Each mode's median time to main (or to ready, or to exit) over exec's, per program; 1 is exec."""
     programs = data["programs"]
     fig = Figure(figsize=(10, 4.5))
     ax = fig.subplots()

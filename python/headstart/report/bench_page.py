@@ -17,7 +17,14 @@ def build(data: dict[str, Any]) -> Page:
         f"{', quick run' if data['quick'] else ''}. Medians of launches alternating between modes; "
         "docs/measuring.md says how each number is taken."
     )
-    page.heading("Launch time, normalized to exec")
+    page.heading("Time to ready, normalized to exec")
+    _table(page, table.ready_normalized(data))
+    if data["programs"]:
+        page.chart(
+            bench_charts.launch_ratios(data, "ready_ratio_to_exec"),
+            "Time to ready (window shown, ready line, or exit) over exec's, per program and mode (1 = exec)",
+        )
+    page.heading("Time to main, normalized to exec")
     _table(page, table.normalized(data))
     if data["programs"]:
         page.chart(bench_charts.launch_ratios(data), "Time to main over exec's, per program and mode (1 = exec)")
@@ -30,6 +37,9 @@ def build(data: dict[str, Any]) -> Page:
         page.chart(bench_charts.memory(data), "PSS and private dirty of the launched program at main")
         _table(page, table.details(data))
         page.text(table.LEGEND)
+        daemon_memory = table.daemon_memory(data)
+        if daemon_memory is not None:
+            _table(page, daemon_memory)
         for line in table.loader_notes(data):
             page.text(line)
     page.heading("Preload time against libraries")
