@@ -43,12 +43,17 @@ class RepeatedLaunches:
 
 
 def measure(
-    program: Program, modes: list[str], keys: list[str], env: dict[str, str], progress: Progress | None
+    program: Program,
+    modes: list[str],
+    keys: list[str],
+    env: dict[str, str],
+    progress: Progress | None,
+    launches: int = MAX_LAUNCHES,
 ) -> RepeatedLaunches:
     with ExitStack() as stack:
         daemons = start_daemons(stack, modes, [program], env)
         available = [k for k in keys if daemon_mode(k) not in daemons.unavailable]
-        rows = run_launch_timer(program, available, MAX_LAUNCHES, daemons.running, env, progress)
+        rows = run_launch_timer(program, available, launches, daemons.running, env, progress)
     startup = {mode: d.ready_after_s * 1000 for mode, d in daemons.running.items()}
     totals, errors = {}, dict(daemons.unavailable)
     for key in available:

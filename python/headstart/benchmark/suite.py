@@ -16,6 +16,7 @@ from headstart.benchmark import memory, repeated, scaling
 from headstart.benchmark.daemons import DAEMON_MODES, Daemons, daemon_memory, start_daemons
 from headstart.benchmark.display import x_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
+from headstart.benchmark.repeated import MAX_LAUNCHES
 from headstart.benchmark.results import BenchResult, ProgramResult
 from headstart.benchmark.timing import mode_keys, time_program
 from headstart.errors import HeadstartError
@@ -32,14 +33,18 @@ class Plan:
     preload_counts: tuple[int, ...] = tuple(range(10, 101, 10))
     preload_repeats: int = 5
     repeated: bool = True
+    repeated_launches: int = MAX_LAUNCHES
     shared_daemon: bool = False
     ready: dict[str, Ready] = field(default_factory=dict)  # per program given by path: when it is ready
     display: str | None = None  # an X server to use; None: a private Xvfb when a program needs one
 
 
 def quick_plan(plan: Plan) -> Plan:
-    """A few minutes on two cores: fewer launches, memory readings and points on the preload curve."""
-    return replace(plan, quick=True, memory_launches=2, preload_counts=(10, 50, 100), preload_repeats=3)
+    """A few minutes on two cores: fewer launches, memory readings, points on the preload curve and
+    repeated launches (GUI programs take about 100 ms each)."""
+    return replace(
+        plan, quick=True, memory_launches=2, preload_counts=(10, 50, 100), preload_repeats=3, repeated_launches=50
+    )
 
 
 def resolve_programs(names: list[str], ready: dict[str, Ready] | None = None) -> tuple[list[Program], dict[str, str]]:
@@ -149,6 +154,11 @@ def run(plan: Plan, console: Console) -> BenchResult:
             # The daemon's start includes its training; repeated launches compare the plain modes.
             modes = [m for m in plan.modes if m == "exec" or not DAEMON_MODES[m].trained]
             repeat = repeated.measure(
-                programs[0], modes, mode_keys(modes, plan.clients), mark_main_env(programs[:1], env), progress
+                programs[0],
+                modes,
+                mode_keys(modes, plan.clients),
+                mark_main_env(programs[:1], env),
+                progress,
+                plan.repeated_launches,
             )
     return BenchResult(plan.quick, keys, results, missing, points, repeat)

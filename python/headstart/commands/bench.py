@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the programs given by path are ready when their first window shows on the X display (then stopped)",
     )
     p.add_argument("--display", help="the X server for programs that show a window (default: a private Xvfb)")
-    p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 20 with --quick)")
+    p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 12 with --quick)")
     p.add_argument(
         "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)} (default all)"
     )
@@ -99,7 +99,7 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
         ready = default_programs()
     plan = suite.Plan(
         list(ready),
-        args.runs or (20 if args.quick else 200),
+        args.runs or (12 if args.quick else 200),
         modes,
         clients,
         shared_daemon=args.shared_daemon,
