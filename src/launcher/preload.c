@@ -107,7 +107,7 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
         return 0;
 }
 
-static int count_threads(void) {
+int preload_count_threads(void) {
         DIR *d = opendir("/proc/self/task");
         if (!d)
                 return -errno;
@@ -126,10 +126,10 @@ static int load_starts_thread(const char *image) {
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                int before = count_threads();
+                int before = preload_count_threads();
                 if (!dlopen(image, RTLD_NOW))
                         _exit(1);
-                _exit(count_threads() > before ? 2 : 0);
+                _exit(preload_count_threads() > before ? 2 : 0);
         }
         int status;
         while (waitpid(pid, &status, 0) < 0)
@@ -159,7 +159,7 @@ int preload_warm_program(const char *program, const char *image) {
 int preload_load(const struct string_list *libs, size_t *ret_loaded) {
         size_t loaded = 0;
         /* Not 1: under qemu-user, the emulator's own threads show in /proc/self/task too. */
-        const int threads = count_threads();
+        const int threads = preload_count_threads();
         for (size_t i = 0; i < libs->n; i++) {
                 const char *lib = libs->items[i];
                 if (dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
@@ -176,7 +176,7 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded) {
                 }
                 if (!h)
                         return log_error("cannot preload %s: %s", lib, dlerror()), -ENOENT;
-                if (count_threads() != threads)
+                if (preload_count_threads() != threads)
                         return log_error("preloading %s started a thread; the daemon forks and must stay "
                                          "single-threaded: leave this program or library out",
                                          lib),
@@ -190,12 +190,12 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded) {
 /* In the throwaway child: loads paths[from..n) in turn and writes "INDEX RESULT [DETAIL]" per object,
  * RESULT o (loaded), f (failed) or t (started a thread: the child stops there). */
 static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n, int out) {
-        const int threads = count_threads();
+        const int threads = preload_count_threads();
         for (size_t i = from; i < n; i++) {
                 if (!dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) {
                         const char *e = dlerror();
                         dprintf(out, "%zu f %.300s\n", i, e ? e : "");
-                } else if (count_threads() != threads) {
+                } else if (preload_count_threads() != threads) {
                         dprintf(out, "%zu t\n", i);
                         _exit(0);
                 } else

@@ -25,6 +25,9 @@ int preload_warm_program(const char *program, const char *image);
  * buf must hold PATH_MAX bytes (realpath's contract). */
 int preload_find_program(const char *name, char buf[static PATH_MAX]);
 
+/* The threads of this process (the daemon must stay single-threaded: it forks). */
+int preload_count_threads(void);
+
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);
 

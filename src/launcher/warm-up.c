@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "preload.h"
 
 struct step {
         const char *name;
@@ -67,22 +68,18 @@ static uint64_t now_us(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-/* Threads and sockets of this process: a step may add neither. */
-static void count_self(int *ret_threads, int *ret_sockets) {
-        *ret_threads = *ret_sockets = 0;
-        DIR *d = opendir("/proc/self/task");
-        for (struct dirent *de; d && (de = readdir(d));)
-                *ret_threads += de->d_name[0] != '.';
-        if (d)
-                closedir(d);
-        d = opendir("/proc/self/fd");
+/* Sockets open in this process: a step may open none. */
+static int count_sockets(void) {
+        int n = 0;
+        DIR *d = opendir("/proc/self/fd");
         for (struct dirent *de; d && (de = readdir(d));) {
                 struct stat st;
                 if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISSOCK(st.st_mode))
-                        (*ret_sockets)++;
+                        n++;
         }
         if (d)
                 closedir(d);
+        return n;
 }
 
 /* Finds the function in the loaded library, or says why not. */
@@ -106,11 +103,11 @@ static const char *test_in_child(void *(*fn)(void)) {
         if (pid < 0)
                 return "cannot fork a test child";
         if (pid == 0) {
-                int threads, sockets, threads_after, sockets_after;
-                count_self(&threads, &sockets);
+                int threads = preload_count_threads(), sockets = count_sockets();
                 (void) fn();
-                count_self(&threads_after, &sockets_after);
-                _exit(threads_after != threads ? TEST_THREAD : sockets_after != sockets ? TEST_SOCKET : TEST_OK);
+                _exit(preload_count_threads() != threads ? TEST_THREAD
+                      : count_sockets() != sockets       ? TEST_SOCKET
+                                                         : TEST_OK);
         }
         int status;
         while (waitpid(pid, &status, 0) < 0)
