@@ -23,7 +23,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize aarch64 test test-c test-python test-boot lint demo bench clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench clean
 
 all: build
 
@@ -66,6 +66,19 @@ $(BUILD_SAN)/build.ninja: | deps
 build-sanitize: deps $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
 
+# What a product image builds: the C parts optimized for speed and for size, natively and for aarch64.
+# Compiled (with -Werror) so that warnings only the optimizer sees fail here and not on a user's machine.
+OPTIMIZED := release minsize
+build-optimized: deps
+	@for t in $(OPTIMIZED); do \
+		[ -f build-$$t/build.ninja ] || meson setup build-$$t -Dbuildtype=$$t -Dsamples=disabled >/dev/null || exit 1; \
+		ninja -C build-$$t >/dev/null || { ninja -C build-$$t; exit 1; }; \
+		[ -f build-aarch64-$$t/build.ninja ] || meson setup build-aarch64-$$t --cross-file cross/aarch64-linux-gnu.ini \
+			-Dbuildtype=$$t -Dsamples=disabled >/dev/null || exit 1; \
+		ninja -C build-aarch64-$$t >/dev/null || { ninja -C build-aarch64-$$t; exit 1; }; \
+		echo "built build-$$t and build-aarch64-$$t"; \
+	done
+
 # The C parts cross-built for aarch64, and what runs them here under qemu-user: a binfmt
 # registration, Debian's arm64 C library, and a sysroot of arm64 Debian programs (tests/aarch64/setup.sh).
 $(BUILD_A64)/build.ninja: | deps
@@ -75,7 +88,7 @@ aarch64: deps $(BUILD_A64)/build.ninja
 	ninja -C $(BUILD_A64)
 	$(SUDO) tests/aarch64/setup.sh $(A64_SYSROOT)
 
-test-c: build build-sanitize
+test-c: build build-sanitize build-optimized
 	meson test -C $(BUILD) --print-errorlogs
 	meson test -C $(BUILD_SAN) --print-errorlogs
 
@@ -109,4 +122,4 @@ bench: build
 	$(VENV)/bin/headstart bench -o bench-results
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_A64) $(A64_SYSROOT)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_A64) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))

@@ -173,3 +173,9 @@ def test_bench_times_windows_to_ready_under_its_own_x_server(tmp_path):
     for key, mode in calc["modes"].items():
         assert mode["status"] == "ok", (key, mode["errors"])
         assert mode["to_ready_us"]["count"] == 2 and mode["to_exit_us"] is None  # stopped once shown
+
+
+def test_a_missing_program_alone_fails_the_run(tmp_path):
+    done = bench("--quick", "--programs", "/nonexistent", "--runs", "1", "--modes", "exec", "-o", str(tmp_path))
+    assert done.returncode == 1, done.stdout
+    assert "/nonexistent: missing" in done.stdout and "Traceback" not in done.stderr

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 import traceback
 from types import ModuleType
@@ -32,16 +33,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(args: argparse.Namespace, message: str, status: int) -> int:
+    if args.traceback or os.environ.get("HEADSTART_DEBUG") == "1":
+        traceback.print_exc()
+    print(f"headstart: {message}", file=sys.stderr)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args) or 0)
+        status = int(args.run(args) or 0)
+        sys.stdout.flush()  # a reader that went away is seen here, not at interpreter exit
+        return status
     except HeadstartError as e:
-        if args.traceback or os.environ.get("HEADSTART_DEBUG") == "1":
-            traceback.print_exc()
-        print(f"headstart: {e}", file=sys.stderr)
-        return e.exit_status
+        return _fail(args, str(e), e.exit_status)
     except KeyboardInterrupt:
-        print("headstart: interrupted", file=sys.stderr)
-        return 130
+        return _fail(args, "interrupted", 130)
+    except BrokenPipeError:
+        # The reader (`| head`) has what it wanted. Quiet, as a program killed by SIGPIPE would be;
+        # stdout goes to /dev/null so that flushing it at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as e:  # a full disk, a file that vanished: say which and why
+        where = f" ({e.filename})" if e.filename else ""
+        return _fail(args, f"{e.strerror or e}{where}", 1)

@@ -70,6 +70,11 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 print_verdict(program, NULL, "exec", "cannot find the program", NULL);
                 _exit(2);
         }
+        const char *problem = preload_program_problem(path);
+        if (problem) {
+                print_verdict(program, path, "exec", problem, NULL);
+                _exit(2);
+        }
         /* Its kind may make this fail (a static program); the rules below then say why it is exec. */
         struct string_list libs = { 0 };
         size_t loaded;

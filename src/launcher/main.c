@@ -24,38 +24,51 @@
 #include "supervisor.h"
 #include "systemd.h"
 
-/* Resolves --app and then --warm programs into one list; the warm ones are its last o->warm.n. */
-static int register_apps(const struct daemon_options *o, struct string_list *resolved) {
+/* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
+ * A program that is missing, or whose libraries the loader cannot resolve, is left out with a log
+ * line: its clients exec it, and the others are served. The closures go into libs. */
+static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
+                         struct string_list *libs, size_t *ret_nwarm) {
+        size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
-                const char *name = i < o->apps.n ? o->apps.items[i] : o->warm.items[i - o->apps.n];
+                bool warm = i >= o->apps.n;
+                const char *name = warm ? o->warm.items[i - o->apps.n] : o->apps.items[i];
                 char path[PATH_MAX];
-                int r = preload_find_program(name, path);
-                if (r < 0)
-                        return log_error_errno(r, "%s: cannot find the program", name);
+                const char *problem = preload_find_program(name, path) < 0 ? "cannot find the program"
+                                                                          : preload_program_problem(path);
+                struct string_list closure = { 0 };
+                if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
+                        problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
+                for (size_t k = 0; !problem && k < closure.n; k++)
+                        if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
+                                problem = "out of memory";
+                string_list_done(&closure);
+                if (problem) {
+                        log_warning("%s %s: %s; its clients will exec it, the other programs are served",
+                                    warm ? "--warm" : "--app", name, problem);
+                        continue;
+                }
                 if (string_list_add(resolved, path) < 0)
                         return log_error("out of memory");
+                nwarm += warm;
         }
+        *ret_nwarm = nwarm;
         return 0;
 }
 
-static int preload_all(const char *interp, const struct daemon_options *o, const struct string_list *apps) {
-        struct string_list libs = { 0 };
+/* Loads libs: the --preload libraries, then the registered programs' closures. */
+static int preload_all(const struct string_list *apps, const struct string_list *libs) {
         int r = 0;
-        for (size_t i = 0; i < o->preloads.n && r >= 0; i++)
-                r = string_list_add(&libs, o->preloads.items[i]);
-        for (size_t i = 0; i < apps->n && r >= 0; i++)
-                r = preload_resolve_closure(interp, apps->items[i], &libs);
         size_t loaded = 0;
         /* Timed here, around the loading alone, for `headstart bench`'s preload-time figure. */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (r >= 0)
-                r = preload_load(&libs, &loaded);
+                r = preload_load(libs, &loaded);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (r >= 0)
                 log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
                          (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
-        string_list_done(&libs);
         return r;
 }
 
@@ -162,7 +175,8 @@ static int run_zygote(const struct daemon_options *o) {
         if ((r = socket_path(o, path, sizeof path)) < 0)
                 return r;
 
-        struct string_list apps = { 0 }, learned_loaded = { 0 };
+        struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 };
+        size_t nwarm = 0;
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
@@ -176,7 +190,9 @@ static int run_zygote(const struct daemon_options *o) {
         if (o->learn_file)
                 snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
 
-        if ((r = register_apps(o, &apps)) < 0 || (r = preload_all(interp, o, &apps)) < 0)
+        for (size_t i = 0; i < o->preloads.n && r >= 0; i++)
+                r = string_list_add(&libs, o->preloads.items[i]);
+        if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
                 goto out;
         if (!o->no_learn) {
                 if ((r = learned_load(&learned, learn_file)) < 0)
@@ -196,7 +212,7 @@ static int run_zygote(const struct daemon_options *o) {
                 goto out;
         s.warm_up = warm_up;
         s.cache.also_loaded = &learned_loaded;
-        if ((r = check_apps(&s, &apps, o->warm.n)) < 0)
+        if ((r = check_apps(&s, &apps, nwarm)) < 0)
                 goto out;
         if (!o->no_learn) {
                 s.learned = &learned;
@@ -217,6 +233,7 @@ out:
         server_done(&s);
         string_list_done(&apps);
         string_list_done(&learned_loaded);
+        string_list_done(&libs);
         learned_done(&learned);
         for (size_t i = 0; warm_up && i < o->warm_up.n; i++)
                 free(warm_up[i].refused);

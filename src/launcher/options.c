@@ -94,9 +94,10 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         else if (strcmp(key, "refresh-seconds") == 0)
                 return parse_unsigned(key, value, &o->refresh_seconds);
         else if (strcmp(key, "request-timeout") == 0) {
-                unsigned seconds;
+                unsigned seconds = 0;
                 r = parse_unsigned(key, value, &seconds);
-                o->request_timeout_ms = seconds * 1000u;
+                if (r >= 0)
+                        o->request_timeout_ms = seconds * 1000u;
                 return r;
         }
         else

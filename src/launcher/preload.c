@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,21 @@ int preload_find_program(const char *name, char buf[static PATH_MAX]) {
                         return 0;
         }
         return -ENOENT;
+}
+
+const char *preload_program_problem(const char *path) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return errno == ENOENT ? "no such file" : "cannot look at the file";
+        if (S_ISDIR(st.st_mode))
+                return "a directory, not a program";
+        if (!S_ISREG(st.st_mode))
+                return "not a regular file (a device, a FIFO or a socket), not a program";
+        if (access(path, X_OK) < 0)
+                return "not executable (no execute permission): exec would refuse it too";
+        if (access(path, R_OK) < 0)
+                return "cannot read it (no read permission): only exec can run it";
+        return NULL;
 }
 
 int preload_own_interp(char *buf, size_t size) {
@@ -73,6 +89,8 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+        /* Its own complaints ("cannot read file data: Error 21") would only confuse: we say what failed. */
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
         char *argv[] = { (char *) interp, (char *) "--list", (char *) program, NULL };
         pid_t pid;
         int r = posix_spawn(&pid, interp, &fa, NULL, argv, environ);

@@ -28,6 +28,10 @@ int preload_find_program(const char *name, char buf[static PATH_MAX]);
 /* The threads of this process (the daemon must stay single-threaded: it forks). */
 int preload_count_threads(void);
 
+/* Why the file at path cannot be a program to register or judge (a directory, not executable...),
+ * in words for a user; NULL when it may be one. */
+const char *preload_program_problem(const char *path);
+
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);
 

@@ -60,7 +60,7 @@ class BenchResult:
         return sum(ratios) / len(ratios) if ratios else None
 
     def failed(self) -> bool:
-        return any(
+        return bool(self.missing_programs) or any(
             p.served != p.requested or any(m.status != "ok" for m in p.modes.values()) or p.memory_errors
             for p in self.programs
         )

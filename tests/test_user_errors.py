@@ -1,0 +1,82 @@
+"""Errors a user can cause get one clear line and a non-zero exit, never a traceback, and lose
+nothing: a program the daemon cannot register is left to exec while the others are served; a
+directory or a file without execute permission is called what it is; a reader that goes away
+(`| head`) and a full disk are not tracebacks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Served, bin_path, run_exec, run_served
+from headstart.daemon import private_daemon
+
+HEADSTART = [sys.executable, "-m", "headstart"]
+
+
+def test_an_app_that_cannot_be_registered_is_logged_and_the_others_served(tmp_path):
+    (tmp_path / "dir").mkdir()
+    script = tmp_path / "script"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    observe = str(bin_path("observe"))
+    args = ["--app", "/no/such/program", "--warm", str(tmp_path / "dir"), "--app", str(script), "--app", observe]
+    with private_daemon([], extra_args=args) as d:
+        log = d.log_text()
+        assert "--app /no/such/program: cannot find the program; its clients will exec it" in log
+        assert f"--warm {tmp_path / 'dir'}: a directory, not a program" in log
+        assert f"--app {script}: the dynamic loader cannot resolve its libraries" in log
+        assert "Error 21" not in log and "invalid ELF header" not in log
+        assert d.status()["program"] == [f"preload {observe}"]
+        with Served(d):
+            got = run_served(d, [observe, "exit", "3"])
+        assert got.returncode == run_exec([observe, "exit", "3"]).returncode == 3
+
+
+def test_check_says_what_a_file_is(tmp_path):
+    (tmp_path / "dir").mkdir()
+    text = tmp_path / "notes"
+    text.write_text("hello\n")
+    done = subprocess.run(
+        [*HEADSTART, "check", "--json", str(tmp_path / "dir"), str(text)], capture_output=True, text=True
+    )
+    reasons = [line for line in done.stdout.splitlines()]
+    assert '"reason": "a directory, not a program"' in reasons[0]
+    assert '"reason": "not executable (no execute permission): exec would refuse it too"' in reasons[1]
+    assert "Error 21" not in done.stderr and "error while loading shared libraries" not in done.stderr
+
+
+def test_a_reader_that_goes_away_is_not_a_traceback():
+    programs = ["/bin/ls"] * 20
+    cmd = " ".join([*HEADSTART, "check", "--json", *programs]) + " | true"
+    done = subprocess.run(["sh", "-c", f"{cmd}; echo status ${{PIPESTATUS:-}}"], capture_output=True, text=True)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
+def test_a_full_disk_is_one_line(tmp_path):
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        (full / "fill").write_bytes(b"\0" * 60 * 1024)
+        done = subprocess.run(
+            [*HEADSTART, "bench", "--quick", "--programs", "fft", "--runs", "1", "--modes", "exec", "-o", str(full)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"headstart: cannot write to {full}: No space left on device"
+    assert "Traceback" not in done.stderr
+
+
+def test_a_program_that_is_a_directory_is_refused_by_the_client(tmp_path):
+    got = subprocess.run([str(bin_path("headstart-run")), str(tmp_path)], capture_output=True, text=True)
+    assert got.returncode != 0 and got.stderr.count("\n") == 1, got.stderr
+    assert Path(tmp_path).is_dir()
