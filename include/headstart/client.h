@@ -42,7 +42,13 @@ struct hs_launch_options {
         size_t nfds;
         /* NULL: the caller's signal mask. */
         const sigset_t *sigmask;
+        /* HS_LAUNCH_TERMINAL_OK: the program only writes to the terminal (no /dev/tty, no job control
+         * of its own), so it may be served although the caller has a controlling terminal. Without
+         * it, such a launch is declined unless the daemon's configuration names the program. */
+        unsigned flags;
 };
+
+#define HS_LAUNCH_TERMINAL_OK 0x2u
 
 /* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
 enum {

@@ -8,12 +8,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "headstart/client.h"
@@ -25,6 +27,7 @@ extern char **environ;
 static const char *arg_socket = NULL;
 static bool arg_exec = false;
 static bool arg_status = false;
+static bool arg_terminal = false;
 
 /* Set once in main, read-only afterwards. */
 static bool debug = false;
@@ -32,12 +35,15 @@ static sigset_t original_mask;
 
 static void help(void) {
         static const char text[] =
-                "Usage: headstart-run [--socket PATH] [--exec] PROGRAM [ARGS...]\n"
+                "Usage: headstart-run [--socket PATH] [--exec | --terminal] PROGRAM [ARGS...]\n"
                 "       headstart-run [--socket PATH] --status\n"
                 "Runs PROGRAM through headstartd when it can, and by exec otherwise.\n\n"
                 "  --socket PATH   the daemon's socket (default $HEADSTART_SOCKET,\n"
                 "                  else $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --exec          do not ask the daemon: exec PROGRAM directly\n"
+                "  --terminal      serve PROGRAM even from a terminal: it writes to it (colours and\n"
+                "                  all) but must not need /dev/tty or job control of its own, as a\n"
+                "                  compiler does not; without it, the daemon's configuration decides\n"
                 "  --status        print what the daemon serves and how it has been doing\n"
                 "Set HEADSTART_DEBUG=1 to see why a launch went to exec.\n";
         (void) !write(STDOUT_FILENO, text, sizeof text - 1);
@@ -54,6 +60,8 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_exec = true;
                 else if (strcmp(argv[i], "--status") == 0)
                         arg_status = true;
+                else if (strcmp(argv[i], "--terminal") == 0)
+                        arg_terminal = true;
                 else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
                         arg_socket = argv[++i];
                 else if (strncmp(argv[i], "--socket=", 9) == 0)
@@ -140,18 +148,75 @@ static void catchable_signals(sigset_t *set) {
         sigdelset(set, SIGSTOP);
 }
 
-static bool has_controlling_terminal(void) {
-        int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0)
+static bool is_stopped(pid_t pid) {
+        char name[64], buf[512];
+        snprintf(name, sizeof name, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(name, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
                 return false;
-        close(fd);
-        return true;
+        buf[n] = '\0';
+        const char *state = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+        return state && state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
+}
+
+/* Ctrl-Z stopped the program: stop with it, by the same signal, so that our parent (a shell waiting
+ * with WUNTRACED) sees the job stop as it would under exec. Its SIGCONT (fg, bg) reaches us and is
+ * passed on. */
+static void stop_with_program(struct hs_launch *l, int sig) {
+        for (int i = 0; i < 200; i++) {
+                if (is_stopped(hs_launch_pid(l))) {
+                        sigset_t one;
+                        sigemptyset(&one);
+                        sigaddset(&one, sig);
+                        signal(sig, SIG_DFL);
+                        raise(sig); /* pending while blocked; unblocking delivers it: we stop here */
+                        sigprocmask(SIG_UNBLOCK, &one, NULL);
+                        sigprocmask(SIG_BLOCK, &one, NULL);
+                        return;
+                }
+                /* A program that handles the signal may never stop: give up after 0.1 s. */
+                nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
+        }
+}
+
+/* Whether the program handles or ignores sig ("SigCgt" and "SigIgn" in /proc/PID/status). */
+static bool handles_signal(pid_t pid, int sig) {
+        char name[64], buf[4096];
+        snprintf(name, sizeof name, "/proc/%d/status", (int) pid);
+        _cleanup_close_ int fd = open(name, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return true; /* unknown: pass the signal on as it is */
+        buf[n] = '\0';
+        uint64_t bit = UINT64_C(1) << (sig - 1);
+        for (const char *key = "SigIgn:"; key; key = strcmp(key, "SigIgn:") == 0 ? "SigCgt:" : NULL) {
+                const char *at = strstr(buf, key);
+                if (!at || strtoull(at + strlen(key), NULL, 16) & bit)
+                        return true;
+        }
+        return false;
+}
+
+/* A stop signal's default action is dropped for the program: it leads a session of its own, so its
+ * process group is orphaned (POSIX), and Ctrl-Z would do nothing. A program that takes the default
+ * gets SIGSTOP, which does what SIGTSTP would have done under exec; one that handles the signal gets
+ * it as it is. Either way we stop too once it has. */
+static void forward_stop(struct hs_launch *l, int sig) {
+        bool own = handles_signal(hs_launch_pid(l), sig);
+        if (hs_launch_signal(l, own ? sig : SIGSTOP) == 0)
+                stop_with_program(l, sig);
 }
 
 static void drain_signals(struct hs_launch *l, int sigfd) {
         struct signalfd_siginfo si;
-        while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si)
-                (void) hs_launch_signal(l, (int) si.ssi_signo);
+        while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
+                int sig = (int) si.ssi_signo;
+                if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+                        forward_stop(l, sig);
+                else
+                        (void) hs_launch_signal(l, sig);
+        }
 }
 
 /* The daemon vanished while the program runs: it keeps running, but its status is lost. */
@@ -224,11 +289,6 @@ int main(int argc, char *argv[]) {
         char path[PATH_MAX];
         if (!find_program(prog_argv[0], path, sizeof path))
                 exec_program(prog_argv, "not found on PATH");
-        /* A served program cannot have our terminal as its controlling terminal (it is in another
-         * session), so /dev/tty and job control would not work: such launches go to exec. */
-        if (has_controlling_terminal())
-                exec_program(prog_argv, "a controlling terminal is attached");
-
         /* Block every signal before asking, so none is lost before the program can receive it. */
         sigset_t all;
         catchable_signals(&all);
@@ -238,7 +298,11 @@ int main(int argc, char *argv[]) {
         if (sigfd < 0)
                 exec_program(prog_argv, "signalfd failed");
 
-        struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask };
+        /* With our terminal attached, the daemon serves only what the user said needs no more of it
+         * than its stdio (--terminal, or the daemon's `terminal = PROGRAM`); the rest comes back
+         * declined and is exec'd. */
+        struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask,
+                                       .flags = arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0 };
         struct hs_launch *l;
         int r = hs_launch_start(path, prog_argv, environ, &o, &l);
         if (r == 0)

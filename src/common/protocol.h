@@ -63,7 +63,7 @@ struct hs_rlimit {
  *   char     strings[strings_size]   argc argument strings then envc environment strings, each NUL-terminated
  * SCM_RIGHTS: [program (O_PATH is enough), working directory, passed fd 0 .. nfds-1]. */
 struct hs_launch_fixed {
-        uint32_t flags; /* none defined yet; must be 0 */
+        uint32_t flags; /* HS_LAUNCH_FLAG_*; other bits must be 0 */
         uint32_t umask;
         uint64_t sigmask;   /* blocked signals */
         uint64_t sigignore; /* signals whose disposition is SIG_IGN (kept across exec, so kept here) */
@@ -75,6 +75,14 @@ struct hs_launch_fixed {
         uint32_t strings_size;
         uint32_t reserved; /* must be 0 */
 };
+
+/* The client has a controlling terminal. A served program cannot have it (it leads a session of its
+ * own): it cannot open /dev/tty or take part in job control, so the daemon serves it only when the
+ * user said that the program does not need that (the next flag, or `terminal = PROGRAM`). */
+#define HS_LAUNCH_FLAG_CTTY 0x1u
+/* The user allows serving with the terminal as stdio only (headstart-run --terminal). */
+#define HS_LAUNCH_FLAG_TERMINAL_OK 0x2u
+#define HS_LAUNCH_FLAGS_KNOWN (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK)
 
 /* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
 struct hs_launched {
@@ -101,6 +109,7 @@ enum hs_decline_reason {
         HS_DECLINE_LIMITS = 3,      /* a resource limit the daemon cannot grant */
         HS_DECLINE_START_FAILED = 4, /* loading failed in the child, before the program's main ran */
         HS_DECLINE_BUSY = 5,        /* too many launches in flight, or shutting down */
+        HS_DECLINE_TERMINAL = 6,    /* the client has a controlling terminal the program may need */
         HS_DECLINE_COUNT
 };
 

@@ -41,6 +41,20 @@ static const char *check_rlimits(const struct hs_launch_request *req) {
         return NULL;
 }
 
+/* A client with a controlling terminal: served only if the user said the program needs no more of
+ * it than its stdio, since the program cannot have it as its own controlling terminal. */
+static const char *check_terminal(const struct server *s, const struct hs_launch_request *req, int program_fd) {
+        if (!(req->fixed.flags & HS_LAUNCH_FLAG_CTTY) || (req->fixed.flags & HS_LAUNCH_FLAG_TERMINAL_OK))
+                return NULL;
+        struct stat st;
+        for (size_t i = 0; fstat(program_fd, &st) == 0 && i < s->nterminal_ok; i++)
+                if (s->terminal_ok[i].dev == st.st_dev && s->terminal_ok[i].ino == st.st_ino)
+                        return NULL;
+        return "a controlling terminal is attached, which a served program cannot have (/dev/tty, job control); "
+               "headstart-run --terminal or the daemon's `terminal = PROGRAM` serves a program that only "
+               "writes to it";
+}
+
 static const char *registered_path(const struct server *s, dev_t dev, ino_t ino) {
         for (size_t i = 0; i < s->nregistered; i++)
                 if (s->registered[i].dev == dev && s->registered[i].ino == ino)
@@ -172,6 +186,8 @@ void launch_handle(struct server *s, struct conn *c) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);
                 decline(s, c, HS_DECLINE_ENVIRONMENT, buf);
+        } else if ((reason = check_terminal(s, &req, c->fds[HS_FD_PROGRAM]))) {
+                decline(s, c, HS_DECLINE_TERMINAL, reason);
         } else if ((reason = check_rlimits(&req))) {
                 decline(s, c, HS_DECLINE_LIMITS, reason);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {

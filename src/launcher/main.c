@@ -72,6 +72,23 @@ static int preload_all(const struct string_list *apps, const struct string_list 
         return r;
 }
 
+/* The --terminal programs, by identity: a client may name them by another path. */
+static int find_terminal_programs(struct server *s, const struct string_list *names) {
+        s->terminal_ok = calloc(names->n ? names->n : 1, sizeof *s->terminal_ok);
+        if (!s->terminal_ok)
+                return log_error("out of memory");
+        for (size_t i = 0; i < names->n; i++) {
+                char path[PATH_MAX];
+                struct stat st;
+                if (preload_find_program(names->items[i], path) < 0 || stat(path, &st) < 0) {
+                        log_warning("--terminal %s: cannot find the program", names->items[i]);
+                        continue;
+                }
+                s->terminal_ok[s->nterminal_ok++] = (struct file_id){ st.st_dev, st.st_ino };
+        }
+        return 0;
+}
+
 /* Loads what the registered programs were seen to load after main, each tested first. */
 static void preload_learned(struct learned *l, const struct string_list *apps) {
         struct learned_object **objects;
@@ -212,7 +229,7 @@ static int run_zygote(const struct daemon_options *o) {
                 goto out;
         s.warm_up = warm_up;
         s.cache.also_loaded = &learned_loaded;
-        if ((r = check_apps(&s, &apps, nwarm)) < 0)
+        if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0)
                 goto out;
         if (!o->no_learn) {
                 s.learned = &learned;

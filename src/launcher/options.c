@@ -66,6 +66,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 r = string_list_add(&o->warm, value);
         else if (strcmp(key, "preload") == 0)
                 r = string_list_add(&o->preloads, value);
+        else if (strcmp(key, "terminal") == 0)
+                r = string_list_add(&o->terminal, value);
         else if (strcmp(key, "warm-up") == 0)
                 return parse_warm_up(o, value);
         else if (strcmp(key, "socket") == 0)
@@ -184,6 +186,9 @@ static void help(void) {
                 "                       loader list), LIBRARY:FUNCTION (a function with no argument of\n"
                 "                       a loaded library); each is tested first and refused if it starts\n"
                 "                       a thread or opens a socket\n"
+                "  --terminal PROGRAM   serve PROGRAM also to a client with a controlling terminal: it only\n"
+                "                       writes to it (no /dev/tty, no job control of its own), as a\n"
+                "                       compiler; others go to exec then (repeatable)\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -209,6 +214,7 @@ static const struct long_option long_options[] = {
         { "allow-root", false },   { "verbose", false },      { "help", false },
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
+        { "terminal", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -283,4 +289,5 @@ void options_done(struct daemon_options *o) {
         string_list_done(&o->warm);
         string_list_done(&o->preloads);
         string_list_done(&o->warm_up);
+        string_list_done(&o->terminal);
 }

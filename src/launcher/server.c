@@ -528,6 +528,7 @@ void server_done(struct server *s) {
                 free(s->registered[i].reason);
         }
         free(s->registered);
+        free(s->terminal_ok);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         if (s->signal_fd >= 0)

@@ -95,6 +95,8 @@ struct server {
         struct zygote_info zygote;
         struct learned *learned; /* adaptive preload; NULL with --no-learn */
         const struct warm_up_result *warm_up; /* one per --warm-up step */
+        struct file_id *terminal_ok; /* --terminal programs, served to a client with a terminal */
+        size_t nterminal_ok;
         uint64_t started_ms;
         uint64_t launches, launches_pooled, declines;
         uint64_t declined[HS_DECLINE_COUNT];

@@ -56,7 +56,7 @@ static const char *mode_name(enum program_mode m) {
 static const char *const decline_names[HS_DECLINE_COUNT] = {
         [HS_DECLINE_UNSUPPORTED] = "unsupported", [HS_DECLINE_ENVIRONMENT] = "environment",
         [HS_DECLINE_LIMITS] = "limits",           [HS_DECLINE_START_FAILED] = "start-failed",
-        [HS_DECLINE_BUSY] = "busy",
+        [HS_DECLINE_BUSY] = "busy",               [HS_DECLINE_TERMINAL] = "terminal",
 };
 
 /* Each object learned for a registered program: preloaded by this zygote, skipped (why), or

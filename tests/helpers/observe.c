@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -155,6 +156,14 @@ int main(int argc, char *argv[]) {
                 if (!dladdr((void *) printf, &info))
                         return 1;
                 printf("libc_base=%p\n", info.dli_fbase);
+                return 0;
+        }
+        if (strcmp(what, "tty") == 0) {
+                /* What a program that only writes to a terminal looks at: isatty, the width, colour. */
+                struct winsize ws = { 0 };
+                (void) ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
+                printf("isatty=%d%d%d columns=%d\n", isatty(0), isatty(1), isatty(2), ws.ws_col);
+                printf(isatty(1) ? "\033[31mcoloured\033[0m\n" : "plain\n");
                 return 0;
         }
         if (strcmp(what, "sleep") == 0 && argc > 2) {

@@ -1,0 +1,142 @@
+"""Launching from a terminal: a program that only writes to it is served with the terminal as its
+stdio (isatty true, the width and colours as under exec) when the user says so (headstart-run
+--terminal, or the daemon's --terminal PROGRAM); others are exec'd, and --status counts them. Ctrl-Z
+and Ctrl-C behave for an interactive shell as under exec: the job stops, continues with fg, and
+dies of SIGINT."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import termios
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from conftest import SANITIZED, bin_path
+from headstart.daemon import RunningDaemon, private_daemon
+
+PROMPT = "PROMPT> "
+OBSERVE = str(bin_path("observe"))
+
+
+class Shell:
+    """An interactive bash (job control on) in a pseudo-terminal of 100 columns."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        self.out = ""
+        self.expect(r"[$#] ")  # the default prompt, $ or root's #
+        # Not exported, and typed so that its echo is not the prompt itself.
+        self.send("PS1='PR''OMPT> '\n")
+        self.expect(PROMPT)
+
+    def send(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def expect(self, pattern: str, timeout: float = 30.0) -> str:
+        """The output up to and including the first match, consumed."""
+        deadline = time.monotonic() + timeout
+        while not (m := re.search(pattern, self.out)):
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {pattern!r} in {self.out!r}"
+            if select.select([self.fd], [], [], left)[0]:
+                self.out += os.read(self.fd, 65536).decode(errors="replace")
+        seen, self.out = self.out[: m.end()], self.out[m.end() :]
+        return seen
+
+    def run(self, command: str) -> str:
+        """What the command printed (the terminal's \\r\\n as \\n), once the prompt is back."""
+        self.send(command + "\n")
+        self.expect(re.escape(command) + r"\r*\n")
+        seen = self.expect(PROMPT)[: -len(PROMPT)].replace("\r\n", "\n")
+        return re.sub(r"\x1b\[\?2004[hl]\r?", "", seen)  # readline's bracketed-paste switches
+
+    def close(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+@contextmanager
+def shell(daemon: RunningDaemon) -> Iterator[Shell]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "TERM": "xterm",
+        "HEADSTART_SOCKET": str(daemon.socket),
+    }
+    env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
+    sh = Shell(env)
+    try:
+        yield sh
+    finally:
+        sh.close()
+
+
+def run_client(*args: str) -> str:
+    return " ".join([str(bin_path("headstart-run")), *args])
+
+
+@pytest.fixture
+def daemon(tmp_path) -> Iterator[RunningDaemon]:
+    with private_daemon([], extra_args=["--app", OBSERVE, "--no-learn"]) as d:
+        yield d
+
+
+def test_a_program_that_writes_to_the_terminal_is_served_with_it_as_stdio(daemon):
+    with shell(daemon) as sh:
+        by_exec = sh.run(f"{OBSERVE} tty")
+        assert by_exec == "isatty=111 columns=100\n\x1b[31mcoloured\x1b[0m\n"
+        before = daemon.launches_started()
+        assert sh.run(run_client("--terminal", OBSERVE, "tty")) == by_exec
+        assert daemon.launches_started() == before + 1
+        # It has no controlling terminal of its own: what --terminal promises it does not need.
+        report = sh.run(run_client("--terminal", OBSERVE, "report"))
+        assert "controlling_tty=0" in report
+
+
+def test_without_terminal_permission_it_is_exec_d_and_counted(daemon):
+    with shell(daemon) as sh:
+        report = sh.run(run_client(OBSERVE, "report"))
+        assert "controlling_tty=1" in report  # exec'd: the terminal is its controlling terminal
+        status = sh.run(run_client("--status"))
+    assert daemon.launches_started() == 0
+    assert re.search(r"declined: terminal 1 -- last: a controlling terminal is attached", status), status
+
+
+def test_the_daemon_can_name_programs_served_from_a_terminal(tmp_path):
+    args = ["--app", OBSERVE, "--terminal", OBSERVE, "--no-learn"]
+    with private_daemon([], extra_args=args) as d, shell(d) as sh:
+        assert sh.run(run_client(OBSERVE, "tty")) == "isatty=111 columns=100\n\x1b[31mcoloured\x1b[0m\n"
+        assert d.launches_started() == 1
+
+
+@pytest.mark.skipif(SANITIZED, reason="timing of stops under the sanitizer build is not what this checks")
+def test_ctrl_z_stops_the_job_fg_continues_it_and_ctrl_c_ends_it(daemon):
+    with shell(daemon) as sh:
+        sh.send(run_client("--terminal", OBSERVE, "sleep", "30") + "\n")
+        deadline = time.monotonic() + 30
+        while daemon.launches_started() == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.2)
+        sh.send("\x1a")  # Ctrl-Z
+        sh.expect(r"Stopped")
+        sh.expect(PROMPT)
+        assert sh.run("jobs -l").count("Stopped") == 1
+        sh.send("fg\n")
+        sh.expect("sleep 30")
+        time.sleep(0.2)
+        sh.send("\x03")  # Ctrl-C
+        sh.expect(PROMPT)
+        assert sh.run("echo status=$?") == "status=130\n"
