@@ -8,10 +8,12 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 # GUI programs run under a private X server (Xvfb): our GTK and Qt samples, and Debian's galculator
 # (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
 GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
+# Man pages from the C programs' --help (help2man), and what the unit and terminal tests use.
+TOOL_PACKAGES := help2man procps systemd
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
-	$(GUI_PACKAGES) $(CORPUS_PACKAGES)
+	$(GUI_PACKAGES) $(TOOL_PACKAGES) $(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build
@@ -23,7 +25,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench docs clean
 
 all: build
 
@@ -105,6 +107,11 @@ lint: deps
 	$(VENV)/bin/ruff format --check python tests
 
 test: lint test-c test-python
+
+# Regenerates the man pages and shell completions from the programs' options (packaging/generate-docs);
+# commit the result. tests/test_packaging.py fails while they are stale.
+docs: build
+	packaging/generate-docs $(BUILD)
 
 # Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
 # with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).

@@ -22,7 +22,12 @@ def _command_modules() -> list[ModuleType]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="headstart", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="headstart",
+        description="Measure and explain program launches: compare exec and headstartd (bench), profile "
+        "a launch (profile), say how headstartd would serve a program (check), draw reports (report), "
+        "and analyze boots (boot). Each command has its own --help.",
+    )
     parser.add_argument("--version", action="version", version=f"headstart {__version__}")
     parser.add_argument("--traceback", action="store_true", help="show the stack on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
