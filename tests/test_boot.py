@@ -165,10 +165,7 @@ def test_analyze_the_captured_qemu_boot(tmp_path):
             quoted = e.split(": ", 1)[1]
             assert quoted in lines[int(m.group(1)) - 1] or "kernel lines" in quoted, e
     slowest = next(r for r in data["recommendations"] if r["topic"] == "initcall")
-    assert (
-        data["initcalls"][0]["name"] in slowest["message"]
-        and f"initcall_blacklist={data['initcalls'][0]['name']}" in slowest["message"]
-    )
+    assert data["initcalls"][0]["name"] in slowest["message"]
     assert "lpj" not in topics  # this kernel skipped calibration (timer frequency): nothing to advise
 
 
@@ -197,7 +194,7 @@ def test_analyze_report_renders_in_chromium(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "initramfs unpacking" in done.stdout and "evidence:" in done.stdout
     charts = charts_in_chromium(report)
-    assert len(charts) == 1 and charts[0][1] and charts[0][2] > 100, charts
+    assert len(charts) == 2 and all(c[1] and c[2] > 100 for c in charts), charts  # kernel, user space
 
 
 def test_analyze_plain_dmesg_and_systemd(tmp_path):
@@ -274,6 +271,159 @@ def test_compare_against_a_budget():
     data = json.loads(done.stdout)
     assert data["difference_ms"] == pytest.approx(slower_ms)
     assert [m["moment"] for m in data["moments"]] == ["kernel start", "first program ready"]
+
+
+# --- boots from the field: initramfs init, core initcalls, other capture tools, mixed boots ---
+
+INITRD_ROOT = FIXTURES / "qemu-initrd-root.log"  # Debian's initrd as rdinit=/init, which mounts the root
+TWO_BOOTS = FIXTURES / "qemu-grabserial-two-boots.log"
+
+
+def test_init_from_the_initramfs_gives_no_negative_phase():
+    """The kernel mounts no root: initramfs-tools' /init does, 3.8 s after it started."""
+    data = analyze_json(str(INITRD_ROOT), "--ready", READY)
+    assert all(p["duration_s"] >= 0 for p in data["phases"]), data["phases"]
+    assert "root_mounted" not in data["moments"]
+    assert data["moments"]["init_root_mounted"]["at_s"] > data["moments"]["init"]["at_s"]
+    assert [p["name"] for p in data["phases"]][-2:] == [
+        "init started to root file system mounted by init",
+        "root file system mounted by init to first program ready",
+    ]
+
+
+def test_moments_out_of_boot_order_are_left_out_with_a_warning():
+    data = analyze_json(str(VERBOSE), "--ready", "Linux version")  # a "ready" line before init
+    assert "ready" not in data["moments"] and all(p["duration_s"] >= 0 for p in data["phases"])
+    assert any("first program ready at" in w and "left out" in w for w in data["warnings"])
+
+
+def test_core_initcalls_are_never_advised_for_the_blacklist(tmp_path):
+    data = analyze_json(str(VERBOSE))
+    messages = {r["message"].split()[0]: r["message"] for r in data["recommendations"] if r["topic"] == "initcall"}
+    assert {"acpi_init", "oom_init"} <= set(messages)
+    for message in messages.values():
+        assert "initcall_blacklist" not in message and "Not to be blacklisted" in message, message
+    assert "ACPI" in messages["acpi_init"]
+    # a driver registered by module_*_driver() may go: the same real line, made slow
+    text = VERBOSE.read_text()
+    line = re.search(r"initcall (\w+_driver_init)\+\S+ returned 0 after (\d+) usecs", text)
+    assert line
+    slow = tmp_path / "slow-driver.log"
+    slow.write_text(text.replace(line.group(0), line.group(0).replace(f"after {line.group(2)} ", "after 400000 ")))
+    (driver,) = [r for r in analyze_json(str(slow))["recommendations"] if line.group(1) in r["message"]]
+    assert f"initcall_blacklist={line.group(1)}" in driver["message"] and "module" in driver["message"]
+
+
+CAPTURED = {  # the same QEMU boot read by the tools people use (tests/boot/capture.py)
+    "qemu-ts-default.log": "ts",
+    "qemu-ts-since-start.log": "ts-clock",
+    "qemu-ts-incremental.log": "ts-clock",
+    "qemu-grabserial.log": "grabserial",
+    "qemu-default.log": "headstart",
+}
+
+
+@pytest.mark.parametrize("name", CAPTURED)
+def test_serial_logs_of_other_tools(name):
+    data = analyze_json(str(FIXTURES / name), "--ready", READY)
+    assert data["axis"] == "host"
+    assert {"kernel_setup", "kernel_start", "initramfs_unpack", "init", "ready"} <= set(data["moments"])
+    assert all(p["duration_s"] >= 0 for p in data["phases"])
+    assert 3.5 < data["total_s"] < 7.0  # the QEMU boots took 4.6 to 6.1 s (ts: whole seconds)
+    assert "\x1b" not in json.dumps(data)
+    assert data["moments"]["init"]["evidence"].endswith("Run /init as init process")
+
+
+def test_capture_formats_and_escapes_are_read():
+    from headstart.boot import logs
+
+    for name, fmt in CAPTURED.items():
+        log = logs.read([FIXTURES / name])
+        assert log.formats == [fmt], name
+        times = [x.host_s for x in log.lines]
+        assert times == sorted(times), name  # ts -i: added up into one clock
+    # the ready line coloured as systemd colours it, then text without a newline before a kernel line
+    log = logs.read([FIXTURES / "qemu-grabserial.log"])
+    texts = [x.text for x in log.lines]
+    assert "[  OK  ] Started headstart-ready: init running" in texts
+    i = texts.index("powering off...")
+    assert log.lines[i].kernel_s is None and log.lines[i + 1].source == log.lines[i].source
+    assert log.lines[i + 1].kernel_s is not None and "Preparing to enter system sleep" in texts[i + 1]
+    incremental = (FIXTURES / "qemu-ts-incremental.log").read_text().splitlines()
+    seconds = sum(float(line[6:15]) + 60 * int(line[3:5]) for line in incremental if line[:2].isdigit())
+    assert logs.read([FIXTURES / "qemu-ts-incremental.log"]).lines[-1].host_s == pytest.approx(seconds)
+
+
+def test_firmware_text_before_the_first_kernel_line(tmp_path):
+    """A board's boot loader (no x86 setup line here), its text and the kernel's first line on one line,
+    a carriage return between them."""
+    rows = [r for r in VERBOSE.read_text().splitlines() if "Probing EDD" not in r]
+    at = next(i for i, r in enumerate(rows) if "Linux version" in r)
+    t, text = rows[at].split("\t", 1)
+    rows[at] = f"{t}\tU-Boot 2024.01 \x1b[1mStarting kernel ...\x1b[0m\r{text}"
+    log = tmp_path / "uboot.log"
+    log.write_text("\n".join(rows) + "\n")
+    data = analyze_json(str(log), "--ready", READY)
+    assert data["moments"]["kernel_setup"]["evidence"].endswith("U-Boot 2024.01 Starting kernel ...")
+    assert data["moments"]["kernel_start"]["evidence"].split(": ", 1)[1].startswith("Linux version")
+
+
+def test_two_boots_in_one_capture_are_not_merged():
+    done = headstart("boot", "analyze", str(TWO_BOOTS), "--ready", READY)
+    one_line_error(done, "holds 2 boots (boot 1 from line 1, boot 2 from line 16)")
+    assert "--boot 1..2" in done.stderr
+    first = analyze_json(str(TWO_BOOTS), "--ready", READY, "--boot", "1")
+    second = analyze_json(str(TWO_BOOTS), "--ready", READY, "--boot", "2")
+    assert first["moments"]["ready"]["evidence"].startswith("qemu-grabserial-two-boots.log:14:")
+    assert second["moments"]["ready"]["evidence"].startswith("qemu-grabserial-two-boots.log:29:")
+    # the second boot counts from the first one's restart line, not from the start of the capture
+    # (grabserial's time 0 is its first byte: here the first boot's first kernel line)
+    assert second["moments"]["kernel_start"]["at_s"] == pytest.approx(4.446891 - 1.779238, abs=0.01)
+    k1, k2 = (d["total_s"] - d["moments"]["kernel_start"]["at_s"] for d in (first, second))
+    assert k2 == pytest.approx(k1, rel=0.3)
+    one_line_error(headstart("boot", "analyze", str(TWO_BOOTS), "--boot", "3"), "--boot 3 is not one of them")
+
+
+def test_logs_of_different_boots_given_together(tmp_path):
+    def dmesg_of(serial: Path, out: Path, edit: tuple[str, str] = ("", "")) -> Path:
+        rows = [r.split("\t", 1)[1] for r in serial.read_text().splitlines()[1:] if r.split("\t", 1)[1].startswith("[")]
+        out.write_text("\n".join(rows).replace(*edit) + "\n")
+        return out
+
+    same = dmesg_of(VERBOSE, tmp_path / "same.txt")
+    assert analyze_json(str(VERBOSE), str(same), "--ready", READY)["moments"]["ready"]
+    other = dmesg_of(FIXTURES / "qemu-default.log", tmp_path / "other.txt")  # another boot, same kernel
+    one_line_error(headstart("boot", "analyze", str(VERBOSE), str(other)), "are from different boots")
+    kernel = dmesg_of(VERBOSE, tmp_path / "kernel.txt", ("6.1.0-56-amd64", "6.1.0-99-amd64"))
+    done = headstart("boot", "analyze", str(VERBOSE), str(kernel))
+    one_line_error(done, "kernel 6.1.0-56-amd64 and 6.1.0-99-amd64")
+
+
+def test_compare_without_ready_uses_the_last_moment_both_reached():
+    default = FIXTURES / "qemu-default.log"
+    done = headstart("boot", "compare", str(default), str(VERBOSE), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    a, b = analyze_json(str(default)), analyze_json(str(VERBOSE))
+    assert data["compared_to"] == "init"
+    assert data["difference_ms"] == pytest.approx((b["moments"]["init"]["at_s"] - a["moments"]["init"]["at_s"]) * 1000)
+    text = headstart("boot", "compare", str(default), str(VERBOSE)).stdout
+    assert "to init started, the last moment both boots reached" in " ".join(text.split())
+    # the quiet boot prints no init line: kernel start is the last moment both show
+    data = json.loads(headstart("boot", "compare", str(QUIET), str(VERBOSE), "--json").stdout)
+    assert data["compared_to"] == "kernel_start"
+
+
+def test_html_keeps_kernel_phases_apart_from_a_long_systemd_phase(tmp_path):
+    from headstart.boot import analysis, html
+
+    a = analysis.analyze([VERBOSE, FIXTURES / "systemd-analyze.txt"], re.compile(READY))
+    (kernel, _), (user, _) = html.charts(a)
+    init = a.timeline.at("init")
+    assert init is not None and kernel.axes[0].get_xlim()[1] < init * 1.2  # not squashed by 62 s of user space
+    assert user.axes[0].get_xlim()[1] > 60
+    page = html.page(a).render()
+    assert "Slowest services" in page and "NetworkManager-wait-online.service" in page
 
 
 # --- the live boot (slow, opt-in) ---

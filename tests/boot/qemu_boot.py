@@ -4,6 +4,7 @@ and to capture the fixtures: python tests/boot/qemu_boot.py OUT.log [KERNEL ARGU
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -52,80 +54,71 @@ def initramfs(directory: Path) -> Path:
     return path
 
 
+def disk(directory: Path) -> Path:
+    """An ext4 image whose /sbin/init is the same static init, for boots through Debian's initrd."""
+    root = directory / "root"
+    (root / "sbin").mkdir(parents=True)
+    (root / "dev").mkdir()
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(root / "sbin" / "init"), str(HERE / "init.c")], check=True)
+    image = directory / "root.ext4"
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-d", str(root), str(image), "16M"], check=True)
+    return image
+
+
+def qemu_argv(kernel_args: list[str], initrd: Path, root: Path | None, qmp: Path) -> list[str]:
+    argv = ["qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-smp", "1", "-display", "none", "-S"]
+    argv += ["-kernel", str(kernel()), "-initrd", str(initrd), "-append", " ".join(kernel_args)]
+    argv += ["-serial", "pty", "-monitor", "none", "-qmp", f"unix:{qmp},server=on,wait=off"]
+    if "hs_reboot=1" not in kernel_args:
+        argv.append("-no-reboot")
+    if root is not None:
+        argv += ["-drive", f"file={root},format=raw,if=virtio"]
+    return argv
+
+
+def headstart_recorder(pty: str, log: Path, timeout_s: float) -> list[str]:
+    argv = [sys.executable, "-m", "headstart", "boot", "record", "--device", pty, "--stop", READY]
+    return [*argv, "--timeout", str(timeout_s), "-o", str(log)]
+
+
 def boot(log: Path, kernel_args: list[str], timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
     """QEMU starts paused; once the recorder holds the pty, it is told to continue: time 0 of the
     log is power-on, near enough (the recorder's clock starts a few ms before)."""
     with tempfile.TemporaryDirectory(prefix="headstart-boot-") as tmp:
-        tmpdir = Path(tmp)
-        qmp = tmpdir / "qmp.sock"
-        qemu = subprocess.Popen(
-            [
-                "qemu-system-x86_64",
-                "-accel",
-                "tcg",
-                "-m",
-                "512",
-                "-smp",
-                "1",
-                "-display",
-                "none",
-                "-no-reboot",
-                "-S",
-                "-kernel",
-                str(kernel()),
-                "-initrd",
-                str(initramfs(tmpdir)),
-                "-append",
-                " ".join(kernel_args),
-                "-serial",
-                "pty",
-                "-monitor",
-                "none",
-                "-qmp",
-                f"unix:{qmp},server=on,wait=off",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        with paused_qemu(Path(tmp), kernel_args) as (pty, qmp):
+            recorder = subprocess.Popen(
+                headstart_recorder(pty, log, timeout_s), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            _wait_for(lambda: log.exists() and log.stat().st_size > 0)
+            _qmp_continue(qmp)
+            out, err = recorder.communicate(timeout=timeout_s + 30)
+            return subprocess.CompletedProcess(recorder.args, recorder.returncode, out, err)
+
+
+@contextlib.contextmanager
+def paused_qemu(tmpdir: Path, kernel_args: list[str], debian_initrd: bool = False) -> Iterator[tuple[str, Path]]:
+    """QEMU started with its CPU stopped: yields its serial pty and QMP socket, kills it on the way out.
+    With debian_initrd, Debian's own initramfs (initramfs-tools) runs first and mounts an ext4 root
+    from a virtio disk, whose /sbin/init is the test init."""
+    qmp = tmpdir / "qmp.sock"
+    initrd = Path(str(kernel()).replace("vmlinuz", "initrd.img")) if debian_initrd else initramfs(tmpdir)
+    root = disk(tmpdir) if debian_initrd else None
+    argv = qemu_argv(kernel_args, initrd, root, qmp)
+    qemu = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
         assert qemu.stdout is not None
-        pty = None
         for line in qemu.stdout:
-            m = re.search(r"redirected to (/dev/pts/\d+)", line)
-            if m:
-                pty = m.group(1)
+            if m := re.search(r"redirected to (/dev/pts/\d+)", line):
+                yield m.group(1), qmp
                 break
-        if pty is None:
-            qemu.kill()
+        else:
             raise SystemExit("QEMU did not offer a pty")
-        recorder = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "headstart",
-                "boot",
-                "record",
-                "--device",
-                pty,
-                "--stop",
-                READY,
-                "--timeout",
-                str(timeout_s),
-                "-o",
-                str(log),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _wait_for(lambda: log.exists() and log.stat().st_size > 0)
-        _qmp_continue(qmp)
-        out, err = recorder.communicate(timeout=timeout_s + 30)
-        try:
-            qemu.wait(timeout=60)
+    finally:
+        try:  # the test init powers off once ready, unless told to reboot
+            qemu.wait(timeout=0.1 if "hs_reboot=1" in kernel_args else 30)
         except subprocess.TimeoutExpired:
             qemu.kill()
-        return subprocess.CompletedProcess(recorder.args, recorder.returncode, out, err)
+            qemu.wait()
 
 
 def _wait_for(condition, timeout_s: float = 30) -> None:

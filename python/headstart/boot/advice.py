@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from headstart.boot import initcalls
 from headstart.boot.logs import BootLog
 from headstart.boot.timeline import Timeline
 
@@ -87,17 +88,27 @@ def _initcalls(t: Timeline) -> list[Advice]:
     for call in t.initcalls[:TOP_INITCALLS]:
         if call.duration_s < SLOW_INITCALL_S:
             break
-        out.append(
-            Advice(
-                "initcall",
-                f"{call.name} took {call.duration_s * 1000:,.1f} ms. If it is not needed before the first "
-                "program: build it as a module loaded later, or let its driver probe asynchronously "
-                f"(`driver_async_probe=`); if not needed at all: `initcall_blacklist={call.name}`.",
-                [f"{call.evidence.source}: {call.evidence.text.strip()}"],
-                call.duration_s,
-            )
-        )
+        evidence = [f"{call.evidence.source}: {call.evidence.text.strip()}"]
+        out.append(Advice("initcall", _initcall_message(call.name, call.duration_s), evidence, call.duration_s))
     return out
+
+
+def _initcall_message(name: str, seconds: float) -> str:
+    took = f"{name} took {seconds * 1000:,.1f} ms."
+    drv = initcalls.driver(name)
+    if drv is not None:
+        return (
+            f"{took} It registers a driver ({drv}), so it can leave the boot path: build it as a module (=m) "
+            "loaded after the first program, or let it probe asynchronously (`driver_async_probe=DRIVER` with "
+            "the driver's name as in /sys/bus/*/drivers/, or `MODULE.async_probe=1`); only if its device is "
+            f"not needed at all, `initcall_blacklist={name}`."
+        )
+    if name in initcalls.CORE:
+        return f"{took} Not to be blacklisted: {initcalls.CORE[name]}. Look at why it is slow, not at removing it."
+    return (
+        f"{took} Not to be blacklisted: {initcalls.why_not(name)}. If it is in fact a built-in driver, make "
+        "it a module or let it probe asynchronously; else find the configuration option that builds it in."
+    )
 
 
 def _decompression(t: Timeline) -> list[Advice]:

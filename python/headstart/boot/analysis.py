@@ -1,4 +1,4 @@
-"""A boot analysed: the timeline and the advice, as JSON, as terminal tables, and as an HTML page."""
+"""A boot analysed: the timeline and the advice, as JSON and as terminal tables (html.py: the page)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
 
 from headstart.boot import advice, logs, timeline
-from headstart.report.page import Page
 
 TOP = 10
 
@@ -32,8 +30,8 @@ class Analysis:
         return max((p.end_s for p in self.timeline.phases), default=None)
 
 
-def analyze(paths: list[Path], ready: re.Pattern[str] | None) -> Analysis:
-    log = logs.read(paths)
+def analyze(paths: list[Path], ready: re.Pattern[str] | None, boot: int | None = None) -> Analysis:
+    log = logs.read(paths, boot)
     t = timeline.build(log, ready)
     return Analysis([str(p) for p in paths], t, advice.advise(t, log))
 
@@ -78,47 +76,3 @@ def render(a: Analysis, console: Console) -> None:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
     for w in t.warnings:
         console.print(f"warning: {w}", style="yellow", markup=False)
-
-
-def gantt(a: Analysis) -> Figure:
-    """The phases as bars on one time axis, and the slowest initcalls where they ran."""
-    t = a.timeline
-    rows = [(p.name, p.start_s, p.duration_s, "#4e79a7") for p in t.phases]
-    rows += [
-        (f"initcall {c.name}", c.start_s, c.duration_s, "#f28e2b") for c in t.initcalls[:TOP] if c.start_s is not None
-    ]
-    fig = Figure(figsize=(10, 1.2 + 0.3 * len(rows)))
-    ax = fig.subplots()
-    for i, (_, start, width, colour) in enumerate(rows):
-        ax.barh(i, max(width, 0.002), left=start, color=colour)
-    ready = t.at("ready")
-    if ready is not None:
-        ax.axvline(ready, color="#e15759", linestyle="--", label="first program ready")
-        ax.legend(fontsize=8)
-    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds from " + ("power-on" if t.axis == "host" else "the kernel's first message"))
-    return fig
-
-
-def page(a: Analysis) -> Page:
-    t = a.timeline
-    p = Page("headstart boot")
-    p.text(f"Sources: {', '.join(a.sources)}. Docs: docs/measuring.md (boot).")
-    p.heading("Timeline")
-    p.chart(gantt(a), "Boot phases and the slowest initcalls")
-    p.table(
-        ["phase", "start s", "end s", "duration s"],
-        [[x.name, f"{x.start_s:.3f}", f"{x.end_s:.3f}", f"{x.duration_s:.3f}"] for x in t.phases],
-    )
-    if t.initcalls:
-        p.heading("Slowest initcalls")
-        p.table(["initcall", "ms"], [[c.name, f"{c.duration_s * 1000:,.1f}"] for c in t.initcalls[:TOP]])
-    p.heading("Recommendations")
-    for x in a.advice:
-        p.text(f"{x.topic}: {x.message}")
-        for e in x.evidence:
-            p.text(f"evidence: {e}")
-    for w in t.warnings:
-        p.text(f"warning: {w}")
-    return p

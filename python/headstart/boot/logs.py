@@ -1,6 +1,7 @@
-"""Boot logs read into lines with their times: a serial console recorded by `headstart boot record`
-(host time, and printk time when the kernel printed one), `dmesg` or `journalctl -o short-monotonic`
-output (printk time), and `systemd-analyze` / `systemd-analyze blame` output (durations)."""
+"""Boot logs read into lines with their times: a serial console captured with host times (by
+`headstart boot record`, grabserial or moreutils' ts: see formats.py), `dmesg` or
+`journalctl -o short-monotonic` output (printk time), and `systemd-analyze` / `systemd-analyze
+blame` output (durations). Each log must hold one boot, and all of them the same boot (boots.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from headstart.boot.record import HEADER
+from headstart.boot import boots, console, formats
+from headstart.boot.line import Line
 from headstart.errors import HeadstartError
 
-_PRINTK = re.compile(r"^\s*\[\s*(\d+\.\d+)\]\s?(.*)$")
-_RECORDED = re.compile(r"^(-?\d+\.\d+)\t(.*)$")
+__all__ = ["BootLog", "Line", "duration_s", "read"]
+
 _BAUD = re.compile(r"\bbaud=(\d+)")
 _FINISHED = re.compile(r"Startup finished in (.*?)(?:= .*)?$")
 _DURATION_PART = re.compile(r"([\d.]+(?:min|ms|us|s|h)\s*)+\((\w+)\)")
@@ -22,20 +24,13 @@ _SECONDS = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 
 
 @dataclass
-class Line:
-    source: str  # file:line, for evidence
-    text: str
-    host_s: float | None = None  # from the recording's time base
-    kernel_s: float | None = None  # printk time: from the kernel's first message
-
-
-@dataclass
 class BootLog:
     lines: list[Line] = field(default_factory=list)
     baud: int | None = None
     systemd_phases: dict[str, float] = field(default_factory=dict)  # firmware, loader, kernel, initrd, userspace
     systemd_blame: list[tuple[str, float, str]] = field(default_factory=list)  # unit, seconds, source
     recorded: bool = False  # a host-timestamped serial log is among the sources
+    formats: list[str] = field(default_factory=list)  # the capture format of each source
 
 
 def duration_s(text: str) -> float:
@@ -43,45 +38,62 @@ def duration_s(text: str) -> float:
     return sum(float(n) * _SECONDS[unit] for n, unit in _UNIT.findall(text))
 
 
-def read(paths: list[Path]) -> BootLog:
+def read(paths: list[Path], boot: int | None = None) -> BootLog:
+    """Every log into one; --boot N picks the Nth boot of a log that holds several."""
     log = BootLog()
+    per_file = []
     for path in paths:
-        try:
-            text = path.read_text(errors="replace")
-        except OSError as e:
-            raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
-        before = (len(log.lines), len(log.systemd_phases), len(log.systemd_blame))
-        _read_one(path.name, text, log)
-        if before == (len(log.lines), len(log.systemd_phases), len(log.systemd_blame)):
+        one = _read_one(path.name, _text(path))
+        if not (one.lines or one.systemd_phases or one.systemd_blame):
             raise HeadstartError(
-                f"{path}: no boot lines found (expected a `headstart boot record` log, dmesg output with "
-                "printk times, or systemd-analyze output)"
+                f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
+                "or ts, dmesg output with printk times, or systemd-analyze output)"
             )
+        one.lines = boots.choose(str(path), boots.split(one.lines), boot)
+        per_file.append((str(path), one.lines))
+        _merge(log, one)
+    boots.check_same_boot(per_file)
     return log
 
 
-def _read_one(name: str, text: str, log: BootLog) -> None:
-    recorded = text.startswith(HEADER)
-    if recorded:
-        log.recorded = True
-        m = _BAUD.search(text.splitlines()[0])
-        log.baud = int(m.group(1)) if m else log.baud
-    for number, raw in enumerate(text.splitlines(), 1):
-        source = f"{name}:{number}"
-        host = None
-        body = raw
-        if recorded:
-            m = _RECORDED.match(raw)
-            if not m:
-                continue  # the header, or a line cut short
-            host, body = float(m.group(1)), m.group(2)
-        printk = _PRINTK.match(body)
-        if printk:
-            log.lines.append(Line(source, printk.group(2), host, float(printk.group(1))))
-        elif recorded:
-            log.lines.append(Line(source, body, host))
-        elif finished := _FINISHED.search(body):
-            for part in _DURATION_PART.finditer(finished.group(1)):
-                log.systemd_phases[part.group(2)] = duration_s(part.group(0))
-        elif blame := _BLAME.match(body):
-            log.systemd_blame.append((blame.group(2), duration_s(blame.group(1)), source))
+def _text(path: Path) -> str:
+    try:
+        with open(path, errors="replace", newline="") as f:  # a bare carriage return stays in its line
+            return f.read()
+    except OSError as e:
+        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+
+
+def _merge(log: BootLog, one: BootLog) -> None:
+    log.lines += one.lines
+    log.baud = one.baud or log.baud
+    log.systemd_phases |= one.systemd_phases
+    log.systemd_blame += one.systemd_blame
+    log.recorded = log.recorded or one.recorded
+    log.formats += one.formats
+
+
+def _read_one(name: str, text: str) -> BootLog:
+    raw = text.split("\n")  # not splitlines(): a bare carriage return does not end a console line
+    f, stamped = formats.stamp(raw)
+    log = BootLog(recorded=f is not None, formats=[f.name if f else "plain"])
+    if f is formats.HEADSTART and (m := _BAUD.search(raw[0])):
+        log.baud = int(m.group(1))
+    for s in stamped:
+        source = f"{name}:{s.number}"
+        before, kernel_s, after = console.split_printk(console.clean(s.text))
+        if f is not None and before.strip():
+            log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
+        if kernel_s is not None:
+            log.lines.append(Line(source, after, s.host_s, kernel_s))
+        elif f is None:
+            _systemd(source, before, log)
+    return log
+
+
+def _systemd(source: str, text: str, log: BootLog) -> None:
+    if finished := _FINISHED.search(text):
+        for part in _DURATION_PART.finditer(finished.group(1)):
+            log.systemd_phases[part.group(2)] = duration_s(part.group(0))
+    elif blame := _BLAME.match(text):
+        log.systemd_blame.append((blame.group(2), duration_s(blame.group(1)), source))

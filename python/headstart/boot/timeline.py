@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from headstart.boot.boots import SETUP
 from headstart.boot.logs import BootLog, Line
 
 _INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)? returned (-?\d+) after (\d+) usecs")
 _INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)? @ \d+")
-_SETUP = re.compile(r"Probing EDD|Decompressing Linux|Booting the kernel|Starting kernel \.\.\.")
 _UNPACK = re.compile(r"Trying to unpack rootfs image as initramfs|Unpacking initramfs")
 _UNPACKED = re.compile(r"Freeing initrd memory")
 _ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
@@ -96,7 +96,7 @@ def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
             if t is not None and name not in moments and pattern.search(line.text):
                 moments[name] = Moment(name, t, line)
 
-    first("kernel_setup", _SETUP)
+    first("kernel_setup", SETUP)
     kernel_line = next((line for line in log.lines if line.kernel_s is not None), None)
     # The kernel's start is in the log only if its first messages are: dmesg's ring buffer may have
     # wrapped long after boot.
@@ -108,8 +108,10 @@ def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
     first("initramfs_done", _UNPACKED)
     first("root_mounted", _ROOT)
     first("init", _INIT)
+    _root_mounted_by_init(log, moments, axis, offset)
     if ready is not None:
         first("ready", ready)
+    dropped = _in_boot_order(moments)
 
     timeline = Timeline(
         axis,
@@ -122,8 +124,36 @@ def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
         _end(log, axis, offset),
     )
     timeline.phases = _phases(timeline, log)
-    timeline.warnings = _warnings(timeline, log, ready)
+    timeline.warnings = dropped + _warnings(timeline, log, ready)
     return timeline
+
+
+def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
+    """With init from the initramfs (rdinit=, or an initramfs's /init), the kernel mounts no root:
+    init does, later. That mount is a moment of its own, after init, not the kernel's."""
+    root, init = moments.get("root_mounted"), moments.get("init")
+    if root is None or init is None or root.at_s < init.at_s:
+        return
+    del moments["root_mounted"]
+    moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
+
+
+def _in_boot_order(moments: dict[str, Moment]) -> list[str]:
+    """Drops a moment the logs show before the one that must precede it: a phase is never negative."""
+    warnings, last = [], None
+    for name in CHAIN:
+        m = moments.get(name)
+        if m is None:
+            continue
+        if last is not None and m.at_s < last.at_s:
+            del moments[name]
+            warnings.append(
+                f"{CHAIN[name]} at {m.at_s:.3f} s comes before {CHAIN[last.name]} at {last.at_s:.3f} s: left out "
+                f"({_evidence(m.evidence)})"
+            )
+            continue
+        last = m
+    return warnings
 
 
 def _initcalls(log: BootLog, axis: str, offset: float | None) -> list[Initcall]:
@@ -166,6 +196,7 @@ CHAIN = {
     "initramfs_done": "initramfs unpacked",
     "root_mounted": "root file system mounted",  # none when the initramfs is the root
     "init": "init started",
+    "init_root_mounted": "root file system mounted by init",  # init from the initramfs mounts it
     "ready": "first program ready",
 }
 

@@ -7,11 +7,12 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from headstart.boot import analysis, timeline
+from headstart.boot import analysis, html, timeline
 from headstart.boot.record import RecordOptions, record
 from headstart.errors import HeadstartError, UsageError
 
@@ -42,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ana.add_argument("--ready", type=_pattern, help="the line that says the first program is ready")
     ana.add_argument("--json", action="store_true", help="print the analysis as JSON")
     ana.add_argument("-o", "--output", type=Path, help="also write an HTML report here")
+    _boot_option(ana)
     ana.set_defaults(run=run_analyze)
 
     cmp = sub.add_parser("compare", help="two boots phase by phase; with --budget-ms, fail when B is too slow")
@@ -49,10 +51,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cmp.add_argument("b", type=Path, metavar="B", help="the boot to judge")
     cmp.add_argument("--ready", type=_pattern, help="the line that says the first program is ready")
     cmp.add_argument(
-        "--budget-ms", type=float, help="exit 1 when B takes more than this many ms longer than A to ready"
+        "--budget-ms",
+        type=float,
+        help="exit 1 when B takes more than this many ms longer than A to ready (without --ready, or when one "
+        "boot does not reach it: to the last moment both reached)",
     )
+    _boot_option(cmp)
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(run=run_compare)
+
+
+def _boot_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--boot", type=int, metavar="N", help="read the Nth boot of a log that holds several (a capture across reboots)"
+    )
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -74,10 +86,10 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    result = analysis.analyze(args.logs, args.ready)
+    result = analysis.analyze(args.logs, args.ready, args.boot)
     if args.output:
         try:
-            args.output.write_text(analysis.page(result).render())
+            args.output.write_text(html.page(result).render())
         except OSError as e:
             raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
     if args.json:
@@ -91,20 +103,21 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    a, b = analysis.analyze([args.a], args.ready), analysis.analyze([args.b], args.ready)
+    a = analysis.analyze([args.a], args.ready, args.boot)
+    b = analysis.analyze([args.b], args.ready, args.boot)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
-    rows = compare_rows(a, b)
-    moments = compare_moments(a, b)
-    total_a, total_b = a.total_s, b.total_s
-    if total_a is None or total_b is None:
-        raise HeadstartError("cannot compare: no phase found in " + (str(args.a) if total_a is None else str(args.b)))
+    end = compared_end(a, b)
+    if end is None:
+        raise HeadstartError(f"cannot compare: {args.a} and {args.b} reach no boot moment in common")
+    moment, label, total_a, total_b = end
     diff_ms = (total_b - total_a) * 1000
     over = args.budget_ms is not None and diff_ms > args.budget_ms
     if args.json:
         data = {
-            "phases": rows,
-            "moments": moments,
+            "phases": compare_rows(a, b),
+            "moments": compare_moments(a, b),
+            "compared_to": moment,
             "total_a_s": total_a,
             "total_b_s": total_b,
             "difference_ms": diff_ms,
@@ -112,29 +125,50 @@ def run_compare(args: argparse.Namespace) -> int:
         json.dump(data | {"budget_ms": args.budget_ms, "over_budget": over}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        table = Table(title=f"Boot phases, s: A = {args.a}, B = {args.b}")
-        for col in ("phase", "A", "B", "B - A, ms"):
-            table.add_column(col, justify="left" if col == "phase" else "right")
-        for r in rows:
-            table.add_row(r["phase"], _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
-        table.add_section()
-        for r in moments:
-            table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
-        table.add_section()
-        table.add_row(
-            "to ready" if a.timeline.at("ready") is not None else "total", _s(total_a), _s(total_b), _ms(diff_ms)
-        )
-        Console(file=sys.stdout, width=140).print(table)
+        _print_comparison(args, a, b, label, (total_a, total_b, diff_ms))
     if over:
         print(
-            f"headstart: B is {diff_ms:,.0f} ms slower than A, over the budget of {args.budget_ms:,.0f} ms",
+            f"headstart: B is {diff_ms:,.0f} ms slower than A to {label}, over the budget of {args.budget_ms:,.0f} ms",
             file=sys.stderr,
         )
         return 1
     return 0
 
 
-def compare_rows(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, object]]:
+def compared_end(a: analysis.Analysis, b: analysis.Analysis) -> tuple[str, str, float, float] | None:
+    """The first program ready when both boots show it, else the last moment both reached; without
+    any, the end of the last phase (systemd-analyze's durations)."""
+    common = [n for n in timeline.CHAIN if a.timeline.at(n) is not None and b.timeline.at(n) is not None]
+    if common:
+        name = common[-1]
+        at_a, at_b = a.timeline.at(name), b.timeline.at(name)
+        assert at_a is not None and at_b is not None
+        label = timeline.CHAIN[name]
+        if name != "ready":
+            label += ", the last moment both boots reached"
+        return name, label, at_a, at_b
+    if a.total_s is not None and b.total_s is not None:
+        return "end", "the end of the last phase", a.total_s, b.total_s
+    return None
+
+
+def _print_comparison(
+    args: argparse.Namespace, a: analysis.Analysis, b: analysis.Analysis, label: str, totals: tuple[float, float, float]
+) -> None:
+    table = Table(title=f"Boot phases, s: A = {args.a}, B = {args.b}")
+    for col in ("phase", "A", "B", "B - A, ms"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for r in compare_rows(a, b):
+        table.add_row(r["phase"], _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
+    table.add_section()
+    for r in compare_moments(a, b):
+        table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
+    table.add_section()
+    table.add_row(f"to {label}", _s(totals[0]), _s(totals[1]), _ms(totals[2]))
+    Console(file=sys.stdout, width=140).print(table)
+
+
+def compare_rows(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, Any]]:
     durations_a = {p.name: p.duration_s for p in a.timeline.phases}
     durations_b = {p.name: p.duration_s for p in b.timeline.phases}
     names = list(dict.fromkeys([*durations_a, *durations_b]))
@@ -146,7 +180,7 @@ def compare_rows(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, o
     return rows
 
 
-def compare_moments(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, object]]:
+def compare_moments(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, Any]]:
     """The moments both boots show, when each reached them: phases split differently (a quiet kernel
     prints fewer landmarks) still line up here."""
     rows = []

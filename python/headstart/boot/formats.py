@@ -1,0 +1,97 @@
+"""The host time a capture tool puts before each console line, read back into seconds.
+
+Formats, recognised by the lines themselves (the first that fits nearly every line of a file wins):
+- `headstart boot record`: its header, then `SECONDS<TAB>TEXT`;
+- grabserial `-t`: `[ABSOLUTE DELTA] TEXT`, seconds from its time base (the first byte, or `-m`);
+- moreutils `ts`, by default `Mon DD HH:MM:SS TEXT` (whole seconds), or with `%.S` fractions;
+- `ts -s` / `ts -i` (and `ts '%H:%M:%.S'`): `HH:MM:SS[.frac] TEXT`, since ts started or since the
+  line before; incremental when the times ever go back;
+- `ts '%.s'` / `ts -s '%.s'`: `SECONDS TEXT`.
+Absolute clocks count from the first line; elapsed times are kept (their 0 is when the tool started).
+A file none of them fits is read as it is (dmesg, journalctl, systemd-analyze).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from headstart.boot.record import HEADER
+
+ELAPSED_BELOW_S = 3600.0  # a first stamp under an hour is time since the tool started, not a clock
+_SAMPLE = 200
+_FIT = 0.9
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    pattern: re.Pattern[str]  # the stamp as group 1.., the console text as the last group
+    seconds: Callable[[re.Match[str]], float]
+
+
+def _clock(m: re.Match[str], first: int = 1) -> float:
+    h, mi, s = m.group(first), m.group(first + 1), m.group(first + 2)
+    return int(h) * 3600 + int(mi) * 60 + float(s)
+
+
+def _dated(m: re.Match[str]) -> float:
+    return (_MONTHS.index(m.group(1)) * 31 + int(m.group(2))) * 86400 + _clock(m, 3)
+
+
+HEADSTART = Format("headstart", re.compile(r"^(-?\d+\.\d+)\t(.*)$"), lambda m: float(m.group(1)))
+FORMATS = [
+    Format("grabserial", re.compile(r"^\[\s*(\d+\.\d+)\s+-?\d+\.\d+\]\s?(.*)$"), lambda m: float(m.group(1))),
+    Format(
+        "ts",
+        re.compile(rf"^({'|'.join(_MONTHS)}) ([ \d]\d) (\d\d):(\d\d):(\d\d(?:\.\d+)?) (.*)$"),
+        _dated,
+    ),
+    Format("ts-clock", re.compile(r"^(\d\d):(\d\d):(\d\d(?:\.\d+)?) (.*)$"), _clock),
+    Format("ts-seconds", re.compile(r"^(\d+\.\d+) (.*)$"), lambda m: float(m.group(1))),
+]
+
+
+@dataclass
+class Stamped:
+    number: int  # 1-based line number in the file
+    host_s: float | None
+    text: str
+
+
+def detect(lines: list[str]) -> Format | None:
+    if lines and lines[0].startswith(HEADER):
+        return HEADSTART
+    sample = [line for line in lines if line.strip()][:_SAMPLE]
+    for f in FORMATS:
+        if sample and sum(1 for line in sample if f.pattern.match(line)) >= _FIT * len(sample):
+            return f
+    return None
+
+
+def stamp(lines: list[str]) -> tuple[Format | None, list[Stamped]]:
+    """Each line with its host time on one clock; without a format, every line without one."""
+    f = detect(lines)
+    if f is None:
+        return None, [Stamped(n, None, line) for n, line in enumerate(lines, 1)]
+    out = []
+    for n, line in enumerate(lines, 1):
+        if m := f.pattern.match(line):  # else the header, or a line cut short
+            out.append(Stamped(n, f.seconds(m), m.group(m.re.groups)))
+    return f, _on_one_clock(f, out)
+
+
+def _on_one_clock(f: Format, lines: list[Stamped]) -> list[Stamped]:
+    times = [s.host_s or 0.0 for s in lines]
+    if f.name == "ts-clock" and any(b < a for a, b in itertools.pairwise(times)):
+        total = 0.0  # ts -i: each stamp is the time since the line before
+        for s in lines:
+            total += s.host_s or 0.0
+            s.host_s = total
+    elif f is not HEADSTART and f.name != "grabserial" and times and times[0] >= ELAPSED_BELOW_S:
+        for s in lines:  # a wall clock: from the first line
+            s.host_s = (s.host_s or 0.0) - times[0]
+    return lines
