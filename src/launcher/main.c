@@ -1,159 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* headstartd: parses options, preloads, listens, then hands over to the event loop. */
+/* headstartd: parses options, then runs the supervisor, or (with --zygote) a zygote (zygote.c). */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
-#include "learn.h"
 #include "listen.h"
 #include "log.h"
-#include "macro.h"
 #include "options.h"
-#include "pool.h"
-#include "preload.h"
-#include "server.h"
 #include "supervisor.h"
 #include "systemd.h"
-
-/* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
- * A program that is missing, or whose libraries the loader cannot resolve, is left out with a log
- * line: its clients exec it, and the others are served. The closures go into libs. */
-static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
-                         struct string_list *libs, size_t *ret_nwarm) {
-        size_t nwarm = 0;
-        for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
-                bool warm = i >= o->apps.n;
-                const char *name = warm ? o->warm.items[i - o->apps.n] : o->apps.items[i];
-                char path[PATH_MAX];
-                const char *problem = preload_find_program(name, path) < 0 ? "cannot find the program"
-                                                                          : preload_program_problem(path);
-                struct string_list closure = { 0 };
-                if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
-                        problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
-                for (size_t k = 0; !problem && k < closure.n; k++)
-                        if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
-                                problem = "out of memory";
-                string_list_done(&closure);
-                if (problem) {
-                        log_warning("%s %s: %s; its clients will exec it, the other programs are served",
-                                    warm ? "--warm" : "--app", name, problem);
-                        continue;
-                }
-                if (string_list_add(resolved, path) < 0)
-                        return log_error("out of memory");
-                nwarm += warm;
-        }
-        *ret_nwarm = nwarm;
-        return 0;
-}
-
-/* Loads libs: the --preload libraries, then the registered programs' closures. */
-static int preload_all(const struct string_list *apps, const struct string_list *libs) {
-        int r = 0;
-        size_t loaded = 0;
-        /* Timed here, around the loading alone, for `headstart bench`'s preload-time figure. */
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (r >= 0)
-                r = preload_load(libs, &loaded);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (r >= 0)
-                log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
-                         (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
-        return r;
-}
-
-/* The --terminal programs, by identity: a client may name them by another path. */
-static int find_terminal_programs(struct server *s, const struct string_list *names) {
-        s->terminal_ok = calloc(names->n ? names->n : 1, sizeof *s->terminal_ok);
-        if (!s->terminal_ok)
-                return log_error("out of memory");
-        for (size_t i = 0; i < names->n; i++) {
-                char path[PATH_MAX];
-                struct stat st;
-                if (preload_find_program(names->items[i], path) < 0 || stat(path, &st) < 0) {
-                        log_warning("--terminal %s: cannot find the program", names->items[i]);
-                        continue;
-                }
-                s->terminal_ok[s->nterminal_ok++] = (struct file_id){ st.st_dev, st.st_ino };
-        }
-        return 0;
-}
-
-/* Loads what the registered programs were seen to load after main, each tested first. */
-static void preload_learned(struct learned *l, const struct string_list *apps) {
-        struct learned_object **objects;
-        size_t n = learned_to_preload(l, apps, &objects);
-        const char **paths = calloc(n ? n : 1, sizeof *paths);
-        char **reasons = calloc(n ? n : 1, sizeof *reasons);
-        if (!paths || !reasons) {
-                log_warning("out of memory: preloading nothing learned");
-                n = 0;
-        }
-        for (size_t i = 0; i < n; i++)
-                paths[i] = objects[i]->path;
-        size_t loaded = n ? preload_tested(paths, n, reasons) : 0, skipped = 0;
-        for (size_t i = 0; i < n; i++) {
-                struct learned_object *o = objects[i];
-                if (!reasons[i])
-                        o->preloaded = true;
-                else if (!o->skipped) { /* one object learned for two programs is tested once */
-                        o->skipped = reasons[i];
-                        reasons[i] = NULL;
-                        skipped++;
-                        log_warning("not preloading %s, learned after main: %s", o->path, o->skipped);
-                }
-                free(reasons[i]);
-        }
-        if (n)
-                log_info("preloaded %zu objects learned after main (%zu left out)", loaded, skipped);
-        free(paths);
-        free(reasons);
-        free(objects);
-}
-
-/* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
- * `nwarm` of apps) into the daemon. */
-static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm) {
-        s->registered = calloc(apps->n ? apps->n : 1, sizeof *s->registered);
-        if (!s->registered)
-                return log_error("out of memory");
-        for (size_t i = 0; i < apps->n; i++) {
-                struct registered_file *reg = &s->registered[s->nregistered];
-                struct stat st;
-                _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
-                if (fd < 0 || fstat(fd, &st) < 0)
-                        return log_error_errno(errno, "cannot open %s", apps->items[i]);
-                *reg = (struct registered_file){ .dev = st.st_dev, .ino = st.st_ino, .path = strdup(apps->items[i]) };
-                if (!reg->path)
-                        return log_error("out of memory");
-                s->nregistered++;
-
-                struct image_entry *e;
-                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
-                if (r < 0) {
-                        log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
-                        reg->reason = strdup("cannot prepare it for loading");
-                } else if (e->reason) {
-                        log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
-                        reg->reason = strdup(e->reason);
-                } else if (i >= apps->n - nwarm && preload_warm_program(apps->items[i], e->image) == 0) {
-                        e->warm = true;
-                        reg->mode = MODE_WARM;
-                } else
-                        reg->mode = MODE_PRELOAD;
-        }
-        return 0;
-}
+#include "zygote.h"
 
 static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
         if (o->socket_path) {
@@ -166,96 +25,12 @@ static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
         return 0;
 }
 
-/* The daemon may hold many connections; its children get the client's limits back. */
-static void raise_fd_limit(void) {
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-                rl.rlim_cur = rl.rlim_max;
-                (void) setrlimit(RLIMIT_NOFILE, &rl);
-        }
-}
-
 static int check_user(const struct daemon_options *o) {
         if (geteuid() == 0 && !o->allow_root)
                 return log_error("refusing to run as root: programs would start with root's rights; "
                                  "run it as the user it serves, or pass --allow-root"),
                        -EPERM;
         return 0;
-}
-
-/* A zygote: preload, then serve launches on the socket the supervisor gave us. */
-static int run_zygote(const struct daemon_options *o) {
-        char interp[256], path[PATH_MAX], cache_dir[PATH_MAX + 16];
-        int r = preload_own_interp(interp, sizeof interp);
-        if (r < 0)
-                return log_error_errno(r, "cannot find the daemon's own dynamic loader");
-        if ((r = socket_path(o, path, sizeof path)) < 0)
-                return r;
-
-        struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 };
-        size_t nwarm = 0;
-        struct learned learned = { 0 };
-        struct warm_up_result *warm_up = NULL;
-        struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
-        char copy[PATH_MAX], learn_file[PATH_MAX + 16];
-        snprintf(copy, sizeof copy, "%s", path);
-        const char *dir = dirname(copy);
-        snprintf(cache_dir, sizeof cache_dir, "%s/cache", dir);
-        snprintf(learn_file, sizeof learn_file, "%s/learned", dir);
-        if (o->cache_dir)
-                snprintf(cache_dir, sizeof cache_dir, "%s", o->cache_dir);
-        if (o->learn_file)
-                snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
-
-        for (size_t i = 0; i < o->preloads.n && r >= 0; i++)
-                r = string_list_add(&libs, o->preloads.items[i]);
-        if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
-                goto out;
-        if (!o->no_learn) {
-                if ((r = learned_load(&learned, learn_file)) < 0)
-                        goto out;
-                preload_learned(&learned, &apps);
-                if ((r = learned_preloaded_paths(&learned, &learned_loaded)) < 0)
-                        goto out;
-        }
-        warm_up = calloc(o->warm_up.n ? o->warm_up.n : 1, sizeof *warm_up);
-        if (!warm_up) {
-                r = log_error("out of memory");
-                goto out;
-        }
-        warm_up_run(&o->warm_up, warm_up);
-        raise_fd_limit();
-        if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0)
-                goto out;
-        s.warm_up = warm_up;
-        s.cache.also_loaded = &learned_loaded;
-        if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0)
-                goto out;
-        if (!o->no_learn) {
-                s.learned = &learned;
-                r = learned_snapshot_self(&learned);
-                for (size_t i = 0; i < s.nregistered && r >= 0; i++)
-                        r = learned_ignore(&learned, s.registered[i].dev, s.registered[i].ino);
-                if (r < 0) {
-                        log_warning_errno(r, "cannot see what the daemon has loaded; learning nothing");
-                        s.learned = NULL;
-                        r = 0;
-                }
-        }
-        server_watch_files(&s);
-        pool_fill(&s);
-        server_ready(&s);
-        r = server_run(&s);
-out:
-        server_done(&s);
-        string_list_done(&apps);
-        string_list_done(&learned_loaded);
-        string_list_done(&libs);
-        learned_done(&learned);
-        for (size_t i = 0; warm_up && i < o->warm_up.n; i++)
-                free(warm_up[i].refused);
-        free(warm_up);
-        return r;
 }
 
 /* The supervisor: listen, then keep a zygote serving. */
@@ -284,7 +59,10 @@ int main(int argc, char *argv[]) {
                         static char ident[64];
                         snprintf(ident, sizeof ident, "headstartd[zygote %u]", o.zygote.generation);
                         log_setup(ident, LOG_LEVEL_INFO);
-                        r = run_zygote(&o);
+                        char path[PATH_MAX];
+                        r = socket_path(&o, path, sizeof path);
+                        if (r >= 0)
+                                r = zygote_run(&o, path);
                 } else
                         r = run_supervisor(&o, activated_fd, argv);
         }
