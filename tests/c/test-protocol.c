@@ -81,7 +81,7 @@ static void test_malformed(void) {
         memcpy(buf, &f, sizeof f);
         expect_bad(buf, size, 2, "empty argv");
         f.argc = 4;
-        f.flags = 1;
+        f.flags = HS_LAUNCH_FLAGS_KNOWN + 1u; /* a bit no version-1 peer knows */
         memcpy(buf, &f, sizeof f);
         expect_bad(buf, size, 2, "unknown flags");
         f.flags = 0;
