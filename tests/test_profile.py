@@ -220,3 +220,99 @@ def test_report_bad_input(tmp_path):
     bad.write_text('{"not": "a profile"}')
     one_line_error(headstart("report", str(bad), "-o", str(tmp_path / "r.html")), "not a profile")
     one_line_error(headstart("report", str(tmp_path / "none.json"), "-o", str(tmp_path / "r.html")), "cannot read")
+
+
+XVFB = shutil.which("Xvfb")
+
+
+@pytest.mark.skipif(XVFB is None, reason="Xvfb is not installed (make deps installs it)")
+def test_after_main_of_a_gtk_window(tmp_path):
+    """Under a real X server GTK loads its GL stack after main: the profile lists those objects with
+    their cost, says what the daemon can take over, and writes them as configuration that
+    headstartd loads."""
+    from headstart.benchmark.display import x_display
+    from headstart.daemon import private_daemon
+
+    preload = tmp_path / "after-main.conf"
+    with x_display() as display:
+        env = dict(os.environ, DISPLAY=display)
+        done = subprocess.run(
+            [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready", "^window shown$",
+             "--write-preload", str(preload), "--", str(binaries.find("gtk-hello"))],
+            capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, PROFILE_SCHEMA)
+    after = data["after_main"]
+    names = [Path(p).name for p in after["objects"]]
+    assert "libGLX_mesa.so.0" in names and "swrast_dri.so" in names, names
+    assert all(r["cost_ms"] > 0 and r["at_ms"] > 0 for r in after["loads"])
+    assert after["trace"]["found_main"] and after["trace"]["gaps"]
+    assert after["trace"]["fontconfig_files"] > 0
+    assert any(a.startswith(f"preload the {len(names)} objects loaded after main") for a in after["advice"])
+    assert any(a.startswith("warm-up = fontconfig") for a in after["advice"])
+
+    lines = [line for line in preload.read_text().splitlines() if not line.startswith("#")]
+    assert lines == [f"preload = {p}" for p in after["objects"]]
+    with private_daemon([], extra_args=["--config", str(preload), "--no-learn"]) as d:
+        maps = Path(f"/proc/{d.zygote_pid()}/maps").read_text()
+    assert "swrast_dri.so" in maps
+
+
+def test_no_objects_after_main_for_a_program_that_loads_none():
+    data = profile_json("--runs", "1", "--", str(binaries.find("fft")), "64")
+    after = data["after_main"]
+    assert after["loads"] == [] and after["objects"] == [] and after["load_ms"] == 0
+    assert after["trace"]["found_main"] and after["trace"]["threads_started"] == 0
+    assert not any(a.startswith("preload the") for a in after["advice"])
+
+
+def record_trace(argv: list[str], trace: Path, probe: Path, env: dict[str, str] | None = None) -> None:
+    """What a device without Python does: run the program once under the probe alone."""
+    run_env = dict(env if env is not None else os.environ, HEADSTART_PROBE_OUTPUT=str(trace), LD_AUDIT=str(probe))
+    subprocess.run(argv, env=run_env, check=True, capture_output=True, timeout=120)
+
+
+def test_a_trace_recorded_elsewhere_is_profiled_and_reported(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    record_trace([str(binaries.find("fft")), "64"], trace, binaries.find("probe"))
+    data = profile_json("--from", str(trace))
+    assert data["program"] == [str(binaries.find("fft"))] and data["runs"] == 1
+    assert data["warm"]["to_main_us"]["median"] > 0 and data["warm"]["minor_faults"] is None
+    assert any(lib["name"].startswith("libfftw3") for lib in data["libraries"])
+    report = tmp_path / "report.html"
+    done = headstart("report", str(trace), "-o", str(report))
+    assert done.returncode == 0, done.stderr
+    assert 'class="chart"' in report.read_text()
+    done = headstart("profile", "--from", str(tmp_path / "missing.jsonl"))
+    assert done.returncode == 1 and done.stderr.startswith("headstart: cannot read") and "Traceback" not in done.stderr
+
+
+AARCH64_BUILD = os.environ.get("HEADSTART_AARCH64_BUILD")
+AARCH64_SYSROOT = os.environ.get("HEADSTART_AARCH64_SYSROOT")
+
+
+@pytest.mark.skipif(not (AARCH64_BUILD and AARCH64_SYSROOT), reason="the aarch64 build and sysroot come with make test")
+def test_a_trace_recorded_on_aarch64_is_profiled_on_the_host(tmp_path):
+    """The aarch64 probe, run by qemu-user with Debian's arm64 gzip, writes a trace this host reads."""
+    trace = tmp_path / "arm64.jsonl"
+    probe = Path(str(AARCH64_BUILD)) / "libheadstart-probe.so"
+    gzip = Path(str(AARCH64_SYSROOT)) / "bin/gzip"
+    env = {"PATH": "/usr/bin:/bin", "QEMU_LD_PREFIX": str(AARCH64_SYSROOT)}
+    record_trace([str(gzip), "--version"], trace, probe, env)
+    data = profile_json("--from", str(trace))
+    assert data["program"][0].endswith("/gzip")
+    assert any("libc.so.6" in lib["path"] for lib in data["libraries"])
+    assert data["warm"]["to_main_us"]["median"] > 0
+
+
+def test_memory_is_read_when_the_ready_line_comes_only_at_exit():
+    """stdout to a pipe is block-buffered: the line arrives as the program exits. Its memory is then
+    read where the probe stops it at exit, not from the zombie (which would read as 0)."""
+    observe = str(binaries.find("observe"))
+    data = profile_json("--runs", "2", "--cold", "--ready", "^exiting with 0", "--", observe, "exit", "0")
+    for kind in ("warm", "cold"):
+        assert data[kind]["pss_kb"]["median"] > 0, kind
+    libc = next(f for f in data["files"] if f["path"].endswith("/libc.so.6"))
+    assert libc["cold"]["mapped"] > 0

@@ -151,10 +151,33 @@ unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
         return is_program ? LA_FLG_BINDFROM : LA_FLG_BINDTO;
 }
 
+/* After main, each dlopen that maps new objects is bracketed by LA_ACT_ADD and LA_ACT_CONSISTENT
+ * (glibc 2.36 dl-open.c: mapped, then relocated; their constructors run after): its loading cost.
+ * Written out at once, so that a program stopped when ready (not at exit) keeps them. */
+static void record_load_after_main(unsigned flag) {
+        static bool adding;
+        if (flag == LA_ACT_ADD && !adding) {
+                adding = true;
+                trace_begin("load_begin", trace_now());
+                trace_end();
+        } else if (flag == LA_ACT_CONSISTENT && adding) {
+                adding = false;
+                trace_begin("load_end", trace_now());
+                trace_end();
+                trace_flush();
+        }
+}
+
 /* glibc reports the initial set consistent once every object is mapped and relocated. */
 void la_activity(uintptr_t *cookie, unsigned flag) {
         (void) cookie;
-        if (!enabled || flag != LA_ACT_CONSISTENT || relocated || !program)
+        if (!enabled)
+                return;
+        if (main_entered && !exited) {
+                record_load_after_main(flag);
+                return;
+        }
+        if (flag != LA_ACT_CONSISTENT || relocated || !program)
                 return;
         relocated = true;
         trace_begin("relocated", trace_now());

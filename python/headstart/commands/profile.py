@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import shutil
@@ -27,7 +28,7 @@ from headstart.benchmark import suite
 from headstart.benchmark.results import program_dict
 from headstart.benchmark.timing import resolve
 from headstart.errors import HeadstartError, UsageError
-from headstart.profiling import files, summary
+from headstart.profiling import after_main, files, from_trace, summary
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
 from headstart.profiling.render import render
@@ -54,8 +55,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="flag data files read with read() from this many bytes (default 1 MiB)",
     )
+    p.add_argument(
+        "--from",
+        dest="from_trace",
+        type=Path,
+        metavar="TRACE",
+        help="read a probe trace recorded elsewhere (HEADSTART_PROBE_OUTPUT=TRACE LD_AUDIT=libheadstart-probe.so "
+        "PROGRAM on a device) instead of launching",
+    )
     p.add_argument("--json", action="store_true", help="print the whole profile as JSON")
     p.add_argument("-o", "--output", type=Path, help="write the profile (JSON, for `headstart report`) here")
+    p.add_argument(
+        "--write-preload",
+        type=Path,
+        metavar="FILE",
+        help="write the objects loaded after main as headstartd configuration (`preload = PATH` lines)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
 
@@ -67,9 +82,17 @@ def resolve_program(command: list[str]) -> list[str]:
         raise UsageError("name the program to profile: headstart profile [OPTIONS] -- PROGRAM ARGS...")
     name = command[0]
     found = name if "/" in name else shutil.which(name)
-    if not found or not Path(found).is_file():
+    if not found or not Path(found).exists():
         raise HeadstartError(f"{name}: no such program")
     path = Path(found).resolve()
+    if path.is_dir():
+        raise HeadstartError(f"{path}: a directory, not a program")
+    if not path.is_file():
+        raise HeadstartError(f"{path}: not a regular file (a device, a FIFO or a socket), not a program")
+    if not os.access(path, os.X_OK):
+        raise HeadstartError(f"{path}: not executable (no execute permission)")
+    if not os.access(path, os.R_OK):
+        raise HeadstartError(f"{path}: cannot read it (no read permission), so it cannot be profiled")
     try:
         with open(path, "rb") as f:
             interp = any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
@@ -81,7 +104,7 @@ def resolve_program(command: list[str]) -> list[str]:
 
 
 def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
-    if result.exit_status < 0:
+    if result.exit_status < 0 and not result.stopped_at_ready:
         sig = signal.Signals(-result.exit_status).name
         tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
         raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
@@ -95,7 +118,7 @@ class Profiler:
         self.progress = progress
         self.ready = re.compile(args.ready) if args.ready else None
         kinds = 1 + args.cold + 2 * args.overhead
-        self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 2)
+        self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 3)
 
     def _launch(self, what: str, **kw: Any) -> Launch:
         result = launch(LaunchOptions(self.argv, self.ready, self.args.timeout, **kw))
@@ -118,8 +141,16 @@ class Profiler:
         uses.setdefault(program, files.FileUse(program, size=size, bytes_mapped=size, mapped_exec=True))
         return uses
 
+    def after_main_trace(self) -> str | None:
+        """A launch under the probe and a timed system-call trace, for what happens after main."""
+        with tempfile.TemporaryDirectory(prefix="headstart-strace-") as tmp:
+            out = Path(tmp) / "trace"
+            self._launch("after-main trace", wrapper=after_main.trace_command(out))
+            return out.read_text(errors="replace") if out.exists() else None
+
     def collect(self) -> dict[str, Any]:
         uses = self.file_uses()
+        trace = self.after_main_trace()
         bindings = self._launch("bindings", bindings=True)
         warm = [self._launch("warm") for _ in range(self.args.runs)]
         cold, after_evict, after_launch = self._cold(sorted(uses))
@@ -137,6 +168,7 @@ class Profiler:
             "files": file_rows,
             "flags": summary.large_reads(file_rows, self.args.large_read),
             "overhead": self._overhead() if self.args.overhead else None,
+            "after_main": after_main.analyze([w.timeline for w in warm if w.timeline], trace),
             "via_daemon": None,
             "launches": records,
         }
@@ -174,7 +206,18 @@ def via_daemon(argv: list[str], runs: int, console: Console) -> dict[str, Any]:
     return program_dict(result)
 
 
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise HeadstartError(f"cannot write {path}: {e.strerror}") from e
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.from_trace:
+        if args.command and args.command != ["--"]:
+            raise UsageError("--from reads a recorded launch: give no program")
+        return output(args, from_trace.profile(args.from_trace))
     argv = resolve_program(args.command)
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -185,11 +228,15 @@ def run(args: argparse.Namespace) -> int:
         profile = Profiler(args, argv, progress).collect()
     if args.via_daemon:
         profile["via_daemon"] = via_daemon(argv, args.runs, err)
+    return output(args, profile)
+
+
+def output(args: argparse.Namespace, profile: dict[str, Any]) -> int:
+    """The profile to the files asked for, and as tables or JSON on stdout."""
     if args.output:
-        try:
-            args.output.write_text(json.dumps(profile, indent=1) + "\n")
-        except OSError as e:
-            raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
+        _write(args.output, json.dumps(profile, indent=1) + "\n")
+    if args.write_preload:
+        _write(args.write_preload, after_main.preload_lines(profile["after_main"]))
     if args.json:
         json.dump(profile, sys.stdout, indent=1)
         sys.stdout.write("\n")

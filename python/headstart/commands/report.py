@@ -10,6 +10,7 @@ from typing import Any
 
 from headstart.benchmark import results as bench_results
 from headstart.errors import HeadstartError
+from headstart.profiling import from_trace, render
 from headstart.profiling.summary import SCHEMA_VERSION
 from headstart.report import bench_page, profile_charts
 from headstart.report.page import Page
@@ -35,9 +36,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
 
 
+# load_json's answer for a raw probe trace (JSON lines), which load_profile turns into a profile.
+TRACE = object()
+
+
 def load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        text = path.read_text()
+        if from_trace.looks_like_trace(text):
+            return TRACE
+        return json.loads(text)
     except OSError as e:
         raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
     except json.JSONDecodeError as e:
@@ -49,6 +57,8 @@ def is_benchmark(data: Any) -> bool:
 
 
 def load_profile(path: Path, data: Any) -> dict[str, Any]:
+    if data is TRACE:
+        return from_trace.profile(path)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or "warm" not in data:
         raise HeadstartError(f"{path}: not a profile written by `headstart profile -o` (schema {SCHEMA_VERSION})")
     return data
@@ -74,7 +84,24 @@ def build(profiles: list[dict[str, Any]]) -> Page:
             page.chart(fig, "Pages per file in cold launches")
         for flag in p["flags"]:
             page.text(f"Large read: {flag['message']}")
+        _after_main(page, p)
     return page
+
+
+def _after_main(page: Page, profile: dict[str, Any]) -> None:
+    after = profile.get("after_main")  # absent from profiles saved before it was measured
+    if after is None:
+        return
+    page.heading(f"After main: {profile_charts.label(profile)}")
+    loads, gaps = render.after_main_rows(after)
+    if loads:
+        page.text(f"Objects loaded after main, {after['load_ms']:,.1f} ms in all (medians):")
+        page.table(render.LOAD_HEADERS, loads)
+    if gaps:
+        page.text("The longest stretches without a system call, main thread, in the traced launch:")
+        page.table(render.GAP_HEADERS, gaps)
+    for line in after["advice"]:
+        page.text(f"Advice: {line}")
 
 
 def summary_rows(profiles: list[dict[str, Any]]) -> list[list[str]]:

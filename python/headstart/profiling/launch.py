@@ -41,12 +41,13 @@ class Launch:
     exit_status: int  # as subprocess gives it: negative for a signal
     to_ready_ns: int | None
     to_main_marked_ns: int | None  # through libheadstart-mark-main.so, when asked
-    minor_faults: int
-    major_faults: int
+    minor_faults: int | None  # None: not measured (a trace recorded elsewhere)
+    major_faults: int | None
     loader: dict[str, int]
     timeline: timeline.Timeline | None
     memory: Memory | None
     stderr_tail: str
+    stopped_at_ready: bool = False  # ended by our SIGTERM once its ready line came, not by itself
 
 
 class _Output:
@@ -104,8 +105,9 @@ def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
         env.update(LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(tmp / "probe.jsonl"))
         env["HEADSTART_PROBE_BINDINGS"] = "1" if opts.bindings else "0"
         # Stopped at exit so that its memory can be read, unless only main is timed: reading it is
-        # enough Python work to disturb the next launch.
-        stop = opts.ready is None and not opts.wrapper and not opts.mark_main
+        # enough Python work to disturb the next launch. Also with a ready pattern: a program whose
+        # ready line reaches us only as it exits (stdout to a pipe is block-buffered) is read there.
+        stop = not opts.wrapper and not opts.mark_main
         env["HEADSTART_PROBE_STOP_AT_EXIT"] = str(os.getpid()) if stop else "0"
     if opts.mark_main:
         env["LD_PRELOAD"] = str(binaries.find("mark-main"))
@@ -170,6 +172,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         timeline=tl,
         memory=memory,
         stderr_tail="\n".join(outputs[1].tail),
+        stopped_at_ready=opts.ready is not None and ready_at is not None,
     )
 
 
@@ -188,7 +191,7 @@ def _wait_ready(
         if reaper.ended.is_set():
             return memory
         if opts.ready is not None and any(o.ready_at is not None for o in outputs):
-            memory = read_memory(pid)
+            memory = memory or read_memory(pid)  # read at its exit already, if the line came with it
             _stop(pid, reaper)
             return memory
         remaining = deadline - time.monotonic()

@@ -30,6 +30,8 @@ def read_memory(pid: int) -> Memory | None:
             text = f.read()
     except OSError:
         return None
+    if not text:  # a process that has exited (a zombie) has no mappings left: not measured, not 0
+        return None
     memory = Memory()
     for line in text.splitlines():
         if _HEADER.match(line):

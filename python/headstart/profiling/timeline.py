@@ -46,6 +46,8 @@ class Timeline:
     main_via: str | None = None
     exit: int | None = None
     bindings: list[dict[str, Any]] = field(default_factory=list)
+    # After main, each dlopen that mapped new objects: (begin, end), mapped and relocated in between.
+    loads_after_main: list[tuple[int, int]] = field(default_factory=list)
 
     def initial_objects(self) -> list[LoadedObject]:
         """The objects the loader mapped before the program ran (not those it dlopened later)."""
@@ -98,6 +100,7 @@ def parse(lines: list[str], pid: int | None = None) -> Timeline:
     if start is None:
         raise HeadstartError(f"the probe wrote no start record for process {pid}")
     tl = Timeline(pid=pid, start=start["t"], launch_start=start["launch_start"])
+    load_begin = None
     for r in mine:
         event = r["event"]
         if event == "map":
@@ -112,6 +115,11 @@ def parse(lines: list[str], pid: int | None = None) -> Timeline:
             tl.exit = r["t"]
         elif event == "binding":
             tl.bindings.append({k: r[k] for k in ("from", "to", "before_main", "after_main")})
+        elif event == "load_begin":
+            load_begin = r["t"]
+        elif event == "load_end" and load_begin is not None:
+            tl.loads_after_main.append((load_begin, r["t"]))
+            load_begin = None
     previous = tl.start
     for o in tl.objects:
         o.map_ns = o.t - previous
