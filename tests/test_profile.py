@@ -3,17 +3,23 @@ its flags and bad input, and `headstart report` rendered in headless Chromium.""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
+from headstart.profiling import after_main_trace, syscalls
+from headstart.profiling.render import render
+from rich.console import Console
 
 pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
 
@@ -225,47 +231,170 @@ def test_report_bad_input(tmp_path):
 XVFB = shutil.which("Xvfb")
 
 
-@pytest.mark.skipif(XVFB is None, reason="Xvfb is not installed (make deps installs it)")
-def test_after_main_of_a_gtk_window(tmp_path):
-    """Under a real X server GTK loads its GL stack after main: the profile lists those objects with
-    their cost, says what the daemon can take over, and writes them as configuration that
-    headstartd loads."""
-    from headstart.benchmark.display import x_display
-    from headstart.daemon import private_daemon
+@pytest.fixture(scope="module")
+def x_server() -> Iterator[str]:
+    """A private Xvfb; -displayfd: it picks a free display number and writes it once it accepts clients."""
+    if XVFB is None:
+        pytest.skip("Xvfb is not installed (apt-get install xvfb, or make deps): GTK shows no window without it")
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(
+        [XVFB, "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0", "1024x768x24"],
+        pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], 30)
+        number = os.read(read_end, 32).decode().strip() if ready else ""
+        assert number.isdigit(), "Xvfb did not start within 30 s"
+        yield f":{number}"
+    finally:
+        os.close(read_end)
+        proc.terminate()
+        proc.wait(timeout=30)
 
-    preload = tmp_path / "after-main.conf"
-    with x_display() as display:
-        env = dict(os.environ, DISPLAY=display)
-        done = subprocess.run(
-            [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready", "^window shown$",
-             "--write-preload", str(preload), "--", str(binaries.find("gtk-hello"))],
-            capture_output=True, text=True, timeout=600, env=env,
-        )  # fmt: skip
+
+@pytest.fixture(scope="module")
+def gtk_window_profile(x_server, tmp_path_factory) -> tuple[dict, Path, Path]:
+    """`headstart profile` of the GTK sample showing its window: the profile, --write-preload's file
+    and -o's file."""
+    tmp = tmp_path_factory.mktemp("after-main")
+    preload, saved = tmp / "after-main.conf", tmp / "gtk-window.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready", "window shown",
+         "-o", str(saved), "--write-preload", str(preload), "--", str(binaries.find("gtk-hello"))],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, DISPLAY=x_server),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     jsonschema.validate(data, PROFILE_SCHEMA)
-    after = data["after_main"]
-    names = [Path(p).name for p in after["objects"]]
-    assert "libGLX_mesa.so.0" in names and "swrast_dri.so" in names, names
-    assert all(r["cost_ms"] > 0 and r["at_ms"] > 0 for r in after["loads"])
-    assert after["trace"]["found_main"] and after["trace"]["gaps"]
-    assert after["trace"]["fontconfig_files"] > 0
-    assert any(a.startswith(f"preload the {len(names)} objects loaded after main") for a in after["advice"])
-    assert any(a.startswith("warm-up = fontconfig") for a in after["advice"])
+    return data, preload, saved
 
+
+def test_after_main_objects_of_a_gtk_window(gtk_window_profile):
+    """Under a real X server GTK loads its GL stack after main (libepoxy asks for libGL, which asks
+    for Mesa's GLX, which asks for the software rasteriser): listed, each with who asked for it, its
+    mapping, and its cost loaded apart, which the advice names as the saving of preloading them."""
+    data, _, _ = gtk_window_profile
+    after = data["after_main"]
+    by_name = {Path(r["object"]).name: r for r in after["loads"]}
+    assert by_name["swrast_dri.so"]["requested_by"] == "libGLX_mesa.so.0", by_name
+    assert by_name["libGLX_mesa.so.0"]["requested_by"] == "libGLX.so.0"
+    assert "libLLVM-15.so.1" in [Path(p).name for p in by_name["swrast_dri.so"]["with"]]
+    names = [Path(p).name for p in after["objects"]]
+    assert len(names) == len(set(names)) == sum(1 + len(r["with"]) for r in after["loads"])
+    assert not set(names) & {lib["name"] for lib in data["libraries"]}  # none of the initial set
+    for r in after["loads"]:
+        assert r["cost_ms"] > 0 and r["at_ms"] > 0 and r["launches"] == 2, r
+        assert r["dlopen_ms"] is not None and r["dlopen_ms"] > 0, r
+    assert [r["at_ms"] for r in after["loads"]] == sorted(r["at_ms"] for r in after["loads"])
+    saving = sum(r["dlopen_ms"] for r in after["loads"])
+    preload = next(a for a in after["advice"] if a.startswith("preload these"))
+    assert preload.startswith(f"preload these {len(names)} objects, saving about {saving:.1f} ms per launch")
+    assert "`preload = PATH`" in preload and "adaptive preload" in preload
+
+
+def test_after_main_trace_of_a_gtk_window(gtk_window_profile):
+    """Files, threads, fontconfig, and the longest stretches without a system call, which are never
+    time the main thread spent blocked in a call."""
+    trace = gtk_window_profile[0]["after_main"]["trace"]
+    assert trace["found_main"] and trace["traced_ms"] > 0
+    paths = {f["path"]: f for f in trace["files"]}
+    assert "/etc/fonts/fonts.conf" in paths and not any(p.endswith("probe.jsonl") for p in paths)
+    assert all(f["first_ms"] >= 0 and f["calls"] > 0 for f in trace["files"])
+    font = trace["fontconfig"]
+    assert font["files"] == trace["fontconfig_files"] > 10 and font["ms"] > 0 and font["fc_init_ms"] > 0
+    assert trace["threads_started"] == sum(1 for s in trace["started"] if s["kind"] == "thread") > 0
+    assert all(s["by"] == trace["main_thread"] for s in trace["started"] if s["kind"] == "thread")
+    gaps, waits = trace["gaps"], trace["waits"]
+    assert 0 < len(gaps) <= 5 and [g["ms"] for g in gaps] == sorted((g["ms"] for g in gaps), reverse=True)
+    for g in gaps:
+        for w in waits:  # a gap lies between the main thread's calls, never inside one
+            assert g["at_ms"] + g["ms"] <= w["at_ms"] + 1e-6 or w["at_ms"] + w["ms"] <= g["at_ms"] + 1e-6, (g, w)
+    advice = gtk_window_profile[0]["after_main"]["advice"]
+    warm_up = next(a for a in advice if a.startswith("warm-up = fontconfig"))
+    assert f"saving about {font['fc_init_ms']:.1f} ms" in warm_up
+
+
+def test_after_main_is_rendered_in_the_terminal_and_the_report(gtk_window_profile, tmp_path):
+    data, _, saved = gtk_window_profile
+    out = io.StringIO()
+    render(data, Console(file=out, width=200))
+    text = out.getvalue()
+    for title in ("objects loaded", "files by time", "threads and processes", "longest system calls",
+                  "longest stretches without a system call", "advice: preload these"):  # fmt: skip
+        assert title in text, title
+    assert "swrast_dri.so" in text and "libGLX_mesa.so.0" in text
+    report = tmp_path / "report.html"
+    done = headstart("report", str(saved), "-o", str(report))
+    assert done.returncode == 0, done.stderr
+    page = report.read_text()
+    assert "Objects loaded after main" in page and "swrast_dri.so" in page and "asked for by" in page
+
+
+def test_write_preload_is_configuration_headstartd_loads(gtk_window_profile):
+    from headstart.daemon import private_daemon
+
+    data, preload, _ = gtk_window_profile
+    objects = data["after_main"]["objects"]
     lines = [line for line in preload.read_text().splitlines() if not line.startswith("#")]
-    assert lines == [f"preload = {p}" for p in after["objects"]]
+    assert lines == [f"preload = {p}" for p in objects] and all(Path(p).is_absolute() for p in objects)
     with private_daemon([], extra_args=["--config", str(preload), "--no-learn"]) as d:
         maps = Path(f"/proc/{d.zygote_pid()}/maps").read_text()
-    assert "swrast_dri.so" in maps
+    for path in objects:
+        assert os.path.realpath(path) in maps, path
 
 
-def test_no_objects_after_main_for_a_program_that_loads_none():
-    data = profile_json("--runs", "1", "--", str(binaries.find("fft")), "64")
+def test_no_objects_after_main_for_a_program_that_loads_none(tmp_path):
+    preload = tmp_path / "none.conf"
+    data = profile_json("--runs", "1", "--write-preload", str(preload), "--", str(binaries.find("fft")), "64")
     after = data["after_main"]
     assert after["loads"] == [] and after["objects"] == [] and after["load_ms"] == 0
-    assert after["trace"]["found_main"] and after["trace"]["threads_started"] == 0
-    assert not any(a.startswith("preload the") for a in after["advice"])
+    assert after["trace"]["found_main"] and after["trace"]["threads_started"] == 0 and after["trace"]["started"] == []
+    assert after["trace"]["fontconfig"]["files"] == 0
+    assert not any(a.startswith(("preload", "warm-up")) for a in after["advice"])
+    assert [line for line in preload.read_text().splitlines() if not line.startswith("#")] == []
+
+
+# strace -f -ttt -T -y of two threads: main (100) blocks in futex while thread 101 reads fontconfig's
+# configuration; the loader maps and relocates an object (its RELRO made read-only after 20 ms).
+SYNTHETIC_TRACE = """\
+100 10.000000 openat(AT_FDCWD</x>, "/tmp/probe.jsonl", O_WRONLY) = 4</tmp/probe.jsonl> <0.000010>
+100 10.001000 mmap(NULL, 65536, PROT_READ, MAP_PRIVATE, 3</usr/lib/libx.so>, 0) = 0x7f0000000000 <0.000010>
+100 10.002000 mprotect(0x7f0000001000, 4096, PROT_READ) = 0 <0.000010>
+100 10.022000 mprotect(0x7f0000002000, 4096, PROT_READ) = 0 <0.000010>
+100 10.023000 clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x1}, 88) = 101 <0.000050>
+100 10.024000 clone(child_stack=NULL, flags=SIGCHLD) = 102 <0.000100>
+102 10.024500 execve("/usr/bin/nothing", ["nothing"], 0x1 /* 1 vars */) = -1 ENOENT (No such file) <0.000010>
+100 10.025000 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL <unfinished ...>
+101 10.026000 openat(AT_FDCWD</x>, "/etc/fonts/fonts.conf", O_RDONLY) = 5</etc/fonts/fonts.conf> <0.000020>
+101 10.027000 read(5</etc/fonts/fonts.conf>, ""..., 4096) = 120 <0.000030>
+100 10.075000 <... futex resumed>) = 0 <0.050000>
+100 10.076000 getpid() = 100 <0.000005>
+"""
+
+
+def test_after_main_trace_of_a_synthetic_launch(monkeypatch):
+    """Calls split by another thread are joined; gaps run from one call's end to the next's start."""
+    monkeypatch.setattr(os.path, "isfile", lambda p: p in ("/etc/fonts/fonts.conf", "/usr/lib/libx.so"))
+    monkeypatch.setattr(os.path, "getsize", lambda p: 120)
+    calls = syscalls.parse(SYNTHETIC_TRACE)
+    futex = next(c for c in calls if c.name == "futex")
+    assert futex.pid == 100 and futex.start == 10.025 and abs(futex.ms - 50) < 1e-6
+    trace = after_main_trace.summary(calls, top=3)
+    assert trace["main_thread"] == 100 and abs(trace["traced_ms"] - 76.005) < 1e-6
+    longest = trace["gaps"][0]
+    assert abs(longest["ms"] - 19.99) < 1e-6 and longest["relocating"] == "/usr/lib/libx.so"
+    assert longest["before"] == "mprotect libx.so"
+    assert all(g["ms"] < 2 for g in trace["gaps"][1:])  # the 50 ms in futex is no gap
+    assert trace["waits"][0]["call"] == "futex" and abs(trace["waits"][0]["ms"] - 50) < 1e-6
+    assert [(s["kind"], s["id"], s["executed"], s["exec_failed"]) for s in trace["started"]] == [
+        ("thread", 101, None, False),
+        ("process", 102, "/usr/bin/nothing", True),
+    ]
+    font = trace["fontconfig"]
+    assert font["files"] == 1 and font["threads"] == [101] and abs(font["main_thread_in_calls_ms"] - 1.03) < 1e-6
+    fonts = next(f for f in trace["files"] if f["path"] == "/etc/fonts/fonts.conf")
+    assert fonts["bytes_read"] == 120 and fonts["calls"] == 2 and abs(fonts["first_ms"] - 26) < 1e-6
 
 
 def record_trace(argv: list[str], trace: Path, probe: Path, env: dict[str, str] | None = None) -> None:

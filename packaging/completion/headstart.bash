@@ -14,7 +14,7 @@ _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --outp
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
-_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload)
+_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
 

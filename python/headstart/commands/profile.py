@@ -32,9 +32,11 @@ from headstart.profiling import after_main, files, from_trace, summary
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
 from headstart.profiling.render import render
+from headstart.profiling.timeline import Timeline
 from headstart.stats import summarize
 
 NAME = "profile"
+LOAD_COST_RUNS = 5  # processes that load the after-main objects apart (load_cost.py)
 HELP = "profile a program's launches: phases, libraries, relocations, faults, files, pages, memory"
 
 
@@ -70,6 +72,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="write the objects loaded after main as headstartd configuration (`preload = PATH` lines)",
+    )
+    p.add_argument(
+        "--gaps",
+        type=int,
+        default=after_main.TOP_GAPS,
+        metavar="N",
+        help=f"after main: show the N longest stretches without a system call (default {after_main.TOP_GAPS})",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
@@ -168,10 +177,14 @@ class Profiler:
             "files": file_rows,
             "flags": summary.large_reads(file_rows, self.args.large_read),
             "overhead": self._overhead() if self.args.overhead else None,
-            "after_main": after_main.analyze([w.timeline for w in warm if w.timeline], trace),
+            "after_main": self._after_main([w.timeline for w in warm if w.timeline], trace),
             "via_daemon": None,
             "launches": records,
         }
+
+    def _after_main(self, timelines: list[Timeline], trace: str | None) -> dict[str, Any]:
+        self.progress.update(self.task, description="after main: loading its objects apart")
+        return after_main.analyze(timelines, trace, self.args.gaps, measure_runs=min(self.args.runs, LOAD_COST_RUNS))
 
     def _cold(self, paths: list[str]) -> tuple[list[Launch], list[dict[str, int | None]], list[dict[str, int | None]]]:
         cold, after_evict, after_launch = [], [], []
@@ -221,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     argv = resolve_program(args.command)
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
+    if args.gaps < 0:
+        raise UsageError("--gaps must be 0 or more")
     if args.drop_all and not args.cold:
         raise UsageError("--drop-all goes with --cold")
     err = Console(file=sys.stderr)

@@ -7,6 +7,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from headstart.profiling.render_after_main import GAP_HEADERS as GAP_HEADERS
+from headstart.profiling.render_after_main import LOAD_HEADERS as LOAD_HEADERS
+from headstart.profiling.render_after_main import after_main_rows as after_main_rows
+from headstart.profiling.render_after_main import render_after_main
 from headstart.profiling.timeline import PHASES
 
 TOP_LIBRARIES = 10
@@ -101,53 +105,6 @@ def _via_daemon(via: dict[str, Any]) -> Table:
     return t
 
 
-def after_main_rows(after: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
-    """The objects loaded after main and the longest gaps, as table rows (terminal and HTML)."""
-    loads = [
-        [
-            r["object"],
-            f"{r['at_ms']:,.1f}",
-            f"{r['cost_ms']:,.2f}",
-            "-" if r["relocated_traced_ms"] is None else f"{r['relocated_traced_ms']:,.1f}",
-            str(len(r["with"])),
-        ]
-        for r in after["loads"]
-    ]
-    gaps = [[f"{g['at_ms']:,.1f}", f"{g['ms']:,.1f}", g["after"], g["before"]] for g in after["trace"]["gaps"]]
-    return loads, gaps
-
-
-LOAD_HEADERS = ["loaded after main", "at ms", "mapped in ms", "+ relocated, traced ms", "+ deps"]
-GAP_HEADERS = ["at ms (traced)", "no system call for ms", "after", "before"]
-
-
-def _after_main(profile: dict[str, Any], console: Console) -> None:
-    after = profile["after_main"]
-    loads, gaps = after_main_rows(after)
-    if loads:
-        t = Table(title=f"After main: objects loaded, mapped in {after['load_ms']:,.1f} ms in all (medians)")
-        for h in LOAD_HEADERS:
-            t.add_column(h, justify="left" if h == LOAD_HEADERS[0] else "right")
-        for row in loads:
-            t.add_row(*row)
-        console.print(t)
-    trace = after["trace"]
-    if trace["found_main"]:
-        console.print(
-            f"after main (traced, {trace['traced_ms']:,.0f} ms under strace): {len(trace['files'])} files used, "
-            f"{trace['threads_started']} threads started"
-        )
-    if gaps:
-        t = Table(title="After main: the longest stretches without a system call (main thread)")
-        for h in GAP_HEADERS:
-            t.add_column(h, justify="right" if "ms" in h else "left")
-        for row in gaps:
-            t.add_row(*row)
-        console.print(t)
-    for line in after["advice"]:
-        console.print(f"[green]advice:[/] {line}", markup=True, highlight=False)
-
-
 def render(profile: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]{' '.join(profile['program'])}[/]")
     console.print(_phases(profile))
@@ -162,7 +119,7 @@ def render(profile: dict[str, Any], console: Console) -> None:
         )
     for flag in profile["flags"]:
         console.print(f"[yellow]large read:[/] {flag['message']}")
-    _after_main(profile, console)
+    render_after_main(profile, console)
     if profile["overhead"]:
         o = profile["overhead"]
         console.print(

@@ -1,0 +1,99 @@
+"""What happens after main, as tables in the terminal (the objects and gaps also in the HTML report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+TOP_FILES = 10
+LOAD_HEADERS = [
+    "loaded after main",
+    "asked for by",
+    "at ms",
+    "mapped in ms",
+    "+ relocated, traced ms",
+    "loaded apart ms",
+    "+ deps",
+]
+GAP_HEADERS = ["at ms (traced)", "no system call for ms", "after", "before"]
+TEXT_COLUMNS = {"loaded after main", "file", "kind", "asked for by", "after", "before", "by", "ran", "call"}
+GAP_TITLE = "After main: the longest stretches without a system call (main thread)"
+
+
+def after_main_rows(after: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
+    """The objects loaded after main and the longest gaps, as table rows (terminal and HTML)."""
+    loads = [
+        [
+            Path(r["object"]).name,  # the paths: --json, --write-preload
+            r.get("requested_by") or "-",  # absent from profiles saved before it was recorded
+            f"{r['at_ms']:,.1f}",
+            f"{r['cost_ms']:,.2f}",
+            "-" if r["relocated_traced_ms"] is None else f"{r['relocated_traced_ms']:,.1f}",
+            "-" if r.get("dlopen_ms") is None else f"{r['dlopen_ms']:,.1f}",
+            str(len(r["with"])),
+        ]
+        for r in after["loads"]
+    ]
+    gaps = [[f"{g['at_ms']:,.1f}", f"{g['ms']:,.1f}", g["after"], g["before"]] for g in after["trace"]["gaps"]]
+    return loads, gaps
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    t = Table(title=title, min_width=len(title))  # a title wider than its table would wrap
+    for h in headers:
+        t.add_column(h, justify="left" if h in TEXT_COLUMNS else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def _files(trace: dict[str, Any]) -> Table:
+    rows = [
+        [
+            f["path"],
+            f"{f['first_ms']:,.1f}",
+            f"{f['syscall_ms']:,.2f}",
+            f"{f['bytes_read'] / 1024:,.0f}",
+            f"{f['bytes_mapped'] / 1024:,.0f}",
+        ]
+        for f in trace["files"][:TOP_FILES]
+    ]
+    title = f"After main: files by time in their system calls (top {len(rows)} of {len(trace['files'])}, traced)"
+    return _table(title, ["file", "first at ms", "in calls ms", "read KiB", "mapped KiB"], rows)
+
+
+def _started(trace: dict[str, Any]) -> Table:
+    rows = []
+    for s in trace["started"]:
+        ran = Path(s["executed"]).name + " (exec failed)" * s["exec_failed"] if s["executed"] else "-"
+        by = "main thread" if s["by"] == trace["main_thread"] else str(s["by"])
+        rows.append([s["kind"], f"{s['at_ms']:,.1f}", by, ran, f"{s['system_calls']:,}"])
+    return _table("After main: threads and processes started (traced)", ["kind", "at ms", "by", "ran", "calls"], rows)
+
+
+def _waits(trace: dict[str, Any]) -> Table:
+    rows = [[f"{w['at_ms']:,.1f}", f"{w['ms']:,.1f}", w["call"]] for w in trace["waits"]]
+    return _table("After main: the main thread's longest system calls (traced)", ["at ms", "ms", "call"], rows)
+
+
+def render_after_main(profile: dict[str, Any], console: Console) -> None:
+    after = profile["after_main"]
+    loads, gaps = after_main_rows(after)
+    if loads:
+        title = f"After main: objects loaded, mapped in {after['load_ms']:,.1f} ms in all (medians)"
+        console.print(_table(title, LOAD_HEADERS, loads))
+    trace = after["trace"]
+    if trace["found_main"]:
+        console.print(f"after main: {trace['traced_ms']:,.0f} ms to ready under strace (main found in the trace)")
+        for table, present in ((_files, trace["files"]), (_started, trace["started"]), (_waits, trace["waits"])):
+            if present:
+                console.print(table(trace))
+    if gaps:
+        console.print(
+            _table("After main: the longest stretches without a system call (main thread)", GAP_HEADERS, gaps)
+        )
+    for line in after["advice"]:
+        console.print(f"[green]advice:[/] {line}", markup=True, highlight=False)
