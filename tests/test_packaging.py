@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = bin_path("headstartd").parent
 GENERATED = [
     "man/headstartd.1",
+    "man/headstart-pind.1",
     "man/headstart-run.1",
     "man/headstart.1",
     "completion/headstart.bash",
@@ -36,7 +37,7 @@ def long_options(program: str) -> set[str]:
 
 
 def test_man_pages_document_every_option():
-    for program in ("headstartd", "headstart-run"):
+    for program in ("headstartd", "headstart-run", "headstart-pind"):
         page = (ROOT / "packaging/man" / f"{program}.1").read_text().replace("\\-", "-")
         missing = [o for o in long_options(program) if o not in page]
         assert not missing, (program, missing)
@@ -49,7 +50,7 @@ def test_man_pages_document_every_option():
 def test_install_ships_man_pages_completions_docs_and_units(tmp_path):
     subprocess.run(["meson", "install", "-C", str(BUILD), "--quiet", "--destdir", str(tmp_path)], check=True)
     share = next(tmp_path.rglob("share/man")).parent
-    for name in ("headstartd", "headstart-run", "headstart"):
+    for name in ("headstartd", "headstart-run", "headstart", "headstart-pind"):
         assert (share / "man/man1" / f"{name}.1").is_file()
         assert (share / "bash-completion/completions" / name).is_file()
         assert (share / "zsh/site-functions" / f"_{name}").is_file()
@@ -60,15 +61,20 @@ def test_install_ships_man_pages_completions_docs_and_units(tmp_path):
         "user/headstart.socket",
         "system/headstart@.service",
         "system/headstart@.socket",
+        "system/headstart-pind.service",
     ):
         text = (lib / unit).read_text()
-        assert "Documentation=man:headstartd(1)" in text and "@BINDIR@" not in text and "@DOCDIR@" not in text
+        assert "Documentation=man:headstart" in text and "@BINDIR@" not in text and "@DOCDIR@" not in text
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 @pytest.mark.parametrize("kind", ["user", "system"])
 def test_systemd_accepts_the_units(tmp_path, kind):
-    names = ["headstart.service", "headstart.socket"] if kind == "user" else ["headstart@.service", "headstart@.socket"]
+    names = (
+        ["headstart.service", "headstart.socket"]
+        if kind == "user"
+        else ["headstart@.service", "headstart@.socket", "headstart-pind.service"]
+    )
     units = []
     for name in names:
         source = ROOT / "packaging" / (name + ".in" if (ROOT / "packaging" / (name + ".in")).exists() else name)

@@ -6,7 +6,8 @@
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
 _shtab_headstart_boot_subparsers=(record analyze compare)
-_shtab_headstart_subparsers=(bench boot check profile report)
+_shtab_headstart_pin_subparsers=(plan)
+_shtab_headstart_subparsers=(bench boot check pin profile report)
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
@@ -14,6 +15,8 @@ _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --outp
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
+_shtab_headstart_pin_plan_option_strings=(-h --help --budget -o --output)
+_shtab_headstart_pin_option_strings=(-h --help)
 _shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
@@ -21,7 +24,8 @@ _shtab_headstart_option_strings=(-h --help --version --traceback)
 
 
 _shtab_headstart_boot_pos_0_choices=(record analyze compare)
-_shtab_headstart_pos_0_choices=(bench boot check profile report)
+_shtab_headstart_pin_pos_0_choices=(plan)
+_shtab_headstart_pos_0_choices=(bench boot check pin profile report)
 
 _shtab_headstart_bench__h_nargs=0
 _shtab_headstart_bench___help_nargs=0
@@ -46,6 +50,12 @@ _shtab_headstart_check_pos_0_nargs=+
 _shtab_headstart_check__h_nargs=0
 _shtab_headstart_check___help_nargs=0
 _shtab_headstart_check___json_nargs=0
+_shtab_headstart_pin_plan_pos_0_nargs=+
+_shtab_headstart_pin_plan__h_nargs=0
+_shtab_headstart_pin_plan___help_nargs=0
+_shtab_headstart_pin_pos_0_nargs=A...
+_shtab_headstart_pin__h_nargs=0
+_shtab_headstart_pin___help_nargs=0
 _shtab_headstart_profile_pos_0_nargs=...
 _shtab_headstart_profile__h_nargs=0
 _shtab_headstart_profile___help_nargs=0

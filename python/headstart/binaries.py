@@ -19,6 +19,7 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 _BUILD_PATHS = {
     "headstartd": "headstartd",
     "headstart-run": "headstart-run",
+    "headstart-pind": "headstart-pind",
     "launch-timer": "bench/launch-timer",
     "mark-main": "bench/libheadstart-mark-main.so",
     "probe": "libheadstart-probe.so",

@@ -20,7 +20,7 @@ class Memory:
     pss_kb: int = 0
     private_dirty_kb: int = 0
     rss_kb: int = 0
-    file_pages: dict[str, int] = field(default_factory=dict)  # pages mapped, per file
+    file_pages: dict[str, set[int]] = field(default_factory=dict)  # indexes of the pages mapped, per file
 
 
 def read_memory(pid: int) -> Memory | None:
@@ -50,7 +50,7 @@ def read_memory(pid: int) -> Memory | None:
     return memory
 
 
-def _file_pages(pid: int, smaps: str) -> dict[str, int]:
+def _file_pages(pid: int, smaps: str) -> dict[str, set[int]]:
     pages: dict[str, set[int]] = {}
     try:
         with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
@@ -68,4 +68,15 @@ def _file_pages(pid: int, smaps: str) -> dict[str, int]:
                         present.add(first + i)
     except OSError:
         return {}
-    return {path: len(p) for path, p in pages.items()}
+    return pages
+
+
+def page_ranges(pages: set[int]) -> list[list[int]]:
+    """[[first page, count], ...] of consecutive page indexes."""
+    ranges: list[list[int]] = []
+    for page in sorted(pages):
+        if ranges and ranges[-1][0] + ranges[-1][1] == page:
+            ranges[-1][1] += 1
+        else:
+            ranges.append([page, 1])
+    return ranges

@@ -10,7 +10,7 @@ from typing import Any
 
 from headstart.profiling.files import FileUse
 from headstart.profiling.launch import Launch
-from headstart.profiling.memory import PAGE_SIZE
+from headstart.profiling.memory import PAGE_SIZE, page_ranges
 from headstart.profiling.timeline import PHASES
 from headstart.stats import summarize
 
@@ -133,6 +133,7 @@ def files(
         known = [s for s in samples if s is not None]
         return statistics.median(known) if known else None
 
+    pages = [launch.memory.file_pages if launch.memory else None for launch in cold]
     rows = []
     for path, use in sorted(uses.items(), key=lambda kv: (-kv[1].bytes_read, -kv[1].bytes_mapped)):
         row: dict[str, Any] = use.as_dict()
@@ -140,7 +141,9 @@ def files(
         row["cold"] = (
             {
                 "resident_after_evict": med([r.get(path) for r in after_evict]),
-                "mapped": med([launch.memory.file_pages.get(path, 0) if launch.memory else None for launch in cold]),
+                "mapped": med([len(mapped.get(path, ())) if mapped is not None else None for mapped in pages]),
+                # Every page some cold launch had mapped at ready: what `headstart pin plan` pins.
+                "mapped_ranges": page_ranges(set().union(*(m.get(path, set()) for m in pages if m is not None))),
                 "resident_after_launch": med([r.get(path) for r in after_launch]),
             }
             if cold
