@@ -9,12 +9,7 @@
 #include <unistd.h>
 
 #ifdef START_THREAD
-static void *idle(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
+#include "idle-thread.h"
 #endif
 
 __attribute__((constructor)) static void leave_trace(void) {
@@ -27,8 +22,7 @@ __attribute__((constructor)) static void leave_trace(void) {
                 }
         }
 #ifdef START_THREAD
-        pthread_t t;
-        pthread_create(&t, NULL, idle, NULL);
+        start_idle_thread();
 #endif
 }
 

@@ -2,9 +2,9 @@
 /* A small "framework" library that a program links: an initialisation a daemon may run ahead of
  * time (--warm-up libhs-framework.so:framework_init), and one that starts a thread, which the daemon
  * must refuse to run in its zygote. */
-#include <pthread.h>
 #include <stddef.h>
-#include <unistd.h>
+
+#include "idle-thread.h"
 
 static int initialised;
 
@@ -14,18 +14,9 @@ void *framework_init(void) {
         return NULL;
 }
 
-static void *idle(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
-
 void *framework_start_thread(void);
 void *framework_start_thread(void) {
-        pthread_t t;
-        if (pthread_create(&t, NULL, idle, NULL) == 0)
-                pthread_detach(t);
+        start_idle_thread();
         return NULL;
 }
 

@@ -16,7 +16,6 @@ from typing import Any
 from rich.progress import Progress
 
 from headstart import binaries
-from headstart.benchmark import programs
 from headstart.benchmark.programs import Program
 from headstart.daemon import RunningDaemon
 from headstart.errors import HeadstartError
@@ -139,7 +138,3 @@ def time_program(
             why = unavailable[daemon_mode(key)]
             modes[key] = ModeResult(key, "unavailable", errors=[f"{daemon_mode(key)} daemon: {why}"])
     return {k: modes[k] for k in keys}
-
-
-# `headstart profile` imported this from here before programs.py existed.
-resolve = programs.resolve

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from headstart.benchmark import suite
+from headstart.benchmark.programs import resolve
 from headstart.benchmark.results import program_dict
-from headstart.benchmark.timing import resolve
 from headstart.errors import HeadstartError, UsageError
 from headstart.profiling import after_main, files, from_trace, summary
 from headstart.profiling.launch import Launch, LaunchOptions
