@@ -62,6 +62,7 @@ def test_install_ships_man_pages_completions_docs_and_units(tmp_path):
         "system/headstart@.service",
         "system/headstart@.socket",
         "system/headstart-pind.service",
+        "system/headstart-pind-prefetch.service",
     ):
         text = (lib / unit).read_text()
         assert "Documentation=man:headstart" in text and "@BINDIR@" not in text and "@DOCDIR@" not in text
@@ -73,7 +74,7 @@ def test_systemd_accepts_the_units(tmp_path, kind):
     names = (
         ["headstart.service", "headstart.socket"]
         if kind == "user"
-        else ["headstart@.service", "headstart@.socket", "headstart-pind.service"]
+        else ["headstart@.service", "headstart@.socket", "headstart-pind.service", "headstart-pind-prefetch.service"]
     )
     units = []
     for name in names:

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, bin_path
+from conftest import SANITIZED, base_env, bin_path, run_served
+from headstart.daemon import private_daemon
 from headstart.profiling import files
 
 # AddressSanitizer's interceptor turns mlock into a no-op (it would lock the shadow memory too).
@@ -31,14 +32,19 @@ def data_file(path: Path, size: int = 8 * MIB) -> Path:
     return path
 
 
-def write_plan(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(["headstart-pin-plan 1", *lines, "end"]) + "\n")
+def write_plan(path: Path, lines: list[str], programs: list[tuple[Path | str, float]] | None = None) -> Path:
+    """A plan with its programs (path, launches; by default one program launched once) and lines."""
+    declared = [f"program {i} {n} {p}" for i, (p, n) in enumerate(programs or [("/usr/bin/true", 1)])]
+    path.write_text("\n".join(["headstart-pin-plan 2", *declared, *lines, "end"]) + "\n")
     return path
 
 
 @contextmanager
-def pind(plan: Path, budget: str, log: Path, prefix: list[str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def pind(
+    plan: Path, budget: str, log: Path, prefix: list[str] | None = None, extra: list[str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     cmd = [*(prefix or []), str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", budget, "--interval", "1"]
+    cmd += extra or ["--launch-socket", "none"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=out)
     try:
@@ -68,36 +74,112 @@ def test_pinned_ranges_stay_resident_within_the_budget_most_valuable_first(tmp_p
     data = data_file(tmp_path / "data.bin")
     plan = write_plan(
         tmp_path / "plan",
-        [f"file {8 * MIB} {data}", f"range 0 {MIB // 2} 5", f"range {4 * MIB} {MIB} 9", f"range {6 * MIB} {MIB} 1"],
+        [f"file {8 * MIB} {data}", f"range 0 {MIB // 2} 0", f"range {4 * MIB} {MIB} 1,2", f"range {6 * MIB} {MIB} 2"],
+        [("/usr/bin/a", 5), ("/usr/bin/b", 8), ("/usr/bin/c", 1)],
     )
     assert resident_after_evict(data) == 0  # nothing keeps it cached before pinning
     with pind(plan, "1M", tmp_path / "log") as proc:
-        assert locked_kib(proc) == 1024  # the weight-9 MiB; the others do not fit the budget
+        assert locked_kib(proc) == 1024  # the MiB worth 8+1 launches; the others do not fit the budget
         assert resident_after_evict(data) == MIB // PAGE
     assert resident_after_evict(data) == 0  # released when it stops
     assert "pinned 1024 KiB of " + str(data) in (tmp_path / "log").read_text()
+
+
+def wait_for(condition, what: str, log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}; log:\n{log.read_text()}"
+        time.sleep(0.1)
+
+
+def two_programs_plan(tmp_path: Path, often: Path) -> tuple[Path, Path, Path]:
+    """A plan where /usr/bin/true (5 launches so far) needs one file and `often` (1) another, and a
+    budget of 1M holds only one of them."""
+    first, second = data_file(tmp_path / "true.data", MIB), data_file(tmp_path / "often.data", MIB)
+    plan = write_plan(
+        tmp_path / "plan",
+        [f"file {MIB} {first}", f"range 0 {MIB} 0", f"file {MIB} {second}", f"range 0 {MIB} 1"],
+        [("/usr/bin/true", 5), (often, 1)],
+    )
+    return plan, first, second
+
+
+def pages_move_to(often: Path, second: Path, first: Path, log: Path) -> None:
+    wait_for(lambda: "re-pinned after launch counts changed" in log.read_text(), "no re-pin", log)
+    assert resident_after_evict(second) == MIB // PAGE
+    assert resident_after_evict(first) == 0
+
+
+def test_served_launches_move_the_pages_to_the_program_launched_often(tmp_path):
+    fft = bin_path("fft")
+    plan, first, second = two_programs_plan(tmp_path, fft)
+    sock, log = tmp_path / "launches.socket", tmp_path / "log"
+    extra = ["--half-life", "1", "--launch-socket", str(sock)]
+    with private_daemon([fft], extra_args=["--no-learn", "--report-launches", str(sock)]) as daemon:
+        with pind(plan, "1M", log, extra=extra) as proc:
+            assert locked_kib(proc) == 1024 and resident_after_evict(first) == MIB // PAGE
+            for _ in range(8):
+                assert run_served(daemon, [str(fft), "16"], env=base_env()).returncode == 0
+            pages_move_to(fft, second, first, log)
+            assert locked_kib(proc) == 1024  # the budget holds
+            proc.send_signal(15)
+    assert f"program {fft}: " in log.read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="fanotify (counting launches by exec) needs CAP_SYS_ADMIN")
+def test_launches_by_exec_are_counted_too(tmp_path):
+    often = tmp_path / "often"
+    shutil.copy(bin_path("fft"), often)
+    plan, first, second = two_programs_plan(tmp_path, often)
+    with pind(plan, "1M", tmp_path / "log", extra=["--half-life", "1", "--launch-socket", "none"]):
+        assert resident_after_evict(first) == MIB // PAGE
+        for _ in range(8):
+            subprocess.run([str(often), "16"], check=True, capture_output=True)
+        pages_move_to(often, second, first, tmp_path / "log")
+
+
+def test_prefetch_reads_the_ranges_within_the_budget_and_locks_nothing(tmp_path):
+    data = data_file(tmp_path / "data.bin", 4 * MIB)
+    plan = write_plan(
+        tmp_path / "plan",
+        [f"file {4 * MIB} {data}", f"range 0 {MIB} 1", f"range {2 * MIB} {MIB} 0"],
+        [("/usr/bin/a", 1), ("/usr/bin/b", 3)],
+    )
+    assert resident_after_evict(data) == 0
+    done = subprocess.run(
+        [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "1M", "--prefetch"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and "prefetched 1024 KiB from 1 files" in done.stderr, done.stderr
+    wait_for(lambda: (files.residency(str(data)) or 0) >= MIB // PAGE, "not prefetched", plan)
+    resident = files.resident_pages(str(data))  # the range worth 3 launches, not the other
+    assert set(range(MIB // PAGE)) <= resident and not resident & set(range(2 * MIB // PAGE, 3 * MIB // PAGE))
 
 
 def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinned(tmp_path):
     data = data_file(tmp_path / "data.bin", MIB)
     plan = write_plan(
         tmp_path / "plan",
-        ["this is not a plan line", f"file 10 {tmp_path / 'missing'}", "range 0 10 3", f"file {MIB} {data}",
-         f"range 0 {MIB} 2", f"file 5 {data}", "range 0 5 7"],
+        ["this is not a plan line", f"file 10 {tmp_path / 'missing'}", "range 0 10 0", f"file {MIB} {data}",
+         f"range 0 {MIB} 0", "range 0 10 1", f"file 5 {data}", "range 0 5 0"],
     )  # fmt: skip
     with pind(plan, "64M", tmp_path / "log") as proc:
         assert locked_kib(proc) == 1024
     log = (tmp_path / "log").read_text()
-    assert log.count("skipped, not a plan line") == 1
+    assert log.count("skipped, not a plan line") == 2  # the text, and a range naming no declared program
     assert log.count("missing: cannot open it; not pinned") == 1
     assert log.count("where the plan has 5; not pinned") == 1
     done = subprocess.run([str(bin_path("headstart-pind")), "--plan", str(data)], capture_output=True, text=True)
     assert done.returncode == 1 and "is not a pin plan" in done.stderr and done.stderr.count("\n") == 1
+    (tmp_path / "old").write_text(f"headstart-pin-plan 1\nfile {MIB} {data}\nrange 0 {MIB} 1\nend\n")
+    old = [str(bin_path("headstart-pind")), "--plan", str(tmp_path / "old")]
+    done = subprocess.run(old, capture_output=True, text=True)
+    assert done.returncode == 1 and "of another version" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_a_replaced_file_is_pinned_anew_and_one_changed_in_place_is_dropped(tmp_path):
     data = data_file(tmp_path / "lib.so", 2 * MIB)
-    plan = write_plan(tmp_path / "plan", [f"file {2 * MIB} {data}", f"range 0 {2 * MIB} 1"])
+    plan = write_plan(tmp_path / "plan", [f"file {2 * MIB} {data}", f"range 0 {2 * MIB} 0"])
     log = tmp_path / "log"
     with pind(plan, "64M", log) as proc:
         old_inode = data.stat().st_ino
@@ -133,7 +215,8 @@ def test_a_small_memlock_limit_is_one_clear_line_and_what_fits_is_pinned():
 def small_memlock(tmp_path: Path) -> None:
     data = data_file(tmp_path / "data.bin", 2 * MIB)
     data.chmod(0o644)
-    plan = write_plan(tmp_path / "plan", [f"file {2 * MIB} {data}", f"range 0 {MIB} 2", f"range {MIB} {MIB} 1"])
+    lines = [f"file {2 * MIB} {data}", f"range 0 {MIB} 0", f"range {MIB} {MIB} 1"]
+    plan = write_plan(tmp_path / "plan", lines, [("/usr/bin/a", 2), ("/usr/bin/b", 1)])
     plan.chmod(0o644)
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "prlimit", "--memlock=1100000:1100000"]
     with pind(plan, "64M", tmp_path / "log", nobody) as proc:
@@ -158,7 +241,8 @@ def test_pin_plan_from_a_cold_profile(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = plan.read_text().splitlines()
-    assert lines[0] == "headstart-pin-plan 1" and lines[-1] == "end"
+    assert lines[0] == "headstart-pin-plan 2" and lines[-1] == "end"
+    assert lines[2] == f"program 0 1 {fft}"
     ranges = [line.split() for line in lines if line.startswith("range ")]
     assert ranges and sum(int(r[2]) for r in ranges) <= 256 * 1024
     assert any(line.startswith("file ") and line.endswith("libc.so.6") for line in lines)

@@ -19,3 +19,4 @@ int log_internal(enum log_level level, int error, const char *format, ...) __att
 #define log_debug(...) log_internal(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERROR, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
+#define log_info_errno(e, ...) log_internal(LOG_LEVEL_INFO, (e), __VA_ARGS__)

@@ -12,6 +12,7 @@
 
 #include "after-main.h"
 #include "child.h"
+#include "launch-report.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
@@ -151,6 +152,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         c->launched = true;
         s->launches++;
         s->launches_pooled += pooled;
+        launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
         if (s->options->refresh_launches && s->launches >= s->options->refresh_launches)
                 server_request_refresh(s, "--refresh-launches reached");
         hs_close_fds(c->fds, c->nfds);

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "pind-report.h"
 #include "warm-up.h"
 
 #define DEFAULT_MAX_CHILDREN 1024u
@@ -81,7 +82,9 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 r = parse_bool(key, value, &learn);
                 o->no_learn = !learn;
                 return r;
-        } else if (strcmp(key, "learn-file") == 0)
+        } else if (strcmp(key, "report-launches") == 0)
+                r = set_string(&o->report_launches, value);
+        else if (strcmp(key, "learn-file") == 0)
                 r = set_string(&o->learn_file, value);
         else if (strcmp(key, "learn-refresh") == 0)
                 return parse_unsigned(key, value, &o->learn_refresh);
@@ -189,6 +192,9 @@ static void help(void) {
                 "  --terminal PROGRAM   serve PROGRAM also to a client with a controlling terminal: it only\n"
                 "                       writes to it (no /dev/tty, no job control of its own), as a\n"
                 "                       compiler; others go to exec then (repeatable)\n"
+                "  --report-launches SOCKET  tell headstart-pind (docs/pinning.md) each program served, so\n"
+                "                       that its pages stay resident; 'none' to not (default\n"
+                "                       " HS_LAUNCH_REPORT_SOCKET ")\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --allow-root         run as root (serves root only)\n"
@@ -214,7 +220,7 @@ static const struct long_option long_options[] = {
         { "allow-root", false },   { "verbose", false },      { "help", false },
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
-        { "terminal", true },
+        { "terminal", true },       { "report-launches", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -283,6 +289,7 @@ void options_done(struct daemon_options *o) {
         free(o->socket_path);
         free(o->cache_dir);
         free(o->learn_file);
+        free(o->report_launches);
         free(o->zygote.reason);
         string_list_done(&o->apps);
         string_list_done(&o->check);

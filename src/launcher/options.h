@@ -25,6 +25,7 @@ struct daemon_options {
         bool no_learn;             /* adaptive preload off: learn nothing, preload nothing learned */
         char *learn_file;          /* NULL: beside the socket, "learned" */
         unsigned learn_refresh;    /* a fresh zygote once this many new objects were learned */
+        char *report_launches;     /* headstart-pind's socket; NULL: the default; "none": off */
         /* Internal, set by the supervisor when it starts a zygote (see supervisor.h). */
         struct {
                 bool active;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "after-main.h"
+#include "launch-report.h"
 #include "control.h"
 #include "event-loop.h"
 #include "loader-env.h"
@@ -472,6 +473,7 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
                 .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1,
                 .files = { .fd = -1 },
         };
+        s->report_fd = launch_report_open(launch_report_socket(o));
         snprintf(s->interp, sizeof s->interp, "%s", interp);
         s->listen_watch.kind = WATCH_LISTEN;
         s->signal_watch.kind = WATCH_SIGNAL;
@@ -522,6 +524,8 @@ void server_done(struct server *s) {
         file_watch_done(&s->files);
         if (s->control_fd >= 0)
                 close(s->control_fd);
+        if (s->report_fd >= 0)
+                close(s->report_fd);
         loader_env_free(s->loader_env);
         for (size_t i = 0; i < s->nregistered; i++) {
                 free(s->registered[i].path);

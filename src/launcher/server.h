@@ -79,6 +79,7 @@ struct server {
         size_t nregistered;
         int epoll_fd, listen_fd, signal_fd;
         int control_fd; /* to the supervisor */
+        int report_fd;  /* launches told to headstart-pind (launch-report.h), or -1 */
         struct file_watch files;
         struct watch listen_watch, signal_watch, control_watch, files_watch;
         struct conn *conns;

@@ -1,39 +1,56 @@
 /* SPDX-License-Identifier: MIT */
 /* headstart-pind: keeps the pages that launches need resident, within a memory budget.
  *
- * It reads a pin plan (plan.h), maps its files and locks their most valuable ranges until the budget
- * is used (pin.c), then watches: every --interval seconds it checks whether a pinned file was
- * replaced (an upgrade renames a new file over the old name) or changed in place, and pins again;
- * SIGHUP re-reads the plan; SIGUSR1 logs what is pinned; SIGTERM and SIGINT stop it. */
+ * It reads a pin plan (plan.h), maps its files and locks the ranges worth most until the budget is
+ * used (pin.c). A range is worth the launches of the programs that need it (score.c): counted from
+ * the plan, from the launches headstartd reports (served-launches.c) and from execs it sees
+ * (exec-watch.c), halved every --half-life. Every --interval seconds it re-scores and re-pins, and
+ * checks whether a pinned file was replaced (an upgrade renames a new file over the old name) or
+ * changed in place. SIGHUP re-reads the plan; SIGUSR1 logs the status; SIGTERM and SIGINT stop it.
+ * --prefetch reads the ranges into the cache at idle I/O priority once, and exits (prefetch.c). */
 #include <errno.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "exec-watch.h"
 #include "log.h"
 #include "pin.h"
+#include "pind-report.h"
 #include "plan.h"
+#include "prefetch.h"
+#include "score.h"
+#include "served-launches.h"
 
 static const char *arg_plan = NULL;
 static uint64_t arg_budget = 64u << 20;
 static unsigned arg_interval = 10;
+static double arg_half_life = 3 * 24 * 3600;
+static const char *arg_launch_socket = HS_LAUNCH_REPORT_SOCKET;
+static bool arg_prefetch = false;
 
 static void help(void) {
-        printf("Usage: headstart-pind --plan FILE [--budget SIZE] [--interval SECONDS]\n"
+        printf("Usage: headstart-pind --plan FILE [--budget SIZE] [OPTION...]\n"
                "Keeps the pages that program launches need resident (locked in memory), within a budget.\n\n"
-               "  --plan FILE         the pin plan, from `headstart pin plan` (docs/pinning.md)\n"
-               "  --budget SIZE       bytes to lock at most, with K, M or G (default 64M)\n"
-               "  --interval SECONDS  how often to check for replaced or changed files (default 10)\n"
+               "  --plan FILE            the pin plan, from `headstart pin plan` (docs/pinning.md)\n"
+               "  --budget SIZE          bytes to lock at most, with K, M or G (default 64M)\n"
+               "  --interval SECONDS     how often to re-score and to check for replaced files (default 10)\n"
+               "  --half-life SECONDS    launches count half as much after this long (default 259200, 3 days)\n"
+               "  --launch-socket PATH   where headstartd reports the launches it serves, or 'none'\n"
+               "                         (default " HS_LAUNCH_REPORT_SOCKET ")\n"
+               "  --prefetch             read the ranges into the cache at idle I/O priority, lock nothing, exit\n"
                "  --help, --version\n"
-               "SIGHUP re-reads the plan, SIGUSR1 logs what is pinned. Locking needs RLIMIT_MEMLOCK\n"
-               "of the budget (LimitMEMLOCK= in a systemd unit) or CAP_IPC_LOCK.\n");
+               "SIGHUP re-reads the plan, SIGUSR1 logs the status. Locking needs RLIMIT_MEMLOCK of the\n"
+               "budget (LimitMEMLOCK= in a systemd unit) or CAP_IPC_LOCK; counting launches by exec needs\n"
+               "CAP_SYS_ADMIN (fanotify).\n");
 }
 
 static int parse_size(const char *s, uint64_t *ret) {
@@ -49,42 +66,176 @@ static int parse_size(const char *s, uint64_t *ret) {
         return 0;
 }
 
+static int parse_seconds(const char *option, const char *s, double *ret) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || *end || !(v > 0) || v > 1e9)
+                return log_error("%s: expected seconds above 0, got '%s'", option, s), -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_option(const char *a, const char *v) {
+        double seconds;
+        if (strcmp(a, "--plan") == 0)
+                arg_plan = v;
+        else if (strcmp(a, "--budget") == 0)
+                return parse_size(v, &arg_budget);
+        else if (strcmp(a, "--interval") == 0) {
+                if (parse_seconds(a, v, &seconds) < 0 || seconds != (unsigned) seconds)
+                        return log_error("--interval: expected whole seconds above 0, got '%s'", v), -EINVAL;
+                arg_interval = (unsigned) seconds;
+        } else if (strcmp(a, "--half-life") == 0)
+                return parse_seconds(a, v, &arg_half_life);
+        else if (strcmp(a, "--launch-socket") == 0)
+                arg_launch_socket = strcmp(v, "none") == 0 ? NULL : v;
+        else
+                return log_error("unknown option: '%s' (see --help)", a), -EINVAL;
+        return 0;
+}
+
 /* Returns 1 to go on, 0 when done (--help, --version), <0 on a usage error (logged). */
 static int parse_argv(int argc, char *argv[]) {
         for (int i = 1; i < argc; i++) {
-                const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+                const char *a = argv[i];
                 if (strcmp(a, "--help") == 0)
                         return help(), 0;
                 if (strcmp(a, "--version") == 0)
                         return printf("headstart-pind " HEADSTART_VERSION "\n"), 0;
-                if (!v || (strcmp(a, "--plan") != 0 && strcmp(a, "--budget") != 0 && strcmp(a, "--interval") != 0))
+                if (strcmp(a, "--prefetch") == 0) {
+                        arg_prefetch = true;
+                        continue;
+                }
+                if (i + 1 >= argc || strncmp(a, "--", 2) != 0)
                         return log_error("unknown option or missing value: '%s' (see --help)", a), -EINVAL;
-                i++;
-                if (strcmp(a, "--plan") == 0)
-                        arg_plan = v;
-                else if (strcmp(a, "--budget") == 0 && parse_size(v, &arg_budget) < 0)
+                if (parse_option(a, argv[++i]) < 0)
                         return -EINVAL;
-                else if (strcmp(a, "--interval") == 0 && (arg_interval = (unsigned) strtoul(v, NULL, 10)) == 0)
-                        return log_error("--interval: expected whole seconds above 0, got '%s'", v), -EINVAL;
         }
         if (!arg_plan)
                 return log_error("--plan FILE is needed (see --help)"), -EINVAL;
         return 1;
 }
 
-/* Reads the plan and pins it. A plan that cannot be read leaves what is pinned as it is. */
-static int pin_all(struct pin_plan *plan, struct pinner *pins) {
+struct state {
+        struct pin_plan plan;
+        struct launch_counts counts;
+        struct pinner pins;
+        int exec_fd; /* fanotify, or <0 */
+};
+
+/* Re-scores with the decayed counts and locks what now ranks within the budget. */
+static bool repin(struct state *st) {
+        size_t n;
+        launch_counts_decay(&st->counts);
+        struct ranked *ranked = rank_ranges(&st->plan, &st->counts, &n);
+        if (!ranked)
+                return log_error("out of memory"), false;
+        bool changed = pinner_repin(&st->pins, ranked, n);
+        free(ranked);
+        return changed;
+}
+
+/* Reads the plan and pins it, keeping the launch counts learned. A plan that cannot be read leaves
+ * what is pinned as it is. */
+static int load(struct state *st) {
         struct pin_plan fresh;
+        struct launch_counts counts;
         int r = pin_plan_read(arg_plan, &fresh);
         if (r < 0)
                 return r;
-        pinner_release(pins, true);
-        pin_plan_done(plan);
-        *plan = fresh;
-        r = pinner_apply(pins, plan, arg_budget);
-        if (r >= 0)
-                pinner_log_status(pins);
+        r = launch_counts_init(&counts, &fresh, &st->plan, &st->counts, arg_half_life);
+        if (r < 0) {
+                pin_plan_done(&fresh);
+                return log_error("out of memory"), r;
+        }
+        pinner_release(&st->pins, true);
+        launch_counts_done(&st->counts);
+        pin_plan_done(&st->plan);
+        st->plan = fresh;
+        st->counts = counts;
+        r = pinner_map(&st->pins, &st->plan, arg_budget);
+        if (r < 0)
+                return r;
+        if (st->exec_fd >= 0)
+                exec_watch_mark(st->exec_fd, &st->plan);
+        (void) repin(st);
+        pinner_log_status(&st->pins, &st->plan, &st->counts);
+        return 0;
+}
+
+static int prefetch_only(void) {
+        struct pin_plan plan;
+        struct launch_counts counts;
+        size_t n;
+        int r = pin_plan_read(arg_plan, &plan);
+        if (r < 0)
+                return r;
+        r = launch_counts_init(&counts, &plan, NULL, NULL, arg_half_life);
+        struct ranked *ranked = r < 0 ? NULL : rank_ranges(&plan, &counts, &n);
+        r = ranked ? prefetch(&plan, ranked, n, arg_budget) : (log_error("out of memory"), -ENOMEM);
+        free(ranked);
+        launch_counts_done(&counts);
+        pin_plan_done(&plan);
         return r;
+}
+
+static void count_launches(struct state *st, int fd, int (*read_one)(int, dev_t *, ino_t *)) {
+        dev_t dev;
+        ino_t ino;
+        while (read_one(fd, &dev, &ino) > 0)
+                (void) launch_counts_add(&st->counts, &st->plan, dev, ino);
+}
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Every interval: pin again what was replaced, re-score and re-pin what launches changed. */
+static void tick(struct state *st) {
+        if (pinner_stale(&st->pins)) {
+                log_info("a pinned file changed on disk: pinning again");
+                (void) load(st);
+        } else if (repin(st))
+                log_info("re-pinned after launch counts changed: %llu KiB pinned",
+                         (unsigned long long) (st->pins.locked / 1024));
+}
+
+/* Handles one signal; returns whether to stop. */
+static bool on_signal(struct state *st, int sfd) {
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
+                return false;
+        if (si.ssi_signo == SIGHUP)
+                (void) load(st);
+        else if (si.ssi_signo == SIGUSR1)
+                pinner_log_status(&st->pins, &st->plan, &st->counts);
+        return si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
+}
+
+static void serve(struct state *st, int sfd, int launch_fd) {
+        struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
+                               { .fd = launch_fd, .events = POLLIN },
+                               { .fd = st->exec_fd, .events = POLLIN } };
+        int64_t next_tick = now_ms() + (int64_t) arg_interval * 1000;
+        for (;;) {
+                int64_t wait = next_tick - now_ms();
+                int n = poll(p, 3, wait > 0 ? (int) wait : 0);
+                if (n < 0 && errno != EINTR)
+                        return (void) log_error_errno(errno, "poll");
+                if (p[1].revents & POLLIN)
+                        count_launches(st, launch_fd, served_launches_read);
+                if (p[2].revents & POLLIN)
+                        count_launches(st, st->exec_fd, exec_watch_read);
+                if ((p[0].revents & POLLIN) && on_signal(st, sfd))
+                        return;
+                if (now_ms() >= next_tick) {
+                        tick(st);
+                        next_tick = now_ms() + (int64_t) arg_interval * 1000;
+                }
+        }
 }
 
 static int run(void) {
@@ -99,41 +250,28 @@ static int run(void) {
         if (sfd < 0)
                 return log_error_errno(errno, "signalfd");
 
-        struct pin_plan plan = { 0 };
-        struct pinner pins = { 0 };
-        int r = pin_all(&plan, &pins);
-        if (r < 0) {
-                close(sfd);
-                return r;
+        struct state st = { .exec_fd = -1 };
+        int launch_fd = -1;
+        int r = load(&st);
+        if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
+                launch_fd = arg_launch_socket ? served_launches_listen(arg_launch_socket) : -1;
+                if ((st.exec_fd = exec_watch_open()) >= 0)
+                        exec_watch_mark(st.exec_fd, &st.plan);
+                log_info("ready: pinning %s", arg_plan);
+                serve(&st, sfd, launch_fd);
+                log_info("stopped");
         }
-        log_info("ready: pinning %s", arg_plan);
-        for (bool stop = false; !stop;) {
-                struct pollfd p = { .fd = sfd, .events = POLLIN };
-                int n = poll(&p, 1, (int) arg_interval * 1000);
-                if (n < 0 && errno != EINTR)
-                        break;
-                if (n == 0) {
-                        if (pinner_stale(&pins)) {
-                                log_info("a pinned file changed on disk: pinning again");
-                                (void) pin_all(&plan, &pins);
-                        }
-                        continue;
-                }
-                struct signalfd_siginfo si;
-                if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
-                        continue;
-                if (si.ssi_signo == SIGHUP)
-                        (void) pin_all(&plan, &pins);
-                else if (si.ssi_signo == SIGUSR1)
-                        pinner_log_status(&pins);
-                else
-                        stop = true;
+        pinner_release(&st.pins, false);
+        launch_counts_done(&st.counts);
+        pin_plan_done(&st.plan);
+        if (launch_fd >= 0) {
+                close(launch_fd);
+                (void) unlink(arg_launch_socket);
         }
-        pinner_release(&pins, false);
-        pin_plan_done(&plan);
+        if (st.exec_fd >= 0)
+                close(st.exec_fd);
         close(sfd);
-        log_info("stopped");
-        return 0;
+        return r;
 }
 
 int main(int argc, char *argv[]) {
@@ -141,5 +279,6 @@ int main(int argc, char *argv[]) {
         int r = parse_argv(argc, argv);
         if (r <= 0)
                 return r == 0 ? EXIT_SUCCESS : 2;
-        return run() < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        r = arg_prefetch ? prefetch_only() : run();
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

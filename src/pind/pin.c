@@ -13,20 +13,15 @@
 #include "log.h"
 #include "macro.h"
 
-/* One range of one file, for ranking all of them together. */
-struct candidate {
-        struct pinned_file *file;
-        const struct pin_range *range;
-};
-
-static int cmp_weight(const void *a, const void *b) {
-        const struct candidate *x = a, *y = b;
-        if (x->range->weight != y->range->weight)
-                return x->range->weight < y->range->weight ? 1 : -1;
-        return x->range < y->range ? -1 : x->range > y->range; /* plan order among equals */
+static bool is_dropped(const struct pinner *p, dev_t dev, ino_t ino) {
+        for (size_t i = 0; i < p->ndropped; i++)
+                if (p->dropped[i].dev == dev && p->dropped[i].ino == ino)
+                        return true;
+        return false;
 }
 
-static int map_file(struct pinned_file *pf, const struct pin_file *plan) {
+static int map_file(struct pinner *p, struct pinned_file *pf) {
+        const struct pin_file *plan = pf->plan;
         _cleanup_close_ int fd = open(plan->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
@@ -35,18 +30,38 @@ static int map_file(struct pinned_file *pf, const struct pin_file *plan) {
                 return log_warning("%s: %lld bytes where the plan has %llu; not pinned (make a new plan)", plan->path,
                                    (long long) st.st_size, (unsigned long long) plan->size),
                        -ESTALE;
-        void *map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED)
+        if (is_dropped(p, st.st_dev, st.st_ino))
+                return -ESTALE;
+        bool *locked = calloc(plan->nranges ? plan->nranges : 1, sizeof *locked);
+        void *map = locked ? mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+        if (map == MAP_FAILED) {
+                free(locked);
                 return log_warning_errno(errno, "%s: cannot map it; not pinned", plan->path);
+        }
         *pf = (struct pinned_file){ .plan = plan, .dev = st.st_dev, .ino = st.st_ino, .mtime = st.st_mtim,
-                                    .size = st.st_size, .map = map, .map_len = (size_t) st.st_size };
+                                    .size = st.st_size, .map = map, .map_len = (size_t) st.st_size, .locked = locked };
+        return 0;
+}
+
+int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget) {
+        *p = (struct pinner){ .budget = budget, .dropped = p->dropped, .ndropped = p->ndropped,
+                              .repinned_at = time(NULL) };
+        p->files = calloc(plan->nfiles ? plan->nfiles : 1, sizeof *p->files);
+        if (!p->files)
+                return log_error("out of memory"), -ENOMEM;
+        p->nfiles = plan->nfiles;
+        for (size_t i = 0; i < plan->nfiles; i++) {
+                p->files[i].plan = &plan->files[i];
+                (void) map_file(p, &p->files[i]);
+        }
         return 0;
 }
 
 /* The range in whole pages, clipped to the file; 0 when nothing of it is left. */
 static size_t page_span(const struct pinned_file *pf, const struct pin_range *r, size_t *ret_start) {
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
-        if (r->offset >= (uint64_t) pf->size)
+        *ret_start = 0;
+        if (!pf->map || r->offset >= (uint64_t) pf->size)
                 return 0;
         uint64_t end = r->offset + r->length < (uint64_t) pf->size ? r->offset + r->length : (uint64_t) pf->size;
         size_t start = (size_t) r->offset / page * page;
@@ -62,72 +77,81 @@ static uint64_t memlock_limit(void) {
         return rl.rlim_cur;
 }
 
-static void lock_ranges(struct pinner *p, struct candidate *c, size_t n) {
+static void tell_limit(struct pinner *p) {
         uint64_t limit = memlock_limit();
-        bool limited = false;
+        unsigned long long want_kib = p->wanted / 1024 + 64;
+        log_error("RLIMIT_MEMLOCK (%llu KiB) stops pinning at %llu KiB of the %llu KiB planned within the budget: "
+                  "raise it (LimitMEMLOCK=%lluK in the unit, or ulimit -l %llu)",
+                  (unsigned long long) (limit / 1024), (unsigned long long) (p->locked / 1024),
+                  (unsigned long long) (p->wanted / 1024), want_kib, want_kib);
+        p->limit_told = true;
+}
+
+/* Sets want[i] for the ranked ranges that fit the budget, highest first. */
+static void choose(struct pinner *p, const struct ranked *ranked, size_t n, bool *want) {
+        uint64_t total = 0;
         for (size_t i = 0; i < n; i++) {
-                size_t start, len = page_span(c[i].file, c[i].range, &start);
-                if (len == 0 || p->locked + len > p->budget)
-                        continue;
-                p->wanted += len;
-                /* mlock reads in what is not cached; a page beyond a file cut short since fails
-                 * here with ENOMEM rather than faulting in our hands. Without CAP_IPC_LOCK, a lock
-                 * beyond RLIMIT_MEMLOCK fails too (ENOMEM, or EPERM when the limit is 0). */
-                if (mlock((char *) c[i].file->map + start, len) < 0) {
-                        limited |= errno == EPERM || errno == EAGAIN || (errno == ENOMEM && p->locked + len > limit);
-                        continue;
-                }
-                c[i].file->locked += len;
-                p->locked += len;
+                const struct pinned_file *pf = &p->files[ranked[i].file];
+                size_t start, len = page_span(pf, &pf->plan->ranges[ranked[i].range], &start);
+                want[i] = len > 0 && total + len <= p->budget;
+                total += want[i] ? len : 0;
         }
-        if (limited)
-                log_error("RLIMIT_MEMLOCK (%llu KiB) stops pinning at %llu KiB of the %llu KiB planned within the "
-                          "budget: raise it (LimitMEMLOCK=%lluK in the unit, or ulimit -l %llu)",
-                          (unsigned long long) (limit / 1024), (unsigned long long) (p->locked / 1024),
-                          (unsigned long long) (p->wanted / 1024), (unsigned long long) (p->wanted / 1024 + 64),
-                          (unsigned long long) (p->wanted / 1024 + 64));
+        p->wanted = total;
 }
 
-static bool is_dropped(const struct pinner *p, const struct pinned_file *pf) {
-        for (size_t i = 0; i < p->ndropped; i++)
-                if (p->dropped[i].dev == pf->dev && p->dropped[i].ino == pf->ino)
-                        return true;
-        return false;
+/* Locks or unlocks one range; returns whether it did. */
+static bool set_locked(struct pinner *p, const struct ranked *r, bool lock) {
+        struct pinned_file *pf = &p->files[r->file];
+        size_t start, len = page_span(pf, &pf->plan->ranges[r->range], &start);
+        if (!pf->map || pf->locked[r->range] == lock)
+                return false;
+        /* mlock reads in what is not cached; a page beyond a file cut short since fails here with
+         * ENOMEM rather than faulting in our hands. Without CAP_IPC_LOCK, a lock beyond
+         * RLIMIT_MEMLOCK fails too (ENOMEM, or EPERM when the limit is 0). */
+        char *at = (char *) pf->map + start;
+        if (lock ? mlock(at, len) < 0 : munlock(at, len) < 0)
+                return false;
+        /* Unlocked pages would stay mapped here, which keeps them from being evicted like any other
+         * cached page: drop them from our page tables (the page cache keeps its copy). */
+        if (!lock)
+                (void) madvise(at, len, MADV_DONTNEED);
+        pf->locked[r->range] = lock;
+        pf->locked_bytes = lock ? pf->locked_bytes + len : pf->locked_bytes - len;
+        p->locked = lock ? p->locked + len : p->locked - len;
+        return true;
 }
 
-int pinner_apply(struct pinner *p, const struct pin_plan *plan, uint64_t budget) {
-        *p = (struct pinner){ .budget = budget, .dropped = p->dropped, .ndropped = p->ndropped };
-        p->files = calloc(plan->nfiles ? plan->nfiles : 1, sizeof *p->files);
-        size_t ncand = 0;
-        for (size_t i = 0; i < plan->nfiles; i++)
-                ncand += plan->files[i].nranges;
-        struct candidate *c = calloc(ncand ? ncand : 1, sizeof *c);
-        if (!p->files || !c) {
-                free(c);
-                return log_error("out of memory"), -ENOMEM;
-        }
-        size_t k = 0;
-        for (size_t i = 0; i < plan->nfiles; i++) {
-                struct pinned_file *pf = &p->files[p->nfiles];
-                if (map_file(pf, &plan->files[i]) < 0)
-                        continue;
-                if (is_dropped(p, pf)) {
-                        (void) munmap(pf->map, pf->map_len);
-                        continue;
+bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n) {
+        bool *want = calloc(n ? n : 1, sizeof *want);
+        if (!want)
+                return log_error("out of memory"), false;
+        choose(p, ranked, n, want);
+        bool changed = false, limited = false;
+        for (size_t i = 0; i < n; i++) /* unlock first: what goes makes room for what comes */
+                if (!want[i])
+                        changed |= set_locked(p, &ranked[i], false);
+        for (size_t i = 0; i < n; i++)
+                if (want[i] && !p->files[ranked[i].file].locked[ranked[i].range]) {
+                        bool done = set_locked(p, &ranked[i], true);
+                        changed |= done;
+                        limited |= !done && (errno == EPERM || errno == EAGAIN ||
+                                             (errno == ENOMEM && p->locked < p->wanted &&
+                                              p->wanted > memlock_limit()));
                 }
-                p->nfiles++;
-                for (size_t j = 0; j < plan->files[i].nranges; j++)
-                        c[k++] = (struct candidate){ pf, &plan->files[i].ranges[j] };
-        }
-        qsort(c, k, sizeof *c, cmp_weight);
-        lock_ranges(p, c, k);
-        free(c);
-        return 0;
+        free(want);
+        if (limited && !p->limit_told)
+                tell_limit(p);
+        if (changed)
+                p->repinned_at = time(NULL);
+        return changed;
 }
 
 void pinner_release(struct pinner *p, bool keep_dropped) {
-        for (size_t i = 0; i < p->nfiles; i++)
-                (void) munmap(p->files[i].map, p->files[i].map_len); /* unlocks too */
+        for (size_t i = 0; i < p->nfiles; i++) {
+                if (p->files[i].map)
+                        (void) munmap(p->files[i].map, p->files[i].map_len); /* unlocks too */
+                free(p->files[i].locked);
+        }
         free(p->files);
         struct file_identity *dropped = keep_dropped ? p->dropped : NULL;
         size_t ndropped = keep_dropped ? p->ndropped : 0;
@@ -152,6 +176,8 @@ bool pinner_stale(struct pinner *p) {
         for (size_t i = 0; i < p->nfiles; i++) {
                 const struct pinned_file *pf = &p->files[i];
                 struct stat st;
+                if (!pf->map)
+                        continue;
                 if (stat(pf->plan->path, &st) < 0 || st.st_dev != pf->dev || st.st_ino != pf->ino) {
                         stale = true; /* replaced (or removed): pinned anew from what is there now */
                         continue;
@@ -165,9 +191,30 @@ bool pinner_stale(struct pinner *p) {
         return stale;
 }
 
-void pinner_log_status(const struct pinner *p) {
+static uint64_t program_bytes(const struct pinner *p, uint32_t program) {
+        uint64_t total = 0;
         for (size_t i = 0; i < p->nfiles; i++)
-                log_info("pinned %llu KiB of %s", (unsigned long long) (p->files[i].locked / 1024), p->files[i].plan->path);
-        log_info("pinned %llu KiB in %zu files, budget %llu KiB", (unsigned long long) (p->locked / 1024), p->nfiles,
-                 (unsigned long long) (p->budget / 1024));
+                for (size_t j = 0; p->files[i].map && j < p->files[i].plan->nranges; j++) {
+                        const struct pin_range *r = &p->files[i].plan->ranges[j];
+                        size_t start, len = page_span(&p->files[i], r, &start);
+                        for (size_t k = 0; p->files[i].locked[j] && k < r->nprograms; k++)
+                                total += r->programs[k] == program ? len : 0;
+                }
+        return total;
+}
+
+void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c) {
+        for (size_t i = 0; i < p->nfiles; i++)
+                if (p->files[i].map)
+                        log_info("pinned %llu KiB of %s", (unsigned long long) (p->files[i].locked_bytes / 1024),
+                                 p->files[i].plan->path);
+        for (size_t i = 0; i < plan->nprograms; i++)
+                log_info("program %s: %.1f launches, %llu KiB of its pages pinned", plan->programs[i].path,
+                         c->count[i], (unsigned long long) (program_bytes(p, (uint32_t) i) / 1024));
+        struct tm tm;
+        char when[32] = "?";
+        if (localtime_r(&p->repinned_at, &tm))
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        log_info("pinned %llu KiB of the budget's %llu KiB; last re-pin %s", (unsigned long long) (p->locked / 1024),
+                 (unsigned long long) (p->budget / 1024), when);
 }

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Keeping the planned ranges resident: each file of the plan is mapped read-only and shared, and
- * its ranges are mlock()ed, most valuable first, until the budget (or RLIMIT_MEMLOCK) is used. A
- * locked page of a shared file mapping stays in the page cache whatever drops caches, so every
- * process that maps or reads the file finds it there. */
+/* Keeping the chosen ranges resident: each file of the plan is mapped read-only and shared, and the
+ * ranges ranked highest are mlock()ed until the budget (or RLIMIT_MEMLOCK) is used. A locked page of
+ * a shared file mapping stays in the page cache whatever drops caches, so every process that maps or
+ * reads the file finds it there. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "plan.h"
+#include "score.h"
 
 struct pinned_file {
         const struct pin_file *plan; /* its ranges */
@@ -17,9 +19,10 @@ struct pinned_file {
         ino_t ino;
         struct timespec mtime;
         off_t size;
-        void *map;
+        void *map; /* NULL: not pinned (missing, of another size, changed in place) */
         size_t map_len;
-        uint64_t locked; /* bytes */
+        bool *locked; /* per range of the plan */
+        uint64_t locked_bytes;
 };
 
 struct file_identity {
@@ -28,7 +31,7 @@ struct file_identity {
 };
 
 struct pinner {
-        struct pinned_file *files;
+        struct pinned_file *files; /* one per file of the plan, in its order */
         size_t nfiles;
         /* Files changed in place since they were pinned: their planned ranges may now hold other
          * data, so they stay unpinned until replaced (a new inode) or a new plan comes. */
@@ -36,16 +39,21 @@ struct pinner {
         size_t ndropped;
         uint64_t budget; /* bytes */
         uint64_t locked;
-        uint64_t wanted; /* what the plan asks for within the budget, for the RLIMIT_MEMLOCK message */
+        uint64_t wanted; /* what the ranking asks for within the budget, for the RLIMIT_MEMLOCK message */
+        bool limit_told;
+        time_t repinned_at; /* wall clock of the last change, for the status */
 };
 
-/* Maps the plan's files and locks their ranges within budget bytes. Files that are missing or of
- * another size than planned are reported and skipped. Returns 0 or -ENOMEM. */
-int pinner_apply(struct pinner *p, const struct pin_plan *plan, uint64_t budget);
+/* Maps the plan's files (nothing locked yet). Files that are missing or of another size than
+ * planned are reported and skipped. Returns 0 or -ENOMEM. */
+int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget);
+/* Locks the ranges ranked highest that fit the budget and unlocks those that no longer do.
+ * Returns whether anything changed. */
+bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n);
 /* Unlocks and unmaps everything (what was dropped is kept when keep_dropped). */
 void pinner_release(struct pinner *p, bool keep_dropped);
 /* Whether a pinned file was replaced (another inode now has its name: an upgrade) or changed in
- * place since it was pinned (then remembered as dropped); the caller then applies the plan again. */
+ * place since it was pinned (then remembered as dropped); the caller then maps the plan again. */
 bool pinner_stale(struct pinner *p);
-/* One log line per file and a total. */
-void pinner_log_status(const struct pinner *p);
+/* The status: bytes pinned per file and per program, the budget used, the last re-pin. */
+void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The pin plan: which byte ranges of which files launches need, and how much each is worth.
- * `headstart pin plan` writes it from cold-launch profiles; headstartd-pind reads it. Text, one
+/* The pin plan: which byte ranges of which files the launches of which programs need.
+ * `headstart pin plan` writes it from cold-launch profiles; headstart-pind reads it. Text, one
  * record a line, so that a device needs no Python:
  *
- *   headstart-pin-plan 1
- *   file SIZE PATH          the file as profiled (SIZE in bytes; a file of another size is skipped)
- *   range OFFSET LENGTH W   bytes of the file above, worth W (launches that touched them)
+ *   headstart-pin-plan 2
+ *   program ID LAUNCHES PATH    a profiled program (IDs 0, 1, ... in order) and its launch count
+ *   file SIZE PATH              a file as profiled (SIZE in bytes; a file of another size is skipped)
+ *   range OFFSET LENGTH IDS     bytes of the file above that the programs IDS (1,4,7) needed
  *   end
  *
  * docs/pinning.md describes it. A malformed line is reported and skipped; the rest is used. */
@@ -14,10 +15,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PIN_PLAN_HEADER "headstart-pin-plan 1"
+#define PIN_PLAN_HEADER "headstart-pin-plan 2"
+
+struct pin_program {
+        char *path;
+        double launches; /* the count the plan starts from */
+};
 
 struct pin_range {
-        uint64_t offset, length, weight;
+        uint64_t offset, length;
+        uint32_t *programs; /* indexes into pin_plan.programs */
+        size_t nprograms;
 };
 
 struct pin_file {
@@ -28,6 +36,8 @@ struct pin_file {
 };
 
 struct pin_plan {
+        struct pin_program *programs;
+        size_t nprograms;
         struct pin_file *files;
         size_t nfiles;
 };

@@ -1,9 +1,10 @@
 """headstart pin: plans which pages headstart-pind keeps resident.
 
 `headstart pin plan PROFILE.json... -o PLAN` reads cold-launch profiles (`headstart profile --cold
--o`), takes every page of every file that a cold launch had mapped at ready, weighs each page by the
-number of profiled programs that touched it, and writes the plan headstart-pind reads
-(docs/pinning.md): the most valuable ranges first, cut at --budget."""
+-o`), takes every page of every file that a cold launch had mapped at ready or read, notes which
+programs needed each, and writes the plan headstart-pind reads (docs/pinning.md): the programs with
+their launch counts (a profile counts as one), then each file's ranges with the programs that need
+them, cut at --budget, worth most first."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from headstart.profiling.memory import PAGE_SIZE
 
 NAME = "pin"
 HELP = "plan which pages headstart-pind keeps resident, from cold-launch profiles"
-HEADER = "headstart-pin-plan 1"
+HEADER = "headstart-pin-plan 2"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,51 +53,80 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def page_weights(profiles: list[dict[str, Any]]) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
-    """Per file, each page's weight (programs that touched it), and each file's size."""
-    weights: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+def program_path(profile: dict[str, Any], source: Path) -> str:
+    program = profile.get("program")
+    if not isinstance(program, list) or not program or not str(program[0]).startswith("/"):
+        raise HeadstartError(f"{source}: the profile does not say which program it launched")
+    return str(program[0])
+
+
+def file_pages(f: dict[str, Any]) -> set[int]:
+    """Pages of one file that a cold launch needed: every page it had mapped at ready, and from
+    the start of the file as many pages as it read with read() (the trace has no offsets; reads of
+    configuration files and caches start at 0)."""
+    cold = f.get("cold") or {}
+    pages = {p for first, count in cold.get("mapped_ranges", []) for p in range(first, first + count)}
+    read = min(f.get("bytes_read", 0), f["size"])
+    pages.update(range((read + PAGE_SIZE - 1) // PAGE_SIZE))
+    return pages
+
+
+Owners = dict[str, dict[int, set[int]]]  # file -> page -> programs that needed it
+
+
+def page_owners(profiles: list[dict[str, Any]], programs: list[str]) -> tuple[Owners, dict[str, int]]:
+    """Per file, each page's programs (indexes into programs), and each file's size."""
+    owners: Owners = defaultdict(lambda: defaultdict(set))
     sizes: dict[str, int] = {}
-    for profile in profiles:
+    for profile, program in zip(profiles, programs, strict=True):
+        index = programs.index(program)
         for f in profile["files"]:
-            cold = f.get("cold") or {}
-            for first, count in cold.get("mapped_ranges", []):
-                for page in range(first, first + count):
-                    weights[f["path"]][page] += 1
+            for page in file_pages(f):
+                owners[f["path"]][page].add(index)
             sizes[f["path"]] = f["size"]
-    return weights, sizes
+    return owners, sizes
 
 
-def ranges(pages: dict[int, int]) -> list[tuple[int, int, int]]:
-    """(first page, pages, weight) of consecutive pages of equal weight."""
-    out: list[list[int]] = []
+def ranges(pages: dict[int, set[int]]) -> list[tuple[int, int, frozenset[int]]]:
+    """(first page, pages, programs) of consecutive pages that the same programs need."""
+    out: list[list[Any]] = []
     for page in sorted(pages):
-        if out and out[-1][0] + out[-1][1] == page and out[-1][2] == pages[page]:
+        owners = frozenset(pages[page])
+        if out and out[-1][0] + out[-1][1] == page and out[-1][2] == owners:
             out[-1][1] += 1
         else:
-            out.append([page, 1, pages[page]])
+            out.append([page, 1, owners])
     return [(a, b, c) for a, b, c in out]
 
 
-def plan_text(profiles: list[dict[str, Any]], budget: int | None) -> str:
-    weights, sizes = page_weights(profiles)
-    chosen = [(w, path, first, count) for path, pages in weights.items() for first, count, w in ranges(pages)]
-    chosen.sort(key=lambda c: (-c[0], c[1], c[2]))  # most valuable first, as headstart-pind locks
+def plan_text(profiles: list[tuple[Path, dict[str, Any]]], budget: int | None) -> str:
+    per_profile = [program_path(data, source) for source, data in profiles]
+    programs = list(dict.fromkeys(per_profile))  # one entry per program, in the order given
+    launches = [per_profile.count(p) for p in programs]  # each profile counts as a launch
+    owners, sizes = page_owners([data for _, data in profiles], per_profile)
+    chosen = [(owned, path, first, count) for path, pages in owners.items() for first, count, owned in ranges(pages)]
+    # Worth most first, as headstart-pind ranks them before it learns launch counts of its own.
+    chosen.sort(key=lambda c: (-sum(launches[i] for i in c[0]), c[1], c[2]))
     kept, total = defaultdict(list), 0
-    for w, path, first, count in chosen:
+    for owned, path, first, count in chosen:
         if budget is not None and total + count * PAGE_SIZE > budget:
             continue
         total += count * PAGE_SIZE
-        kept[path].append((first, count, w))
+        kept[path].append((first, count, owned))
     lines = [HEADER, f"# {len(profiles)} profile(s), {total} bytes in {len(kept)} files"]
+    lines += [f"program {i} {launches[i]} {path}" for i, path in enumerate(programs)]
     for path in sorted(kept):
         lines.append(f"file {sizes[path]} {path}")
-        lines += [f"range {first * PAGE_SIZE} {count * PAGE_SIZE} {w}" for first, count, w in sorted(kept[path])]
+        lines += [
+            f"range {first * PAGE_SIZE} {count * PAGE_SIZE} {','.join(map(str, sorted(owned)))}"
+            for first, count, owned in sorted(kept[path], key=lambda k: k[0])
+        ]
     return "\n".join([*lines, "end"]) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
     budget = parse_size(args.budget) if args.budget else None
-    text = plan_text([_load(p) for p in args.profiles], budget)
+    text = plan_text([(p, _load(p)) for p in args.profiles], budget)
     if args.output:
         try:
             args.output.write_text(text)

@@ -153,8 +153,9 @@ _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
-def residency(path: str) -> int | None:
-    """Pages of the file in the page cache now (mincore over a mapping that touches none)."""
+def _mincore(path: str) -> bytes | None:
+    """One byte per page of the file, bit 0 set when the page is in the page cache now (mincore over
+    a mapping that touches none)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -162,17 +163,25 @@ def residency(path: str) -> int | None:
     try:
         size = os.fstat(fd).st_size
         if size == 0:
-            return 0
+            return b""
         addr = _libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
         if addr in (None, _MAP_FAILED):
             return None
         try:
-            pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
-            vec = ctypes.create_string_buffer(pages)
-            if _libc.mincore(addr, size, vec) != 0:
-                return None
-            return sum(b & 1 for b in vec.raw)
+            vec = ctypes.create_string_buffer((size + PAGE_SIZE - 1) // PAGE_SIZE)
+            return vec.raw if _libc.mincore(addr, size, vec) == 0 else None
         finally:
             _libc.munmap(addr, size)
     finally:
         os.close(fd)
+
+
+def residency(path: str) -> int | None:
+    """Pages of the file in the page cache now."""
+    vec = _mincore(path)
+    return None if vec is None else sum(b & 1 for b in vec)
+
+
+def resident_pages(path: str) -> set[int]:
+    """Which pages of the file are in the page cache now."""
+    return {i for i, b in enumerate(_mincore(path) or b"") if b & 1}

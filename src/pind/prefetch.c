@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#include "prefetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* linux/ioprio.h, which glibc does not wrap. */
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_WHO_PROCESS 1
+
+/* The file's fd when it is as planned, -1 otherwise (reported once: fds[i] becomes -2). */
+static int file_fd(const struct pin_file *f, int *fd) {
+        if (*fd != -1)
+                return *fd;
+        *fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (*fd >= 0 && (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != f->size)) {
+                log_warning("%s: %lld bytes where the plan has %llu; not prefetched (make a new plan)", f->path,
+                            (long long) st.st_size, (unsigned long long) f->size);
+                close(*fd);
+                *fd = -2;
+        } else if (*fd < 0) {
+                log_warning_errno(errno, "%s: cannot open it; not prefetched", f->path);
+                *fd = -2;
+        }
+        return *fd;
+}
+
+int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n, uint64_t budget) {
+        if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT) < 0)
+                log_warning_errno(errno, "cannot lower the I/O priority to idle; prefetching at the usual one");
+        int *fds = malloc((plan->nfiles ? plan->nfiles : 1) * sizeof *fds);
+        if (!fds)
+                return log_error("out of memory"), -ENOMEM;
+        for (size_t i = 0; i < plan->nfiles; i++)
+                fds[i] = -1;
+        uint64_t total = 0;
+        size_t nfiles = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct pin_file *f = &plan->files[ranked[i].file];
+                const struct pin_range *r = &f->ranges[ranked[i].range];
+                if (total + r->length > budget)
+                        continue;
+                bool opened = fds[ranked[i].file] != -1;
+                int fd = file_fd(f, &fds[ranked[i].file]);
+                if (fd < 0)
+                        continue;
+                nfiles += !opened;
+                /* Starts the reads and returns; a range past a file's end reads nothing. */
+                if (readahead(fd, (off64_t) r->offset, (size_t) r->length) == 0)
+                        total += r->length;
+        }
+        for (size_t i = 0; i < plan->nfiles; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(fds);
+        log_info("prefetched %llu KiB from %zu files at idle I/O priority", (unsigned long long) (total / 1024), nfiles);
+        return total > 0 || n == 0 ? 0 : -ENOENT;
+}
