@@ -38,6 +38,10 @@ static int map_file(struct pinner *p, struct pinned_file *pf) {
                 free(locked);
                 return log_warning_errno(errno, "%s: cannot map it; not pinned", plan->path);
         }
+        /* Faults in this mapping read only the page they need: the kernel's readahead around a
+         * fault would mark a page of what it read ahead, and a launch that later touches that page
+         * (pinned, so cached) would start reading the next window from storage for nothing. */
+        (void) madvise(map, (size_t) st.st_size, MADV_RANDOM);
         *pf = (struct pinned_file){ .plan = plan, .dev = st.st_dev, .ino = st.st_ino, .mtime = st.st_mtim,
                                     .size = st.st_size, .map = map, .map_len = (size_t) st.st_size, .locked = locked };
         return 0;
@@ -109,6 +113,10 @@ static bool set_locked(struct pinner *p, const struct ranked *r, bool lock) {
          * ENOMEM rather than faulting in our hands. Without CAP_IPC_LOCK, a lock beyond
          * RLIMIT_MEMLOCK fails too (ENOMEM, or EPERM when the limit is 0). */
         char *at = (char *) pf->map + start;
+        /* What is not cached is read first as one request for exactly the range (MADV_WILLNEED
+         * marks no page for readahead, see map_file), then locked. */
+        if (lock)
+                (void) madvise(at, len, MADV_WILLNEED);
         if (lock ? mlock(at, len) < 0 : munlock(at, len) < 0)
                 return false;
         /* Unlocked pages would stay mapped here, which keeps them from being evicted like any other

@@ -209,8 +209,50 @@ LEGEND = (
 )
 
 
+def cold_tables(data: dict[str, Any]) -> list[Table]:
+    """`bench --cold`: each arm's time to ready and to main against warm, and what was locked."""
+    arms = data["arms"]
+    tables = []
+    for what, title in (("to_ready", "ready"), ("to_main", "main")):
+        rows = []
+        for p in data["programs"]:
+            for key, by_arm in p["modes"].items():
+                warm = by_arm["warm"][f"{what}_us"]
+                cells = [f"{_median(by_arm[a][f'{what}_us'], 1000, 1)} ({_num(by_arm[a][f'{what}_ratio_to_warm'], 2)}x)"
+                         for a in arms if a != "warm"]  # fmt: skip
+                rows.append([p["program"], mode_title(key), _median(warm, 1000, 1), *cells])
+        tables.append(
+            Table(
+                f"Cold launches, time to {title}: median ms (ratio to warm), {data['runs']} rounds, "
+                f"cache emptied by {data['emptied_by']}",
+                ["program", "mode", "warm ms", *(a for a in arms if a != "warm")],
+                rows,
+            )
+        )
+    mib = 1 << 20
+    locked = [f"{arm} {n / mib:.1f} MiB" for arm, n in data["locked_bytes"].items()]
+    rows = [
+        ["the programs' files (what vmtouch -l locks)", f"{data['closure_bytes'] / mib:.1f} MiB"],
+        ["the pin plan", f"{data['plan_bytes'] / mib:.1f} MiB"],
+        ["locked while timed", ", ".join(locked) or "-"],
+    ]
+    tables.append(Table("Memory locked", ["what", "bytes"], rows))
+    return tables
+
+
 def render(data: dict[str, Any], console: Console) -> None:
-    for t in all_tables(data):
+    if str(data.get("schema", "")).startswith("headstart-bench-cold"):
+        return _print(cold_tables(data), console)
+    _print(all_tables(data), console)
+    console.print(LEGEND)
+    for line in loader_notes(data):
+        console.print(line)
+    for line in problems(data):
+        console.print(line, style="bold red", markup=False)
+
+
+def _print(tables: list[Table], console: Console) -> None:
+    for t in tables:
         table = RichTable(title=t.title)
         for i, h in enumerate(t.headers):
             table.add_column(h.replace(", ", "\n"), justify="left" if i == 0 or h == "mode" else "right")
@@ -219,8 +261,3 @@ def render(data: dict[str, Any], console: Console) -> None:
                 table.add_section()
             table.add_row(*row)
         console.print(table)
-    console.print(LEGEND)
-    for line in loader_notes(data):
-        console.print(line)
-    for line in problems(data):
-        console.print(line, style="bold red", markup=False)

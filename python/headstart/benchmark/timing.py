@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,7 @@ def run_launch_timer(
     env: dict[str, str],
     progress: Progress | None = None,
     linger_ms: int = 0,
+    preexec: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """One JSON row per launch, the keys taken in turn for `runs` rounds."""
     cmd = [str(binaries.find("launch-timer")), "--runs", str(runs), "--run-client", str(binaries.find("headstart-run"))]
@@ -83,7 +85,12 @@ def run_launch_timer(
     rows = []
     # A session of its own: headstart-run sends launches to exec when a controlling terminal is attached.
     with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, text=True, start_new_session=True, env=dict(env, **program.env)
+        cmd,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(env, **program.env),
+        preexec_fn=preexec,  # joins a memory-limited cgroup (benchmark/pressure.py)
     ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:

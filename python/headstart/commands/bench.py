@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import Progress
 
 from headstart import binaries
-from headstart.benchmark import suite, table
+from headstart.benchmark import cold, suite, table
+from headstart.benchmark.display import x_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import as_json
-from headstart.benchmark.timing import LAUNCHERS, MODES
+from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.errors import HeadstartError, UsageError
+from headstart.pinning.plan import parse_size
 from headstart.report import bench_page
 
 NAME = "bench"
@@ -28,6 +33,11 @@ DEBIAN_PROGRAMS = {
     "/usr/bin/galculator": Ready(window=True),
     "/usr/bin/featherpad": Ready(window=True),
 }
+
+
+# Cold launches: the GUI samples and a Debian program, all ready at a line or at exit (profiles,
+# which the pin plan comes from, cannot see a window yet).
+COLD_PROGRAMS = {"gtk-hello": Ready(), "qt-widgets": Ready(), "/usr/bin/exiv2 --version": Ready()}
 
 
 def default_programs() -> dict[str, Ready]:
@@ -67,6 +77,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--shared-daemon",
         action="store_true",
         help="one daemon per mode for all programs, as on a device, instead of one per program",
+    )
+    cold = p.add_argument_group("cold launches (instead of the comparison above; root, or files evicted one by one)")
+    cold.add_argument(
+        "--cold",
+        action="store_true",
+        help="time launches from an empty page cache: alone, with headstart-pind, with vmtouch -l, and warm "
+        f"(default programs: {', '.join(COLD_PROGRAMS)}; modes exec,pool; client run)",
+    )
+    cold.add_argument("--pin-plan", type=Path, metavar="PLAN", help="headstart-pind's plan (default: made here)")
+    cold.add_argument("--pin-budget", metavar="SIZE", help="headstart-pind's --budget (default: the whole plan)")
+    cold.add_argument(
+        "--memory-max",
+        metavar="SIZE",
+        help="also time launches inside a cgroup with this memory limit (memory pressure), with and without pinning",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of tables")
     p.add_argument(
@@ -109,6 +133,53 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
     return suite.quick_plan(plan) if args.quick else plan
 
 
+def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
+    for option in ("pin_plan", "pin_budget", "memory_max"):
+        if getattr(args, option) and not args.cold:
+            raise UsageError(f"--{option.replace('_', '-')} goes with --cold")
+    modes = _choices(args.modes if args.modes != ",".join(MODES) else "exec,pool", MODES, "mode")
+    clients = _choices(args.clients if args.clients != ",".join(LAUNCHERS) else "run", list(LAUNCHERS), "client")
+    if args.runs is not None and args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    if args.pin_plan and not args.pin_plan.is_file():
+        raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
+    wanted = {p: Ready(args.ready, args.ready_window) for p in args.programs} if args.programs else COLD_PROGRAMS
+    programs, missing = suite.resolve_programs(list(wanted), wanted)
+    if missing:
+        raise UsageError(next(iter(missing.values())))
+    return cold.ColdPlan(
+        programs,
+        args.runs or (3 if args.quick else 10),
+        mode_keys(modes, clients),
+        budget=parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None,
+        pin_plan=args.pin_plan,
+        memory_max=parse_size(args.memory_max, "--memory-max") if args.memory_max else None,
+    )
+
+
+def run_cold(args: argparse.Namespace) -> int:
+    plan = cold_plan_from(args)
+    err = Console(file=sys.stderr)
+    with ExitStack() as stack, Progress(console=err, transient=True) as progress:
+        env = dict(os.environ)
+        if any(p.needs_display for p in plan.programs):
+            env["DISPLAY"] = stack.enter_context(x_display(args.display))
+        data = cold.measure(plan, env, progress)
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "cold.json").write_text(json.dumps(data, indent=1) + "\n")
+    except OSError as e:
+        raise HeadstartError(f"cannot write to {args.output}: {e.strerror}") from e
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        table.render(data, Console(file=sys.stdout, width=160))
+        print(f"\nresults: {args.output / 'cold.json'}")
+    failed = any(a["errors"] for p in data["programs"] for m in p["modes"].values() for a in m.values())
+    return 1 if failed else 0
+
+
 def write_outputs(data: dict[str, object], directory: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -121,6 +192,8 @@ def write_outputs(data: dict[str, object], directory: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cold or args.pin_plan or args.pin_budget or args.memory_max:
+        return run_cold(args)
     plan = plan_from(args)
     err = Console(file=sys.stderr)
     result = suite.run(plan, err)

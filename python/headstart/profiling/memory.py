@@ -1,6 +1,7 @@
 """A process's memory, read from /proc while it still runs: PSS and private dirty in all (smaps), and
 the distinct pages of each file mapped into it (maps and pagemap: a page present and backed by the
-file, not a private copy; a file mapped twice counts each page once)."""
+file; a file mapped twice counts each page once), and apart the pages it holds as private copies of
+a file's pages (relocated data: the file's page was read to make them)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Memory:
     private_dirty_kb: int = 0
     rss_kb: int = 0
     file_pages: dict[str, set[int]] = field(default_factory=dict)  # indexes of the pages mapped, per file
+    copied_pages: dict[str, set[int]] = field(default_factory=dict)  # ... of the file's pages copied
 
 
 def read_memory(pid: int) -> Memory | None:
@@ -46,12 +48,13 @@ def read_memory(pid: int) -> Memory | None:
             memory.private_dirty_kb += kb
         elif key == "Rss":
             memory.rss_kb += kb
-    memory.file_pages = _file_pages(pid, text)
+    memory.file_pages, memory.copied_pages = _file_pages(pid, text)
     return memory
 
 
-def _file_pages(pid: int, smaps: str) -> dict[str, set[int]]:
+def _file_pages(pid: int, smaps: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
     pages: dict[str, set[int]] = {}
+    copied: dict[str, set[int]] = {}
     try:
         with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
             for line in smaps.splitlines():
@@ -63,12 +66,13 @@ def _file_pages(pid: int, smaps: str) -> dict[str, set[int]]:
                 entries = pagemap.read((end - start) // PAGE_SIZE * 8)
                 first = offset // PAGE_SIZE
                 present = pages.setdefault(m.group(5), set())
+                copies = copied.setdefault(m.group(5), set())
                 for i, (entry,) in enumerate(struct.iter_unpack("<Q", entries)):
-                    if entry & _PRESENT and entry & _FILE_PAGE:
-                        present.add(first + i)
+                    if entry & _PRESENT:
+                        (present if entry & _FILE_PAGE else copies).add(first + i)
     except OSError:
-        return {}
-    return pages
+        return {}, {}
+    return pages, copied
 
 
 def page_ranges(pages: set[int]) -> list[list[int]]:

@@ -120,6 +120,10 @@ def libraries(warm: list[Launch], cold: list[Launch], bindings: Launch | None) -
     ]
 
 
+def _union(a: dict[str, set[int]], b: dict[str, set[int]]) -> dict[str, set[int]]:
+    return {path: a.get(path, set()) | b.get(path, set()) for path in a.keys() | b.keys()}
+
+
 def files(
     uses: dict[str, FileUse],
     cold: list[Launch],
@@ -134,6 +138,8 @@ def files(
         return statistics.median(known) if known else None
 
     pages = [launch.memory.file_pages if launch.memory else None for launch in cold]
+    # What the launch read of each file: its pages mapped, and those copied (relocated data).
+    needed = [_union(launch.memory.file_pages, launch.memory.copied_pages) for launch in cold if launch.memory]
     rows = []
     for path, use in sorted(uses.items(), key=lambda kv: (-kv[1].bytes_read, -kv[1].bytes_mapped)):
         row: dict[str, Any] = use.as_dict()
@@ -142,8 +148,9 @@ def files(
             {
                 "resident_after_evict": med([r.get(path) for r in after_evict]),
                 "mapped": med([len(mapped.get(path, ())) if mapped is not None else None for mapped in pages]),
-                # Every page some cold launch had mapped at ready: what `headstart pin plan` pins.
-                "mapped_ranges": page_ranges(set().union(*(m.get(path, set()) for m in pages if m is not None))),
+                # Every page some cold launch had mapped at ready, or copied (relocated): what
+                # `headstart pin plan` pins.
+                "mapped_ranges": page_ranges(set().union(*(m.get(path, set()) for m in needed))),
                 "resident_after_launch": med([r.get(path) for r in after_launch]),
             }
             if cold

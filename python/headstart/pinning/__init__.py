@@ -1,0 +1,1 @@
+"""Keeping the pages launches need resident: plans for headstart-pind, and running it."""

@@ -1,0 +1,110 @@
+"""Pin plans: from cold-launch profiles (`headstart profile --cold -o`), every page of every file
+that a cold launch had mapped at ready or read, with the programs that needed it, written in the
+format headstart-pind reads (docs/pinning.md, src/pind/plan.h): the programs with their launch
+counts (a profile counts as one), then each file's ranges with the programs that need them, cut
+at a budget, worth most first."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError, UsageError
+from headstart.profiling.memory import PAGE_SIZE
+
+HEADER = "headstart-pin-plan 2"
+
+
+def parse_size(text: str, option: str = "--budget") -> int:
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise UsageError(f"{option}: expected a size such as 64M, got {text!r}")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+
+
+def load_profile(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    if not isinstance(data, dict) or "files" not in data:
+        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
+    if not data.get("cold"):
+        raise HeadstartError(f"{path}: no cold launches in it: profile with --cold to know which pages launches need")
+    return data
+
+
+def program_path(profile: dict[str, Any], source: Path) -> str:
+    program = profile.get("program")
+    if not isinstance(program, list) or not program or not str(program[0]).startswith("/"):
+        raise HeadstartError(f"{source}: the profile does not say which program it launched")
+    return str(program[0])
+
+
+def file_pages(f: dict[str, Any]) -> set[int]:
+    """Pages of one file that a cold launch needed: every page it had mapped at ready, and from
+    the start of the file as many pages as it read with read() (the trace has no offsets; reads of
+    configuration files and caches start at 0)."""
+    cold = f.get("cold") or {}
+    pages = {p for first, count in cold.get("mapped_ranges", []) for p in range(first, first + count)}
+    read = min(f.get("bytes_read", 0), f["size"])
+    pages.update(range((read + PAGE_SIZE - 1) // PAGE_SIZE))
+    return pages
+
+
+Owners = dict[str, dict[int, set[int]]]  # file -> page -> programs that needed it
+
+
+def page_owners(profiles: list[dict[str, Any]], programs: list[str]) -> tuple[Owners, dict[str, int]]:
+    """Per file, each page's programs (indexes into programs), and each file's size."""
+    owners: Owners = defaultdict(lambda: defaultdict(set))
+    sizes: dict[str, int] = {}
+    for profile, program in zip(profiles, programs, strict=True):
+        index = programs.index(program)
+        for f in profile["files"]:
+            for page in file_pages(f):
+                owners[f["path"]][page].add(index)
+            sizes[f["path"]] = f["size"]
+    return owners, sizes
+
+
+def ranges(pages: dict[int, set[int]]) -> list[tuple[int, int, frozenset[int]]]:
+    """(first page, pages, programs) of consecutive pages that the same programs need."""
+    out: list[list[Any]] = []
+    for page in sorted(pages):
+        owners = frozenset(pages[page])
+        if out and out[-1][0] + out[-1][1] == page and out[-1][2] == owners:
+            out[-1][1] += 1
+        else:
+            out.append([page, 1, owners])
+    return [(a, b, c) for a, b, c in out]
+
+
+def plan_text(profiles: list[tuple[Path, dict[str, Any]]], budget: int | None) -> str:
+    per_profile = [program_path(data, source) for source, data in profiles]
+    programs = list(dict.fromkeys(per_profile))  # one entry per program, in the order given
+    launches = [per_profile.count(p) for p in programs]  # each profile counts as a launch
+    owners, sizes = page_owners([data for _, data in profiles], per_profile)
+    chosen = [(owned, path, first, count) for path, pages in owners.items() for first, count, owned in ranges(pages)]
+    # Worth most first, as headstart-pind ranks them before it learns launch counts of its own.
+    chosen.sort(key=lambda c: (-sum(launches[i] for i in c[0]), c[1], c[2]))
+    kept, total = defaultdict(list), 0
+    for owned, path, first, count in chosen:
+        if budget is not None and total + count * PAGE_SIZE > budget:
+            continue
+        total += count * PAGE_SIZE
+        kept[path].append((first, count, owned))
+    lines = [HEADER, f"# {len(profiles)} profile(s), {total} bytes in {len(kept)} files"]
+    lines += [f"program {i} {launches[i]} {path}" for i, path in enumerate(programs)]
+    for path in sorted(kept):
+        lines.append(f"file {sizes[path]} {path}")
+        lines += [
+            f"range {first * PAGE_SIZE} {count * PAGE_SIZE} {','.join(map(str, sorted(owned)))}"
+            for first, count, owned in sorted(kept[path], key=lambda k: k[0])
+        ]
+    return "\n".join([*lines, "end"]) + "\n"
