@@ -4,6 +4,7 @@ and a small RLIMIT_MEMLOCK in one line each. `headstart pin plan` writes plans f
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -248,6 +249,16 @@ def test_pin_plan_from_a_cold_profile(tmp_path):
     assert any(line.startswith("file ") and line.endswith("libc.so.6") for line in lines)
     with pind(plan, "64M", tmp_path / "log") as proc:  # headstart-pind takes it as it is
         assert 0 < locked_kib(proc) <= 256
+    pinned = tmp_path / "pinned.json"  # the pinned arm of the profile: cold launches with it running
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--runs", "1", "--cold", "--pin-plan", str(plan),
+         "-o", str(pinned), "--", fft, "64"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(pinned.read_text())
+    assert data["cold_pinned"]["launches"] == 1 and data["cold"]["launches"] == 1
+    assert 0 < data["pinned_bytes"] <= 256 * 1024
     warm = subprocess.run(
         [sys.executable, "-m", "headstart", "profile", "--runs", "1", "-o", str(tmp_path / "warm.json"), "--", fft],
         capture_output=True, text=True, timeout=600,
@@ -256,3 +267,40 @@ def test_pin_plan_from_a_cold_profile(tmp_path):
         [sys.executable, "-m", "headstart", "pin", "plan", str(tmp_path / "warm.json")], capture_output=True, text=True
     )
     assert warm.returncode == 0 and done.returncode == 1 and "profile with --cold" in done.stderr
+
+
+def test_bench_cold_times_every_arm_side_by_side_and_locks_less_than_vmtouch(tmp_path):
+    """A small program, one round: every arm and mode launched, nothing failed, and what pinning
+    locks is the plan, which is within what vmtouch locks (the program's whole files)."""
+    cmd = [sys.executable, "-m", "headstart", "bench", "--cold", "--programs", str(bin_path("fft")) + " 64"]
+    cmd += ["--runs", "1", "--modes", "exec,pool", "-o", str(tmp_path), "--json"]
+    if os.geteuid() == 0:
+        cmd += ["--memory-max", "256M"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data == json.loads((tmp_path / "cold.json").read_text())
+    arms = ["cold", "pinned", "vmtouch", "warm"] + (["pressure", "pressure+pinned"] if os.geteuid() == 0 else [])
+    assert data["arms"] == arms and data["modes"] == ["exec", "run@pool"]
+    (program,) = data["programs"]
+    for key in data["modes"]:
+        for arm in arms:
+            result = program["modes"][key][arm]
+            assert result["errors"] == [] and result["to_ready_us"]["count"] == 1, (key, arm)
+            assert result["to_ready_ratio_to_warm"] > 0
+    assert 0 < data["locked_bytes"]["pinned"] <= data["plan_bytes"] + 64 * PAGE
+    assert data["locked_bytes"]["pinned"] <= data["locked_bytes"]["vmtouch"]
+    assert data["closure_bytes"] >= data["plan_bytes"]
+
+
+def test_bench_cold_refuses_what_it_cannot_do(tmp_path):
+    def bench(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "headstart", "bench", *args, "-o", str(tmp_path)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+    done = bench("--pin-budget", "1M")
+    assert done.returncode == 2 and "--pin-budget goes with --cold" in done.stderr
+    done = bench("--cold", "--pin-plan", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "no such file" in done.stderr
+    done = bench("--cold", "--programs", "/usr/bin/galculator", "--ready-window")
+    assert done.returncode == 2 and "cannot see yet" in done.stderr

@@ -9,7 +9,7 @@ _shtab_headstart_boot_subparsers=(record analyze compare)
 _shtab_headstart_pin_subparsers=(plan)
 _shtab_headstart_subparsers=(bench boot check pin profile report)
 
-_shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --json -o --output)
+_shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
 _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --output --boot)
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
@@ -17,7 +17,7 @@ _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
 _shtab_headstart_pin_plan_option_strings=(-h --help --budget -o --output)
 _shtab_headstart_pin_option_strings=(-h --help)
-_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
+_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
 
@@ -33,6 +33,7 @@ _shtab_headstart_bench___quick_nargs=0
 _shtab_headstart_bench___programs_nargs=+
 _shtab_headstart_bench___ready_window_nargs=0
 _shtab_headstart_bench___shared_daemon_nargs=0
+_shtab_headstart_bench___cold_nargs=0
 _shtab_headstart_bench___json_nargs=0
 _shtab_headstart_boot_record__h_nargs=0
 _shtab_headstart_boot_record___help_nargs=0

@@ -28,12 +28,16 @@ from headstart.benchmark import suite
 from headstart.benchmark.programs import resolve
 from headstart.benchmark.results import program_dict
 from headstart.errors import HeadstartError, UsageError
+from headstart.pinning.lockers import pind_running
+from headstart.pinning.plan import parse_size
 from headstart.profiling import after_main, files, from_trace, summary
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
 from headstart.profiling.render import render
 from headstart.profiling.timeline import Timeline
 from headstart.stats import summarize
+
+ResidentPages = dict[str, int | None]  # per file, its pages in the page cache
 
 NAME = "profile"
 LOAD_COST_RUNS = 5  # processes that load the after-main objects apart (load_cost.py)
@@ -44,6 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=20, help="launches of each kind (default 20)")
     p.add_argument("--cold", action="store_true", help="also launch with the program's files evicted from the cache")
     p.add_argument("--drop-all", action="store_true", help="with --cold: drop the whole page cache (root)")
+    p.add_argument(
+        "--pin-plan",
+        type=Path,
+        metavar="PLAN",
+        help="with --cold: also launch cold with headstart-pind keeping this plan's pages locked, alternately",
+    )
+    p.add_argument("--pin-budget", metavar="SIZE", help="headstart-pind's --budget for --pin-plan (default all)")
     ready = p.add_mutually_exclusive_group()
     ready.add_argument("--ready", metavar="REGEX", help="ready when a line of output matches (then stopped)")
     ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
@@ -126,7 +137,9 @@ class Profiler:
         self.argv = argv
         self.progress = progress
         self.ready = re.compile(args.ready) if args.ready else None
-        kinds = 1 + args.cold + 2 * args.overhead
+        self.pin_budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None
+        self.pinned_bytes: int | None = None
+        kinds = 1 + args.cold + bool(args.pin_plan) + 2 * args.overhead
         self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 3)
 
     def _launch(self, what: str, **kw: Any) -> Launch:
@@ -162,8 +175,9 @@ class Profiler:
         trace = self.after_main_trace()
         bindings = self._launch("bindings", bindings=True)
         warm = [self._launch("warm") for _ in range(self.args.runs)]
-        cold, after_evict, after_launch = self._cold(sorted(uses))
+        cold, after_evict, after_launch, pinned = self._cold(sorted(uses))
         records = [summary.launch_record(w, False) for w in warm] + [summary.launch_record(c, True) for c in cold]
+        pinned_records = [summary.launch_record(c, True) for c in pinned]
         file_rows = summary.files(uses, cold, after_evict, after_launch)
         return {
             "schema": summary.SCHEMA_VERSION,
@@ -173,6 +187,8 @@ class Profiler:
             "machine": summary.machine(),
             "warm": summary.aggregate(records[: len(warm)]),
             "cold": summary.aggregate(records[len(warm) :]),
+            "cold_pinned": summary.aggregate(pinned_records),
+            "pinned_bytes": self.pinned_bytes,
             "libraries": summary.libraries(warm, cold, bindings),
             "files": file_rows,
             "flags": summary.large_reads(file_rows, self.args.large_read),
@@ -186,16 +202,25 @@ class Profiler:
         self.progress.update(self.task, description="after main: loading its objects apart")
         return after_main.analyze(timelines, trace, self.args.gaps, measure_runs=min(self.args.runs, LOAD_COST_RUNS))
 
-    def _cold(self, paths: list[str]) -> tuple[list[Launch], list[dict[str, int | None]], list[dict[str, int | None]]]:
-        cold, after_evict, after_launch = [], [], []
+    def _empty_cache(self, paths: list[str]) -> None:
+        if self.args.drop_all:
+            files.drop_all()
+        files.evict(paths)
+
+    def _cold(self, paths: list[str]) -> tuple[list[Launch], list[ResidentPages], list[ResidentPages], list[Launch]]:
+        """Cold launches, and with --pin-plan as many with headstart-pind running, alternately."""
+        cold, after_evict, after_launch, pinned = [], [], [], []
         for _ in range(self.args.runs if self.args.cold else 0):
-            if self.args.drop_all:
-                files.drop_all()
-            files.evict(paths)
+            self._empty_cache(paths)
             after_evict.append({p: files.residency(p) for p in paths})
             cold.append(self._launch("cold"))
             after_launch.append({p: files.residency(p) for p in paths})
-        return cold, after_evict, after_launch
+            if self.args.pin_plan:
+                with pind_running(self.args.pin_plan, self.pin_budget) as locked:
+                    self.pinned_bytes = locked
+                    self._empty_cache(paths)
+                    pinned.append(self._launch("cold, pinned"))
+        return cold, after_evict, after_launch, pinned
 
     def _overhead(self) -> dict[str, Any]:
         """Time to main through libheadstart-mark-main.so, with and without the probe, alternately."""
@@ -238,6 +263,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--gaps must be 0 or more")
     if args.drop_all and not args.cold:
         raise UsageError("--drop-all goes with --cold")
+    if (args.pin_plan or args.pin_budget) and not args.cold:
+        raise UsageError("--pin-plan goes with --cold")
+    if args.pin_budget and not args.pin_plan:
+        raise UsageError("--pin-budget goes with --pin-plan")
+    if args.pin_plan and not args.pin_plan.is_file():
+        raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
     err = Console(file=sys.stderr)
     with Progress(console=err, transient=True) as progress:
         profile = Profiler(args, argv, progress).collect()

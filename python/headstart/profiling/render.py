@@ -22,11 +22,14 @@ def _cell(s: dict[str, float] | None, fmt: str = ",.0f") -> str:
 
 
 def _phases(profile: dict[str, Any]) -> Table:
-    kinds = [k for k in ("warm", "cold") if profile[k]]
+    kinds = [k for k in ("warm", "cold", "cold_pinned") if profile.get(k)]
     t = Table(title="Launch phases, µs: median (p10-p90)")
     t.add_column("phase")
     for k in kinds:
-        t.add_column(f"{k} ({profile[k]['launches']} launches)", justify="right")
+        label = k.replace("_", ", ")
+        if k == "cold_pinned" and profile.get("pinned_bytes") is not None:
+            label += f" {profile['pinned_bytes'] / (1 << 20):.1f} MiB"
+        t.add_column(f"{label} ({profile[k]['launches']} launches)", justify="right")
     for phase in PHASES:
         t.add_row(phase, *[_cell(profile[k]["phases_us"][phase]) for k in kinds])
     t.add_section()
