@@ -247,6 +247,15 @@ def test_pin_plan_from_a_cold_profile(tmp_path):
     ranges = [line.split() for line in lines if line.startswith("range ")]
     assert ranges and sum(int(r[2]) for r in ranges) <= 256 * 1024
     assert any(line.startswith("file ") and line.endswith("libc.so.6") for line in lines)
+    assert f"file {os.path.getsize('/etc/ld.so.cache')} /etc/ld.so.cache" in lines  # mapped, then unmapped
+    run = bin_path("headstart-run")
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "pin", "plan", str(profile), "--include", str(run)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    included = done.stdout.splitlines()
+    at = included.index(f"file {run.stat().st_size} {run.resolve()}")
+    assert included[at + 1] == f"range 0 {(run.stat().st_size + PAGE - 1) // PAGE * PAGE} 0"
     with pind(plan, "64M", tmp_path / "log") as proc:  # headstart-pind takes it as it is
         assert 0 < locked_kib(proc) <= 256
     pinned = tmp_path / "pinned.json"  # the pinned arm of the profile: cold launches with it running

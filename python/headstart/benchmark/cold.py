@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.progress import Progress
 
+from headstart import binaries
 from headstart.benchmark.daemons import start_daemons
 from headstart.benchmark.pressure import memory_limited
 from headstart.benchmark.programs import Program, mark_main_env
@@ -106,8 +107,9 @@ def prepare(plan: ColdPlan, env: dict[str, str], workdir: Path, progress: Progre
     progress.remove_task(task)
     closure = sorted({f["path"] for _, data in profiles for f in data["files"]} | {str(p.path) for p in plan.programs})
     path = plan.pin_plan or workdir / "pin.plan"
-    if plan.pin_plan is None:
-        path.write_text(plan_text(profiles, None))
+    if plan.pin_plan is None:  # with the launcher, which served launches start from
+        launcher = [str(binaries.find("headstart-run"))] if any(k != "exec" for k in plan.keys) else []
+        path.write_text(plan_text(profiles, None, launcher))
     plan_bytes = sum(int(line.split()[2]) for line in path.read_text().splitlines() if line.startswith("range "))
     return Prepared(path, closure, sum(os.path.getsize(f) for f in closure if os.path.exists(f)), plan_bytes)
 

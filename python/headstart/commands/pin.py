@@ -18,12 +18,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     plan = sub.add_parser("plan", help="write a pin plan from profiles made with `headstart profile --cold -o`")
     plan.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE.json")
     plan.add_argument("--budget", help="at most this many bytes in the plan (K, M, G suffixes); default all")
+    plan.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a file every program needs whole, such as headstart-run when launches go through headstartd (repeatable)",
+    )
     plan.add_argument("-o", "--output", type=Path, help="the plan file (default: standard output)")
 
 
 def run(args: argparse.Namespace) -> int:
     budget = parse_size(args.budget) if args.budget else None
-    text = plan_text([(p, load_profile(p)) for p in args.profiles], budget)
+    text = plan_text([(p, load_profile(p)) for p in args.profiles], budget, args.include)
     if args.output:
         try:
             args.output.write_text(text)

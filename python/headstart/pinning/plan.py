@@ -46,15 +46,30 @@ def program_path(profile: dict[str, Any], source: Path) -> str:
     return str(program[0])
 
 
+def _first_pages(nbytes: int) -> range:
+    return range((nbytes + PAGE_SIZE - 1) // PAGE_SIZE)
+
+
 def file_pages(f: dict[str, Any]) -> set[int]:
-    """Pages of one file that a cold launch needed: every page it had mapped at ready, and from
-    the start of the file as many pages as it read with read() (the trace has no offsets; reads of
-    configuration files and caches start at 0)."""
+    """Pages of one file that a cold launch needed: every page it had mapped at ready (or copied);
+    from the start of the file, as many pages as it read with read() (the trace has no offsets;
+    reads of configuration files and caches start at 0); and of a file it mapped but no longer
+    maps at ready (ld.so.cache, unmapped once the libraries are found), what it mapped."""
     cold = f.get("cold") or {}
     pages = {p for first, count in cold.get("mapped_ranges", []) for p in range(first, first + count)}
-    read = min(f.get("bytes_read", 0), f["size"])
-    pages.update(range((read + PAGE_SIZE - 1) // PAGE_SIZE))
+    pages.update(_first_pages(min(f.get("bytes_read", 0), f["size"])))
+    if not cold.get("mapped_ranges") and not f.get("code"):
+        pages.update(_first_pages(min(f.get("bytes_mapped", 0), f["size"])))
     return pages
+
+
+def whole_file(path: str) -> dict[str, Any]:
+    """A file every program needs whole (`--include`: the launcher, say), as a profile's file."""
+    try:
+        size = Path(path).stat().st_size
+    except OSError as e:
+        raise HeadstartError(f"--include: cannot read {path}: {e.strerror}") from e
+    return {"path": str(Path(path).resolve()), "size": size, "bytes_read": size}
 
 
 Owners = dict[str, dict[int, set[int]]]  # file -> page -> programs that needed it
@@ -85,11 +100,16 @@ def ranges(pages: dict[int, set[int]]) -> list[tuple[int, int, frozenset[int]]]:
     return [(a, b, c) for a, b, c in out]
 
 
-def plan_text(profiles: list[tuple[Path, dict[str, Any]]], budget: int | None) -> str:
+def plan_text(profiles: list[tuple[Path, dict[str, Any]]], budget: int | None, include: list[str] | None = None) -> str:
+    """The plan; `include` names files that every program needs whole (the launcher, say)."""
     per_profile = [program_path(data, source) for source, data in profiles]
     programs = list(dict.fromkeys(per_profile))  # one entry per program, in the order given
     launches = [per_profile.count(p) for p in programs]  # each profile counts as a launch
     owners, sizes = page_owners([data for _, data in profiles], per_profile)
+    for f in map(whole_file, include or []):
+        sizes[f["path"]] = f["size"]
+        for page in file_pages(f):
+            owners[f["path"]][page] = set(range(len(programs)))
     chosen = [(owned, path, first, count) for path, pages in owners.items() for first, count, owned in ranges(pages)]
     # Worth most first, as headstart-pind ranks them before it learns launch counts of its own.
     chosen.sort(key=lambda c: (-sum(launches[i] for i in c[0]), c[1], c[2]))
