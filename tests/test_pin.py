@@ -73,14 +73,18 @@ def resident_after_evict(path: Path) -> int:
 
 def test_pinned_ranges_stay_resident_within_the_budget_most_valuable_first(tmp_path):
     data = data_file(tmp_path / "data.bin")
+    config = data_file(tmp_path / "config", 100)
     plan = write_plan(
         tmp_path / "plan",
-        [f"file {8 * MIB} {data}", f"range 0 {MIB // 2} 0", f"range {4 * MIB} {MIB} 1,2", f"range {6 * MIB} {MIB} 2"],
+        [f"file {8 * MIB} {data}", f"range 0 {MIB // 2} 0", f"range {4 * MIB} {MIB} 1,2", f"range {6 * MIB} {MIB} 2",
+         f"file 100 {config}"],
         [("/usr/bin/a", 5), ("/usr/bin/b", 8), ("/usr/bin/c", 1)],
-    )
+    )  # fmt: skip
     assert resident_after_evict(data) == 0  # nothing keeps it cached before pinning
     with pind(plan, "1M", tmp_path / "log") as proc:
         assert locked_kib(proc) == 1024  # the MiB worth 8+1 launches; the others do not fit the budget
+        held = {os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")}
+        assert str(config) in held  # a file with no range: held open, its inode and path cached
         assert resident_after_evict(data) == MIB // PAGE
     assert resident_after_evict(data) == 0  # released when it stops
     assert "pinned 1024 KiB of " + str(data) in (tmp_path / "log").read_text()
@@ -289,7 +293,7 @@ def test_bench_cold_times_every_arm_side_by_side_and_locks_less_than_vmtouch(tmp
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data == json.loads((tmp_path / "cold.json").read_text())
-    arms = ["cold", "pinned", "vmtouch", "warm"] + (["pressure", "pressure+pinned"] if os.geteuid() == 0 else [])
+    arms = ["warm", "cold", "pinned", "vmtouch"] + (["pressure", "pressure+pinned"] if os.geteuid() == 0 else [])
     assert data["arms"] == arms and data["modes"] == ["exec", "run@pool"]
     (program,) = data["programs"]
     for key in data["modes"]:

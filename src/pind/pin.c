@@ -20,12 +20,23 @@ static bool is_dropped(const struct pinner *p, dev_t dev, ino_t ino) {
         return false;
 }
 
+/* A file of the plan with no range: launches open it, or look it up, but read nothing of it that
+ * needs pinning. Holding it open keeps its inode and the dentries of its path cached, which a cold
+ * launch would otherwise read from storage to find it. */
+static int hold_file(struct pinned_file *pf, int fd, const struct stat *st) {
+        *pf = (struct pinned_file){ .plan = pf->plan, .dev = st->st_dev, .ino = st->st_ino, .mtime = st->st_mtim,
+                                    .size = st->st_size, .held_fd = fd };
+        return 0;
+}
+
 static int map_file(struct pinner *p, struct pinned_file *pf) {
         const struct pin_file *plan = pf->plan;
         _cleanup_close_ int fd = open(plan->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return log_warning_errno(errno, "%s: cannot open it; not pinned", plan->path);
+        if (plan->nranges == 0)
+                return hold_file(pf, TAKE_FD(fd), &st);
         if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != plan->size || st.st_size == 0)
                 return log_warning("%s: %lld bytes where the plan has %llu; not pinned (make a new plan)", plan->path,
                                    (long long) st.st_size, (unsigned long long) plan->size),
@@ -38,12 +49,12 @@ static int map_file(struct pinner *p, struct pinned_file *pf) {
                 free(locked);
                 return log_warning_errno(errno, "%s: cannot map it; not pinned", plan->path);
         }
-        /* Faults in this mapping read only the page they need: the kernel's readahead around a
-         * fault would mark a page of what it read ahead, and a launch that later touches that page
-         * (pinned, so cached) would start reading the next window from storage for nothing. */
+        /* The faults of mlock read only the page they lock, not the readahead window around it
+         * (8 MiB on some disks), which no launch asked for. */
         (void) madvise(map, (size_t) st.st_size, MADV_RANDOM);
         *pf = (struct pinned_file){ .plan = plan, .dev = st.st_dev, .ino = st.st_ino, .mtime = st.st_mtim,
-                                    .size = st.st_size, .map = map, .map_len = (size_t) st.st_size, .locked = locked };
+                                    .size = st.st_size, .map = map, .map_len = (size_t) st.st_size, .locked = locked,
+                                    .held_fd = -1 };
         return 0;
 }
 
@@ -55,7 +66,7 @@ int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget) {
                 return log_error("out of memory"), -ENOMEM;
         p->nfiles = plan->nfiles;
         for (size_t i = 0; i < plan->nfiles; i++) {
-                p->files[i].plan = &plan->files[i];
+                p->files[i] = (struct pinned_file){ .plan = &plan->files[i], .held_fd = -1 };
                 (void) map_file(p, &p->files[i]);
         }
         return 0;
@@ -158,6 +169,8 @@ void pinner_release(struct pinner *p, bool keep_dropped) {
         for (size_t i = 0; i < p->nfiles; i++) {
                 if (p->files[i].map)
                         (void) munmap(p->files[i].map, p->files[i].map_len); /* unlocks too */
+                if (p->files[i].held_fd >= 0)
+                        close(p->files[i].held_fd);
                 free(p->files[i].locked);
         }
         free(p->files);
@@ -184,14 +197,14 @@ bool pinner_stale(struct pinner *p) {
         for (size_t i = 0; i < p->nfiles; i++) {
                 const struct pinned_file *pf = &p->files[i];
                 struct stat st;
-                if (!pf->map)
+                if (!pf->map && pf->held_fd < 0)
                         continue;
                 if (stat(pf->plan->path, &st) < 0 || st.st_dev != pf->dev || st.st_ino != pf->ino) {
                         stale = true; /* replaced (or removed): pinned anew from what is there now */
                         continue;
                 }
-                if (st.st_size != pf->size || st.st_mtim.tv_sec != pf->mtime.tv_sec ||
-                    st.st_mtim.tv_nsec != pf->mtime.tv_nsec) {
+                if (pf->map && (st.st_size != pf->size || st.st_mtim.tv_sec != pf->mtime.tv_sec ||
+                                st.st_mtim.tv_nsec != pf->mtime.tv_nsec)) {
                         drop(p, pf);
                         stale = true;
                 }

@@ -19,7 +19,8 @@ struct pinned_file {
         ino_t ino;
         struct timespec mtime;
         off_t size;
-        void *map; /* NULL: not pinned (missing, of another size, changed in place) */
+        void *map; /* NULL: not pinned (missing, of another size, changed in place, no range) */
+        int held_fd; /* a file with no range, held open (its inode and path stay cached), or -1 */
         size_t map_len;
         bool *locked; /* per range of the plan */
         uint64_t locked_bytes;

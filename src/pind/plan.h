@@ -5,7 +5,8 @@
  *
  *   headstart-pin-plan 2
  *   program ID LAUNCHES PATH    a profiled program (IDs 0, 1, ... in order) and its launch count
- *   file SIZE PATH              a file as profiled (SIZE in bytes; a file of another size is skipped)
+ *   file SIZE PATH              a file as profiled (SIZE in bytes; a file of another size is skipped);
+ *                               one with no range is only held open (its inode and path stay cached)
  *   range OFFSET LENGTH IDS     bytes of the file above that the programs IDS (1,4,7) needed
  *   end
  *

@@ -2,11 +2,11 @@
 keeps little cached, with and without help, beside warm ones.
 
 Arms, taken in turn round after round so that machine noise falls on all alike:
+- warm: nothing emptied (after one launch that is not timed);
 - cold: the page cache emptied before each launch (drop_caches as root, else the programs' files
   evicted one by one);
 - pinned: the same, with headstart-pind keeping the planned pages locked;
 - vmtouch: the same, with vmtouch -l locking the programs' whole files (the usual tool);
-- warm: nothing emptied (after one launch that is not timed);
 and with --memory-max, pressure and pressure+pinned: the launches (and the daemons) in a cgroup
 with that memory limit, nothing emptied by hand, the limit evicting what it must.
 
@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,10 @@ from headstart.profiling import files
 from headstart.stats import summarize
 
 SCHEMA = "headstart-bench-cold 1"
-ARMS = ("cold", "pinned", "vmtouch", "warm")
+# Warm first: right after a helper that held hundreds of MiB locked stops, the kernel is still
+# busy with those pages, and the launches that follow pay for it (SETTLE_S after each helper).
+ARMS = ("warm", "cold", "pinned", "vmtouch")
+SETTLE_S = 1.0
 PRESSURE_ARMS = ("pressure", "pressure+pinned")
 PROFILE_TIMEOUT_S = 900
 
@@ -130,10 +134,12 @@ def _arm_context(
         with pind_running(prepared.plan, plan.budget) as n:
             locked[arm] = n
             yield joined if arm.startswith("pressure") else None
+        time.sleep(SETTLE_S)
     elif arm == "vmtouch":
         with vmtouch_locking(prepared.closure) as n:
             locked[arm] = n
             yield None
+        time.sleep(SETTLE_S)
     else:
         yield joined if arm == "pressure" else None
 

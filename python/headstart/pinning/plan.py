@@ -119,9 +119,9 @@ def plan_text(profiles: list[tuple[Path, dict[str, Any]]], budget: int | None, i
             continue
         total += count * PAGE_SIZE
         kept[path].append((first, count, owned))
-    lines = [HEADER, f"# {len(profiles)} profile(s), {total} bytes in {len(kept)} files"]
+    lines = [HEADER, f"# {len(profiles)} profile(s), {total} bytes in {len(kept)} files, {len(sizes)} files held"]
     lines += [f"program {i} {launches[i]} {path}" for i, path in enumerate(programs)]
-    for path in sorted(kept):
+    for path in sorted(sizes):  # a file with no range is held open: its inode and path stay cached
         lines.append(f"file {sizes[path]} {path}")
         lines += [
             f"range {first * PAGE_SIZE} {count * PAGE_SIZE} {','.join(map(str, sorted(owned)))}"
