@@ -21,6 +21,7 @@ _BUILD_PATHS = {
     "headstart-run": "headstart-run",
     "headstart-pind": "headstart-pind",
     "launch-timer": "bench/launch-timer",
+    "window-shown": "bench/window-shown",
     "mark-main": "bench/libheadstart-mark-main.so",
     "probe": "libheadstart-probe.so",
     "gtk-hello": "bench/gtk-hello",

@@ -23,6 +23,7 @@ static bool count_bindings; /* every binding through la_symbind: costly, so aske
 /* Stop at exit, so that the profiler can read the process's memory: only when the profiler is our
  * parent, so that the programs this one starts, which inherit the probe, never stop. */
 static pid_t stop_at_exit_for;
+static unsigned libc_index = NO_OBJECT; /* its cookie: the profiler stops the process when it closes */
 static unsigned pending_requester = NO_OBJECT; /* who asked for the object being searched */
 static char pending_name[256];
 
@@ -120,6 +121,9 @@ unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
         unsigned index = n_objects++;
         if (index == 0)
                 program = map;
+        const char *base_name = strrchr(map->l_name, '/');
+        if (lmid == LM_ID_BASE && base_name && strcmp(base_name, "/libc.so.6") == 0)
+                libc_index = index;
         *cookie = index;
         if (!enabled)
                 return 0;
@@ -222,16 +226,27 @@ uintptr_t la_symbind64(ElfW(Sym) * sym, unsigned ndx, uintptr_t *refcook, uintpt
         return sym->st_value;
 }
 
-/* At exit the loader closes the objects, the program first. */
-unsigned la_objclose(uintptr_t *cookie) {
-        if (!enabled || *cookie != 0 || exited)
-                return 0;
-        exited = true;
-        trace_begin("exit", trace_now());
-        trace_end();
-        bindings_emit();
-        trace_flush();
+static void stop_for_profiler(void) {
         if (stop_at_exit_for > 0 && getppid() == stop_at_exit_for)
                 kill(getpid(), SIGSTOP);
+}
+
+/* At exit the loader closes the objects, the program first, the C library last but for the
+ * loader: the libraries' destructors run in between. The profiler reads the memory when the C
+ * library closes, so that the pages those destructors touch count among the launch's. */
+unsigned la_objclose(uintptr_t *cookie) {
+        if (!enabled)
+                return 0;
+        if (*cookie == 0 && !exited) {
+                exited = true;
+                trace_begin("exit", trace_now());
+                trace_end();
+                bindings_emit();
+                trace_flush();
+                if (libc_index == NO_OBJECT)
+                        stop_for_profiler();
+        } else if (exited && *cookie == libc_index) {
+                stop_for_profiler();
+        }
         return 0;
 }

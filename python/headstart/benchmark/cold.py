@@ -34,7 +34,7 @@ from headstart.benchmark.daemons import start_daemons
 from headstart.benchmark.pressure import memory_limited
 from headstart.benchmark.programs import Program, mark_main_env
 from headstart.benchmark.timing import daemon_mode, run_launch_timer
-from headstart.errors import HeadstartError, UsageError
+from headstart.errors import HeadstartError
 from headstart.pinning.lockers import pind_running, vmtouch_locking
 from headstart.pinning.plan import plan_text
 from headstart.profiling import files
@@ -77,19 +77,11 @@ class ArmRows:
     locked: dict[str, int] = field(default_factory=dict)  # arm -> bytes locked by its helper
 
 
-def check_programs(programs: list[Program]) -> None:
-    windowed = [p.name for p in programs if p.ready.window]
-    if windowed:
-        raise UsageError(
-            f"--cold: {', '.join(windowed)} is ready at its window, which `headstart profile` cannot see yet: "
-            "give programs ready at a line of output or at exit"
-        )
-
-
 def profile(program: Program, env: dict[str, str], out: Path) -> dict[str, Any]:
     """A cold profile of the program, by `headstart profile` as a user would make it."""
     cmd = [sys.executable, "-m", "headstart", "profile", "--cold", "--runs", "1", "-o", str(out)]
     cmd += ["--ready", program.ready.pattern] if program.ready.pattern else []
+    cmd += ["--ready-window"] if program.ready.window else []
     done = subprocess.run(
         [*cmd, "--", *program.argv],
         env=dict(env, **program.env),
@@ -145,7 +137,6 @@ def _arm_context(
 
 
 def measure(plan: ColdPlan, env: dict[str, str], progress: Progress) -> dict[str, Any]:
-    check_programs(plan.programs)
     env = mark_main_env(plan.programs, env)
     result = ArmRows()
     with ExitStack() as stack:

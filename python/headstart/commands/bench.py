@@ -35,9 +35,13 @@ DEBIAN_PROGRAMS = {
 }
 
 
-# Cold launches: the GUI samples and a Debian program, all ready at a line or at exit (profiles,
-# which the pin plan comes from, cannot see a window yet).
-COLD_PROGRAMS = {"gtk-hello": Ready(), "qt-widgets": Ready(), "/usr/bin/exiv2 --version": Ready()}
+# Cold launches: the GUI samples, and Debian's GTK calculator and a command-line program.
+COLD_PROGRAMS = {
+    "gtk-hello": Ready(),
+    "qt-widgets": Ready(),
+    "/usr/bin/galculator": Ready(window=True),
+    "/usr/bin/exiv2 --version": Ready(),
+}
 
 
 def default_programs() -> dict[str, Ready]:

@@ -57,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pin-budget", metavar="SIZE", help="headstart-pind's --budget for --pin-plan (default all)")
     ready = p.add_mutually_exclusive_group()
     ready.add_argument("--ready", metavar="REGEX", help="ready when a line of output matches (then stopped)")
+    ready.add_argument(
+        "--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY (then stopped)"
+    )
     ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a launch may take to be ready (default 30)")
     p.add_argument("--via-daemon", action="store_true", help="also time it through headstartd, side by side")
@@ -143,7 +146,8 @@ class Profiler:
         self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 3)
 
     def _launch(self, what: str, **kw: Any) -> Launch:
-        result = launch(LaunchOptions(self.argv, self.ready, self.args.timeout, **kw))
+        opts = LaunchOptions(self.argv, self.ready, self.args.timeout, ready_window=self.args.ready_window, **kw)
+        result = launch(opts)
         self.progress.advance(self.task)
         result = _checked(result, what, self.argv)
         if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
@@ -182,7 +186,7 @@ class Profiler:
         return {
             "schema": summary.SCHEMA_VERSION,
             "program": self.argv,
-            "ready": {"pattern": self.ready.pattern} if self.ready else "exit",
+            "ready": {"pattern": self.ready.pattern} if self.ready else "window" if self.args.ready_window else "exit",
             "runs": self.args.runs,
             "machine": summary.machine(),
             "warm": summary.aggregate(records[: len(warm)]),

@@ -28,8 +28,9 @@ from headstart.relocations import parse_loader_statistics
 @dataclass
 class LaunchOptions:
     argv: list[str]
-    ready: re.Pattern[str] | None  # None: ready when the process exits
+    ready: re.Pattern[str] | None  # None: ready when the process exits (or its window shows)
     timeout: float
+    ready_window: bool = False  # ready when a top-level window is mapped on $DISPLAY (window-shown)
     probe: bool = True  # load libheadstart-probe.so
     bindings: bool = False  # have the probe count every symbol binding (slower)
     mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it (no memory read)
@@ -126,12 +127,27 @@ def run(opts: LaunchOptions) -> Launch:
         return _run(opts, Path(tmpdir))
 
 
+_WINDOW_MAPPED = re.compile(r"^mapped$")
+
+
+def _watch_windows(wake: threading.Event) -> tuple[subprocess.Popen[bytes], _Output]:
+    """window-shown, watching the display before the program starts; its "mapped" line is ready."""
+    watcher = subprocess.Popen([str(binaries.find("window-shown"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert watcher.stdout is not None
+    if watcher.stdout.readline().strip() != b"watching":
+        watcher.wait()
+        message = watcher.stderr.read().decode(errors="replace").strip() if watcher.stderr else ""
+        raise HeadstartError(f"--ready-window: cannot watch the X display ($DISPLAY): {message or 'no display'}")
+    return watcher, _Output(watcher.stdout, _WINDOW_MAPPED, wake)
+
+
 def _run(opts: LaunchOptions, tmp: Path) -> Launch:
     env = _environment(opts, tmp)
     mark_r, mark_w = os.pipe() if opts.mark_main else (-1, -1)
     if opts.mark_main:
         env["HEADSTART_MARK_FD"] = str(mark_w)
     wake = threading.Event()  # set by the threads below whenever something happened
+    watcher, window = _watch_windows(wake) if opts.ready_window else (None, None)
     start = time.monotonic_ns()
     env["HEADSTART_LAUNCH_START_NS"] = str(start)
     try:
@@ -152,14 +168,19 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
     assert proc.stdout is not None and proc.stderr is not None
     reaper = _Reaper(proc.pid, wake)
     outputs = [_Output(proc.stdout, opts.ready, wake), _Output(proc.stderr, opts.ready, wake)]
-    memory = _wait_ready(opts, proc.pid, reaper, outputs, wake)
+    try:
+        memory = _wait_ready(opts, proc.pid, reaper, [*outputs, *([window] if window else [])], wake)
+    finally:
+        if watcher:
+            watcher.kill()
+            watcher.wait()
     reaper.ended.wait()
     proc.returncode = _exit_status(reaper.status)  # reaped here, not by Popen
-    for o in outputs:
+    for o in [*outputs, *([window] if window else [])]:
         o.join()
-    ready_at = next((o.ready_at for o in outputs if o.ready_at is not None), None)
+    ready_at = next((o.ready_at for o in [*outputs, window] if o and o.ready_at is not None), None)
     tl = _read_timeline(tmp, proc.pid) if opts.probe and not opts.wrapper else None
-    if opts.ready is None:
+    if opts.ready is None and not opts.ready_window:
         ready_at = tl.exit if tl and tl.exit is not None else time.monotonic_ns()
     rusage = reaper.rusage
     return Launch(
@@ -172,7 +193,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         timeline=tl,
         memory=memory,
         stderr_tail="\n".join(outputs[1].tail),
-        stopped_at_ready=opts.ready is not None and ready_at is not None,
+        stopped_at_ready=(opts.ready is not None or opts.ready_window) and ready_at is not None,
     )
 
 
@@ -190,7 +211,7 @@ def _wait_ready(
             os.kill(pid, signal.SIGCONT)
         if reaper.ended.is_set():
             return memory
-        if opts.ready is not None and any(o.ready_at is not None for o in outputs):
+        if (opts.ready is not None or opts.ready_window) and any(o.ready_at is not None for o in outputs):
             memory = memory or read_memory(pid)  # read at its exit already, if the line came with it
             _stop(pid, reaper)
             return memory
@@ -200,7 +221,8 @@ def _wait_ready(
         wake.wait(remaining)
     _kill_group(pid, signal.SIGKILL)
     reaper.ended.wait()
-    what = f"print a line matching {opts.ready.pattern!r}" if opts.ready else "exit"
+    what = "show a window" if opts.ready_window else "exit"
+    what = f"print a line matching {opts.ready.pattern!r}" if opts.ready else what
     raise HeadstartError(f"{opts.argv[0]} did not {what} within {opts.timeout:g} s (see --timeout, --ready)")
 
 
