@@ -35,6 +35,7 @@ class LaunchOptions:
     bindings: bool = False  # have the probe count every symbol binding (slower)
     mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it (no memory read)
     wrapper: list[str] = field(default_factory=list)  # a command that runs the program (strace)
+    env: dict[str, str] = field(default_factory=dict)  # added to the environment (HEADSTART_ORDER_OUTPUT)
 
 
 @dataclass
@@ -100,7 +101,7 @@ class _Reaper:
 
 
 def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    env = dict(os.environ, **opts.env)
     env.update(LD_DEBUG="statistics", LD_DEBUG_OUTPUT=str(tmp / "ld"))
     if opts.probe:
         env.update(LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(tmp / "probe.jsonl"))

@@ -1,0 +1,175 @@
+"""headstart order: pack the functions a launch runs into few pages (docs/ordering.md).
+
+`record` writes which functions a launch runs, in order; `emit` writes that order for a linker;
+`check` counts the text pages a cold launch touches and times cold launches, before and after."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from headstart.commands.profile import resolve_program
+from headstart.errors import HeadstartError, UsageError
+from headstart.ordering.check import check
+from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
+from headstart.ordering.record import SCHEMA, record
+from headstart.ordering.symbols import load
+from headstart.profiling.launch import LaunchOptions
+
+NAME = "order"
+HELP = "order a program's startup functions together: record them, write the order for a linker, check it"
+
+
+def _launch_options(p: argparse.ArgumentParser) -> None:
+    ready = p.add_mutually_exclusive_group()
+    ready.add_argument("--ready", metavar="REGEX", help="ready at a line of output matching REGEX (default: exit)")
+    ready.add_argument("--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take to be ready (default 60)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="order_command", required=True, metavar="COMMAND")
+    rec = sub.add_parser("record", help="record the functions a launch runs up to ready, in order")
+    rec.add_argument("--runs", type=int, default=3, help="launches to merge (default 3)")
+    rec.add_argument(
+        "--pages",
+        action="store_true",
+        help="the build is not instrumented: take the functions in the text pages a cold launch touches",
+    )
+    rec.add_argument("-o", "--output", type=Path, required=True, help="the order (JSON)")
+    _launch_options(rec)
+    em = sub.add_parser("emit", help="write a recorded order for a linker")
+    em.add_argument("order", type=Path, metavar="ORDER.json")
+    em.add_argument("--linker", required=True, choices=LINKERS)
+    em.add_argument("--object", help="the object to order, by path or file name (default: the program)")
+    em.add_argument("--match", type=Path, metavar="BINARY", help="keep only names this build defines; say how many")
+    em.add_argument("--no-pie", action="store_true", help="gnu-ld: the script for a link without -pie")
+    em.add_argument("-o", "--output", type=Path, help="the order file (default: standard output)")
+    ch = sub.add_parser("check", help="text pages a cold launch touches and cold time to ready, before and after")
+    ch.add_argument("--after", type=Path, metavar="PROGRAM", help="another build, launched with the same arguments")
+    ch.add_argument("--runs", type=int, default=10, help="cold launches of each build (default 10)")
+    ch.add_argument(
+        "--read-ahead-kb",
+        type=int,
+        metavar="KIB",
+        help="the storage's readahead during the timed launches (root), as on a device (default: as it is)",
+    )
+    ch.add_argument("--json", action="store_true", help="print the result as JSON")
+    _launch_options(ch)
+
+
+def _options(args: argparse.Namespace, argv: list[str]) -> LaunchOptions:
+    ready = re.compile(args.ready) if args.ready else None
+    return LaunchOptions(argv, ready, args.timeout, ready_window=args.ready_window)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text)
+    except OSError as e:
+        raise HeadstartError(f"cannot write {output}: {e.strerror}") from e
+
+
+def _load_order(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise HeadstartError(f"{path}: not an order written by `headstart order record`")
+    return data
+
+
+def _pick_object(data: dict[str, Any], wanted: str | None) -> dict[str, Any]:
+    objects = data["objects"]
+    if not objects:
+        raise HeadstartError("the order holds no function")
+    program = str(Path(data["program"][0]).resolve())
+    for o in objects:
+        if (wanted is None and o["path"] == program) or (wanted and wanted in (o["path"], Path(o["path"]).name)):
+            return o
+    names = ", ".join(Path(o["path"]).name for o in objects)
+    raise HeadstartError(f"no object {wanted or program} in the order (it has {names}): choose one with --object")
+
+
+def run_emit(args: argparse.Namespace) -> int:
+    chosen = _pick_object(_load_order(args.order), args.object)
+    names = chosen["functions"]
+    err = Console(file=sys.stderr)
+    if args.match:
+        defined = {f.name for f in load(str(args.match)).functions}
+        missing = [n for n in names if n not in defined]
+        names = [n for n in names if n in defined]
+        err.print(f"{len(names)} of {len(chosen['functions'])} names are functions of {args.match}", markup=False)
+        if missing:
+            shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+            err.print(f"not in it (inlined or renamed in this build), left out: {shown}", markup=False)
+    emitted = emit(names, args.linker, pie=not args.no_pie)
+    _write(emitted.text, args.output)
+    where = str(args.output) if args.output else "FILE"
+    err.print(f"compile with {COMPILE_FLAGS}; link with {emitted.link_flags.replace('FILE', where)}", markup=False)
+    return 0
+
+
+def run_record(args: argparse.Namespace) -> int:
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    data = record(_options(args, resolve_program(args.command)), args.runs, args.pages)
+    _write(json.dumps(data, indent=1) + "\n", args.output)
+    counts = ", ".join(f"{len(o['functions'])} in {Path(o['path']).name}" for o in data["objects"])
+    print(f"{data['method']}: {counts or 'no function'} -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def render_check(data: dict[str, Any], console: Console) -> None:
+    t = Table(title=f"Cold launches: startup text pages and time to ready ({data['runs']} each, alternately)")
+    for col in ("build", "object", "text pages", "touched", "cold ms to ready"):
+        t.add_column(col, justify="left" if col in ("build", "object") else "right")
+    for b in data["builds"]:
+        ms = b["cold_ready_ms"]
+        for i, o in enumerate(b["objects"]):
+            first = i == 0
+            t.add_row(
+                Path(b["program"][0]).name if first else "",
+                Path(o["path"]).name,
+                str(o["text_pages"]),
+                str(o["touched"]) + ("" if b["exact"] else " ~"),
+                f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})" if first else "",
+            )
+        t.add_section()
+    console.print(t)
+    if not all(b["exact"] for b in data["builds"]):
+        console.print("~ not root: counted with readahead on, so up to a fault-around block (64 KiB) per touch")
+
+
+def run_check(args: argparse.Namespace) -> int:
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    argv = resolve_program(args.command)
+    builds = [_options(args, argv)]
+    if args.after:
+        builds.append(_options(args, [*resolve_program(["--", str(args.after)]), *argv[1:]]))
+    data = check(builds, args.runs, args.read_ahead_kb)
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        render_check(data, Console(file=sys.stdout, width=140))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"record": run_record, "emit": run_emit, "check": run_check}[args.order_command](args)

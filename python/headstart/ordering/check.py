@@ -1,0 +1,48 @@
+"""`headstart order check`: a build's startup text pages and cold time to ready, against another
+build of the same program (the original against the reordered one), launched alternately with the
+page cache emptied before each launch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError
+from headstart.ordering.pages import cold_text_pages, empty_cache, read_ahead
+from headstart.profiling.launch import LaunchOptions, run
+from headstart.stats import summarize
+
+
+def _timed_cold(opts: LaunchOptions, read_ahead_kib: int | None) -> float:
+    empty_cache(opts.argv[0])
+    with read_ahead(opts.argv[0], read_ahead_kib):
+        launch = run(replace(opts, probe=False))
+    if launch.to_ready_ns is None or (launch.exit_status != 0 and not launch.stopped_at_ready):
+        raise HeadstartError(f"{opts.argv[0]} failed in a cold launch (exit status {launch.exit_status})")
+    return launch.to_ready_ns / 1e6
+
+
+def check(builds: list[LaunchOptions], runs: int, read_ahead_kib: int | None) -> dict[str, Any]:
+    """Each build's text pages touched (per object) and its cold time to ready, side by side."""
+    pages = [cold_text_pages(b) for b in builds]
+    times: list[list[float]] = [[] for _ in builds]
+    for _ in range(runs):
+        for i, b in enumerate(builds):
+            times[i].append(_timed_cold(b, read_ahead_kib))
+    out = []
+    for b, found, ms in zip(builds, pages, times, strict=True):
+        program = str(Path(b.argv[0]).resolve())
+        objects = [
+            {"path": p.path, "text_pages": p.total, "touched": len(p.touched), "program": path == program}
+            for path, p in sorted(found.items(), key=lambda kv: (kv[0] != program, kv[0]))
+        ]
+        out.append(
+            {
+                "program": b.argv,
+                "exact": all(p.exact for p in found.values()),
+                "objects": objects,
+                "cold_ready_ms": summarize(ms).as_dict(),
+            }
+        )
+    return {"schema": "headstart-order-check 1", "runs": runs, "read_ahead_kib": read_ahead_kib, "builds": out}
