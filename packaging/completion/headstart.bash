@@ -6,8 +6,9 @@
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
 _shtab_headstart_boot_subparsers=(record analyze compare)
+_shtab_headstart_order_subparsers=(record emit check)
 _shtab_headstart_pin_subparsers=(plan)
-_shtab_headstart_subparsers=(bench boot check pin profile report)
+_shtab_headstart_subparsers=(bench boot check order pin profile report)
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
@@ -15,17 +16,23 @@ _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --outp
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
-_shtab_headstart_pin_plan_option_strings=(-h --help --budget -o --output)
+_shtab_headstart_order_record_option_strings=(-h --help --runs --pages -o --output --ready --ready-window --timeout)
+_shtab_headstart_order_emit_option_strings=(-h --help --linker --object --match --no-pie -o --output)
+_shtab_headstart_order_check_option_strings=(-h --help --after --runs --read-ahead-kb --json --ready --ready-window --timeout)
+_shtab_headstart_order_option_strings=(-h --help)
+_shtab_headstart_pin_plan_option_strings=(-h --help --budget --include -o --output)
 _shtab_headstart_pin_option_strings=(-h --help)
-_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
+_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-window --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
 
 
 
 _shtab_headstart_boot_pos_0_choices=(record analyze compare)
+_shtab_headstart_order_emit___linker_choices=(lld gold gnu-ld gnu-ld-2.43 mold)
+_shtab_headstart_order_pos_0_choices=(record emit check)
 _shtab_headstart_pin_pos_0_choices=(plan)
-_shtab_headstart_pos_0_choices=(bench boot check pin profile report)
+_shtab_headstart_pos_0_choices=(bench boot check order pin profile report)
 
 _shtab_headstart_bench__h_nargs=0
 _shtab_headstart_bench___help_nargs=0
@@ -51,6 +58,22 @@ _shtab_headstart_check_pos_0_nargs=+
 _shtab_headstart_check__h_nargs=0
 _shtab_headstart_check___help_nargs=0
 _shtab_headstart_check___json_nargs=0
+_shtab_headstart_order_record_pos_0_nargs=...
+_shtab_headstart_order_record__h_nargs=0
+_shtab_headstart_order_record___help_nargs=0
+_shtab_headstart_order_record___pages_nargs=0
+_shtab_headstart_order_record___ready_window_nargs=0
+_shtab_headstart_order_emit__h_nargs=0
+_shtab_headstart_order_emit___help_nargs=0
+_shtab_headstart_order_emit___no_pie_nargs=0
+_shtab_headstart_order_check_pos_0_nargs=...
+_shtab_headstart_order_check__h_nargs=0
+_shtab_headstart_order_check___help_nargs=0
+_shtab_headstart_order_check___json_nargs=0
+_shtab_headstart_order_check___ready_window_nargs=0
+_shtab_headstart_order_pos_0_nargs=A...
+_shtab_headstart_order__h_nargs=0
+_shtab_headstart_order___help_nargs=0
 _shtab_headstart_pin_plan_pos_0_nargs=+
 _shtab_headstart_pin_plan__h_nargs=0
 _shtab_headstart_pin_plan___help_nargs=0
@@ -62,6 +85,7 @@ _shtab_headstart_profile__h_nargs=0
 _shtab_headstart_profile___help_nargs=0
 _shtab_headstart_profile___cold_nargs=0
 _shtab_headstart_profile___drop_all_nargs=0
+_shtab_headstart_profile___ready_window_nargs=0
 _shtab_headstart_profile___ready_exit_nargs=0
 _shtab_headstart_profile___via_daemon_nargs=0
 _shtab_headstart_profile___overhead_nargs=0

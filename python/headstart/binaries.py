@@ -22,6 +22,7 @@ _BUILD_PATHS = {
     "headstart-pind": "headstart-pind",
     "launch-timer": "bench/launch-timer",
     "window-shown": "bench/window-shown",
+    "order-runtime": "libheadstart-order.so",
     "mark-main": "bench/libheadstart-mark-main.so",
     "probe": "libheadstart-probe.so",
     "gtk-hello": "bench/gtk-hello",

@@ -21,7 +21,8 @@
 
 #include "order-file.h"
 
-#define NO_TRACE __attribute__((no_instrument_function, visibility("default")))
+#define NO_TRACE __attribute__((no_instrument_function))
+#define EXPORTED __attribute__((no_instrument_function, visibility("default")))
 #define SEEN_SLOTS (1u << 20) /* distinct functions at most; a power of two */
 
 static struct order_file *out;        /* NULL until set up, or when recording is off */
@@ -100,18 +101,18 @@ static NO_TRACE void record(uintptr_t fn) {
         atomic_flag_clear_explicit(&busy, memory_order_release);
 }
 
-NO_TRACE void __cyg_profile_func_enter(void *fn, void *caller) {
+EXPORTED void __cyg_profile_func_enter(void *fn, void *caller) {
         (void) caller;
         record((uintptr_t) fn);
 }
 
-NO_TRACE void __cyg_profile_func_exit(void *fn, void *caller) {
+EXPORTED void __cyg_profile_func_exit(void *fn, void *caller) {
         (void) fn;
         (void) caller;
 }
 
 /* clang -finstrument-function-entry-bare: no arguments; the return address lies inside the
  * function that was entered, which the host finds by its symbol's extent. */
-NO_TRACE void __cyg_profile_func_enter_bare(void) {
+EXPORTED void __cyg_profile_func_enter_bare(void) {
         record((uintptr_t) __builtin_return_address(0));
 }

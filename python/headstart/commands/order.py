@@ -108,19 +108,18 @@ def _pick_object(data: dict[str, Any], wanted: str | None) -> dict[str, Any]:
 def run_emit(args: argparse.Namespace) -> int:
     chosen = _pick_object(_load_order(args.order), args.object)
     names = chosen["functions"]
-    err = Console(file=sys.stderr)
     if args.match:
         defined = {f.name for f in load(str(args.match)).functions}
         missing = [n for n in names if n not in defined]
         names = [n for n in names if n in defined]
-        err.print(f"{len(names)} of {len(chosen['functions'])} names are functions of {args.match}", markup=False)
+        print(f"{len(names)} of {len(chosen['functions'])} names are functions of {args.match}", file=sys.stderr)
         if missing:
             shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-            err.print(f"not in it (inlined or renamed in this build), left out: {shown}", markup=False)
+            print(f"not in it (inlined or renamed in this build), left out: {shown}", file=sys.stderr)
     emitted = emit(names, args.linker, pie=not args.no_pie)
     _write(emitted.text, args.output)
     where = str(args.output) if args.output else "FILE"
-    err.print(f"compile with {COMPILE_FLAGS}; link with {emitted.link_flags.replace('FILE', where)}", markup=False)
+    print(f"compile with {COMPILE_FLAGS}; link with {emitted.link_flags.replace('FILE', where)}", file=sys.stderr)
     return 0
 
 

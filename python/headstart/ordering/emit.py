@@ -1,6 +1,7 @@
 """An order written for a linker, with the flags that use it.
 
-- lld and mold: `--symbol-ordering-file`, one symbol name a line.
+- lld: `--symbol-ordering-file`, one symbol name a line. mold has no such option (rui314/mold#1231,
+  open; mold 1.10 in Debian 12 refuses it): asked for mold, emit says so.
 - gold: `--section-ordering-file`, one input section a line (`.text.NAME` with -ffunction-sections).
 - GNU ld 2.43 and later: `--section-ordering-file`, a SECTIONS fragment placing those sections
   first in `.text`.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from headstart.errors import HeadstartError
 
-LINKERS = ("lld", "mold", "gold", "gnu-ld", "gnu-ld-2.43")
+LINKERS = ("lld", "gold", "gnu-ld", "gnu-ld-2.43", "mold")
 COMPILE_FLAGS = "-ffunction-sections"
 _VARIANTS = ("", "unlikely.", "startup.", "hot.")
 _TEXT_OPENS = "*(.text.unlikely .text.*_unlikely .text.unlikely.*)"
@@ -49,8 +50,13 @@ def default_script(pie: bool) -> str:
 
 
 def emit(names: list[str], linker: str, pie: bool = True) -> Emitted:
-    if linker in ("lld", "mold"):
-        return Emitted("".join(f"{n}\n" for n in names), f"-fuse-ld={linker} -Wl,--symbol-ordering-file=FILE")
+    if linker == "lld":
+        return Emitted("".join(f"{n}\n" for n in names), "-fuse-ld=lld -Wl,--symbol-ordering-file=FILE")
+    if linker == "mold":
+        raise HeadstartError(
+            "mold cannot order functions: it has no --symbol-ordering-file (rui314/mold#1231); "
+            "link the ordered build with lld, gold or GNU ld"
+        )
     if linker == "gold":
         text = "".join(f".text.{v}{n}\n" for n in names for v in _VARIANTS)
         return Emitted(text, "-fuse-ld=gold -Wl,--section-ordering-file=FILE")

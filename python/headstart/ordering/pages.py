@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from headstart import binaries
 from headstart.errors import HeadstartError
 from headstart.ordering.symbols import load
 from headstart.profiling import files
@@ -72,7 +73,10 @@ def cold_text_pages(opts: LaunchOptions) -> dict[str, TextPages]:
     if launch.memory is None:
         raise HeadstartError(f"{program}: its memory could not be read at ready")
     found = {}
+    probe = str(binaries.find("probe").resolve())  # our own: it only stops the program for us
     for path in launch.memory.file_pages.keys() | launch.memory.copied_pages.keys():
+        if str(Path(path).resolve()) == probe:
+            continue
         pages = launch.memory.file_pages.get(path, set()) | launch.memory.copied_pages.get(path, set())
         try:
             text = load(path).text_pages(PAGE_SIZE)

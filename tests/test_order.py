@@ -1,0 +1,130 @@
+"""headstart order on the seed's synthetic program (bench/order/synthetic.py, made small): an
+instrumented build records the startup functions in the order main calls them; the order, written
+for lld, gold and GNU ld, links builds whose output is the original's and whose startup functions
+lie together in that order; a cold launch of such a build touches far fewer text pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import bin_path
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTIONS, CALLED = 1000, 100
+
+
+def headstart(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "headstart", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def cc(*args: str) -> None:
+    subprocess.run(["gcc", "-O1", *args], check=True, capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("order")
+    source = d / "synthetic.c"
+    subprocess.run([sys.executable, str(ROOT / "bench/order/synthetic.py"), str(source), str(FUNCTIONS), str(CALLED)],
+                   check=True)  # fmt: skip
+    runtime = bin_path("order-runtime").parent
+    cc("-finstrument-functions", str(source), "-o", str(d / "instrumented"), f"-L{runtime}", "-lheadstart-order",
+       f"-Wl,-rpath,{runtime}")  # fmt: skip
+    cc("-ffunction-sections", "-c", str(source), "-o", str(d / "synthetic.o"))
+    cc(str(d / "synthetic.o"), "-o", str(d / "plain"))
+    return {"dir": d, "source": source, "instrumented": d / "instrumented", "object": d / "synthetic.o",
+            "plain": d / "plain"}  # fmt: skip
+
+
+def startup_calls(source: Path) -> list[str]:
+    """The functions main calls, in its order, from the generated source."""
+    main = source.read_text().split("int main(", 1)[1]
+    return re.findall(r"x = (f\d+)\(x\);", main.split("if (argc > 1", 1)[0])
+
+
+def text_functions(binary: Path) -> list[str]:
+    out = subprocess.run(["nm", "-n", str(binary)], capture_output=True, text=True, check=True).stdout
+    return [line.split()[2] for line in out.splitlines() if re.match(r"^\S+ [tT] (main|f\d+)$", line)]
+
+
+@pytest.fixture(scope="module")
+def order(synthetic: dict[str, Path]) -> Path:
+    out = synthetic["dir"] / "order.json"
+    done = headstart("order", "record", "--runs", "2", "-o", str(out), "--", str(synthetic["instrumented"]))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_record_gives_the_first_call_order(synthetic, order):
+    data = json.loads(order.read_text())
+    (program,) = data["objects"]
+    assert data["method"] == "instrumented" and program["path"] == str(synthetic["instrumented"].resolve())
+    assert program["functions"] == ["main", *startup_calls(synthetic["source"])]
+
+
+@pytest.mark.parametrize("linker", ["lld", "gold", "gnu-ld"])
+def test_each_linker_packs_the_startup_functions_in_order_with_the_same_output(synthetic, order, linker):
+    if linker == "lld" and not shutil.which("ld.lld"):
+        pytest.skip("lld is not installed")
+    d = synthetic["dir"]
+    done = headstart("order", "emit", str(order), "--linker", linker, "--match", str(synthetic["plain"]),
+                     "-o", str(d / f"order.{linker}"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{CALLED + 1} of {CALLED + 1} names are functions of" in done.stderr
+    flags = done.stderr.strip().splitlines()[-1].split("link with ", 1)[1].split()
+    cc(str(synthetic["object"]), "-o", str(d / f"ordered-{linker}"), *flags)
+    for args in ([], ["all"]):
+        want = subprocess.run([str(synthetic["plain"]), *args], capture_output=True, check=True).stdout
+        assert subprocess.run([str(d / f"ordered-{linker}"), *args], capture_output=True, check=True).stdout == want
+    placed = text_functions(d / f"ordered-{linker}")
+    expected = ["main", *startup_calls(synthetic["source"])]
+    at = placed.index("main")
+    assert placed[at : at + len(expected)] == expected  # together, in the recorded order
+
+
+def test_names_missing_from_the_build_are_reported_not_fatal_and_mold_says_why_not(synthetic, order, tmp_path):
+    data = json.loads(order.read_text())
+    data["objects"][0]["functions"].insert(3, "renamed_since")
+    edited = tmp_path / "order.json"
+    edited.write_text(json.dumps(data))
+    done = headstart("order", "emit", str(edited), "--linker", "lld", "--match", str(synthetic["plain"]))
+    assert done.returncode == 0 and "renamed_since" not in done.stdout.split()
+    assert f"{CALLED + 1} of {CALLED + 2} names" in done.stderr and "left out: renamed_since" in done.stderr
+    done = headstart("order", "emit", str(edited), "--linker", "mold")
+    assert done.returncode == 1 and "no --symbol-ordering-file" in done.stderr
+    fragment = headstart("order", "emit", str(order), "--linker", "gnu-ld-2.43")
+    assert fragment.stdout.startswith(".text : {\n    *(.text.main ") and fragment.stdout.endswith("}\n")
+
+
+def test_a_program_not_instrumented_gets_a_clear_message(synthetic, tmp_path):
+    done = headstart("order", "record", "--runs", "1", "-o", str(tmp_path / "o.json"), "--", str(synthetic["plain"]))
+    assert done.returncode == 1 and "is not instrumented" in done.stderr and "--pages" in done.stderr
+
+
+def test_check_counts_far_fewer_startup_pages_after_ordering(synthetic, order):
+    d = synthetic["dir"]
+    done = headstart("order", "emit", str(order), "--linker", "gnu-ld", "-o", str(d / "order.script"))
+    assert done.returncode == 0, done.stderr
+    cc(str(synthetic["object"]), "-o", str(d / "ordered"), "-fuse-ld=bfd", f"-Wl,-T,{d / 'order.script'}")
+    done = headstart("order", "check", "--runs", "1", "--json", "--after", str(d / "ordered"), "--",
+                     str(synthetic["plain"]))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    before, after = (next(o for o in b["objects"] if o["program"]) for b in json.loads(done.stdout)["builds"])
+    assert before["text_pages"] == after["text_pages"]  # the same code, placed otherwise
+    assert after["touched"] * 2 < before["touched"], (before, after)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an exact page count needs root (drop_caches, readahead off)")
+def test_record_by_pages_finds_the_startup_functions_of_a_build_not_instrumented(synthetic, tmp_path):
+    out = tmp_path / "pages.json"
+    done = headstart("order", "record", "--pages", "--runs", "1", "-o", str(out), "--", str(synthetic["plain"]))
+    assert done.returncode == 0, done.stderr
+    (program,) = json.loads(out.read_text())["objects"]
+    assert {"main", *startup_calls(synthetic["source"])} <= set(program["functions"])
