@@ -27,7 +27,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench docs clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench order-demo docs clean
 
 all: build
 
@@ -125,6 +125,11 @@ test-boot: deps
 # daemons that `headstart bench` starts and stops; the tables print, bench-results/ keeps the rest.
 demo: build
 	$(VENV)/bin/headstart bench --quick -o bench-results
+
+# Startup function ordering end to end (docs/ordering.md): the seed's synthetic program and zstd
+# from Debian's source, recorded, ordered for GNU ld, checked cold. Root; several minutes.
+order-demo: build
+	$(PY) bench/order/demo.py $(BUILD)/order-demo $(BUILD)
 
 # The full run behind docs/results.md.
 bench: build

@@ -24,7 +24,9 @@ def function(rng: random.Random, i: int) -> str:
     body = []
     for _ in range(40):
         op = rng.choice(OPS)
-        body.append("        " + op.format(a=rng.randrange(3, 1 << 31) | 1, b=rng.randrange(1 << 31), s=rng.randrange(1, 31)))
+        body.append(
+            "        " + op.format(a=rng.randrange(3, 1 << 31) | 1, b=rng.randrange(1 << 31), s=rng.randrange(1, 31))
+        )
     lines = "\n".join(body)
     return f"__attribute__((noinline)) unsigned f{i:05d}(unsigned x)\n{{\n{lines}\n        return x;\n}}\n"
 
@@ -42,10 +44,10 @@ def program(functions: int, called: int) -> str:
         "int main(int argc, char **argv)\n{\n"
         "        unsigned x = (unsigned) argc;\n"
         f"{calls}\n"
-        "        if (argc > 1 && strcmp(argv[1], \"all\") == 0) /* keeps every function in the binary */\n"
+        '        if (argc > 1 && strcmp(argv[1], "all") == 0) /* keeps every function in the binary */\n'
         "                for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++)\n"
         "                        x = all[i](x);\n"
-        "        printf(\"%08x\\n\", x);\n"
+        '        printf("%08x\\n", x);\n'
         "        return 0;\n}\n"
     )
     return "\n".join(parts)
