@@ -26,13 +26,16 @@ def instrumented_run(opts: LaunchOptions) -> list[Called]:
     with tempfile.TemporaryDirectory(prefix="headstart-order-") as tmp:
         out = Path(tmp) / "order"
         launch = run(replace(opts, probe=False, env={OUTPUT_ENV: str(out)}))
+        if launch.exit_status != 0 and not launch.stopped_at_ready:
+            tail = launch.stderr_tail.splitlines()[-1:] or [""]
+            raise HeadstartError(
+                f"{opts.argv[0]} failed (exit status {launch.exit_status}) in a recording launch: {tail[0]}"
+            )
         if not out.exists():
             raise HeadstartError(
                 f"{opts.argv[0]} is not instrumented: nothing was recorded. Build it with -finstrument-functions "
                 "and link it with -lheadstart-order (docs/ordering.md), or record its pages with --pages"
             )
-        if launch.exit_status != 0 and not launch.stopped_at_ready:
-            raise HeadstartError(f"{opts.argv[0]} failed (exit status {launch.exit_status}) in a recording launch")
         return read_order_file(out)
 
 
