@@ -34,7 +34,8 @@ def instrumented_run(opts: LaunchOptions) -> list[Called]:
         if not out.exists():
             raise HeadstartError(
                 f"{opts.argv[0]} is not instrumented: nothing was recorded. Build it with -finstrument-functions "
-                "and link it with -lheadstart-order (docs/ordering.md), or record its pages with --pages"
+                "and link it with -lheadstart-order after its objects (LIBS, LDLIBS: glibc's empty "
+                "__cyg_profile_func_enter is taken otherwise), or record its pages with --pages"
             )
         return read_order_file(out)
 
