@@ -105,14 +105,32 @@ def _pick_object(data: dict[str, Any], wanted: str | None) -> dict[str, Any]:
     raise HeadstartError(f"no object {wanted or program} in the order (it has {names}): choose one with --object")
 
 
+def match_names(names: list[str], defined: list[str]) -> tuple[list[str], list[str]]:
+    """The names as the release build has them, and those it has not. GCC renames what it clones
+    or splits (foo.isra.0, foo.constprop.0, foo.part.0): each such function stands where its name
+    does; a foo.cold part (code GCC judged unlikely) is left where it is."""
+    exact = set(defined)
+    variants: dict[str, list[str]] = {}
+    for d in defined:
+        base, dot, rest = d.partition(".")
+        if dot and not rest.startswith("cold"):
+            variants.setdefault(base, []).append(d)
+    kept, missing = [], []
+    for n in names:
+        found = ([n] if n in exact else []) + sorted(variants.get(n, []))
+        kept += found
+        if not found:
+            missing.append(n)
+    return list(dict.fromkeys(kept)), missing
+
+
 def run_emit(args: argparse.Namespace) -> int:
     chosen = _pick_object(_load_order(args.order), args.object)
     names = chosen["functions"]
     if args.match:
-        defined = {f.name for f in load(str(args.match)).functions}
-        missing = [n for n in names if n not in defined]
-        names = [n for n in names if n in defined]
-        print(f"{len(names)} of {len(chosen['functions'])} names are functions of {args.match}", file=sys.stderr)
+        names, missing = match_names(names, [f.name for f in load(str(args.match)).functions])
+        found = len(chosen["functions"]) - len(missing)
+        print(f"{found} of {len(chosen['functions'])} names are functions of {args.match}", file=sys.stderr)
         if missing:
             shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
             print(f"not in it (inlined or renamed in this build), left out: {shown}", file=sys.stderr)
