@@ -9,9 +9,10 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 # (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
 GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
 # Man pages from the C programs' --help (help2man), what the unit and terminal tests use, and
-# vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with, and lld,
-# one of the linkers `headstart order` writes orders for (GNU ld and gold come with binutils).
-TOOL_PACKAGES := help2man procps systemd vmtouch lld
+# vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
+# the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,
+# whose -finstrument-function-entry-bare libheadstart-order records too.
+TOOL_PACKAGES := help2man procps systemd vmtouch lld clang
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \

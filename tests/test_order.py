@@ -132,3 +132,28 @@ def test_record_by_pages_finds_the_startup_functions_of_a_build_not_instrumented
     assert done.returncode == 0, done.stderr
     (program,) = json.loads(out.read_text())["objects"]
     assert {"main", *startup_calls(synthetic["source"])} <= set(program["functions"])
+
+
+def test_a_recorded_name_stands_for_its_clones_in_the_release_build_not_its_cold_part():
+    from headstart.commands.order import match_names
+
+    kept, missing = match_names(
+        ["main", "parse", "helper", "gone"],
+        ["main", "parse.isra.0", "parse.cold", "helper", "helper.constprop.0", "other"],
+    )
+    assert kept == ["main", "parse.isra.0", "helper", "helper.constprop.0"] and missing == ["gone"]
+
+
+@pytest.mark.skipif(not shutil.which("clang"), reason="clang is not installed")
+def test_clang_entry_bare_instrumentation_records_the_same_order(tmp_path):
+    source = tmp_path / "small.c"
+    subprocess.run([sys.executable, str(ROOT / "bench/order/synthetic.py"), str(source), "300", "30"], check=True)
+    runtime = bin_path("order-runtime").parent
+    program = tmp_path / "bare"
+    subprocess.run(["clang", "-O1", "-finstrument-function-entry-bare", str(source), "-o", str(program),
+                    f"-L{runtime}", f"-Wl,-rpath,{runtime}", "-lheadstart-order"], check=True, timeout=600)  # fmt: skip
+    out = tmp_path / "order.json"
+    done = headstart("order", "record", "--runs", "1", "-o", str(out), "--", str(program))
+    assert done.returncode == 0, done.stderr
+    (recorded,) = json.loads(out.read_text())["objects"]
+    assert recorded["functions"] == ["main", *startup_calls(source)]
