@@ -15,13 +15,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from headstart.commands.profile import resolve_program
 from headstart.errors import HeadstartError, UsageError
 from headstart.ordering.check import check
 from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
 from headstart.ordering.record import SCHEMA, record
 from headstart.ordering.symbols import load
 from headstart.profiling.launch import LaunchOptions
+from headstart.profiling.program import resolve_program
 
 NAME = "order"
 HELP = "order a program's startup functions together: record them, write the order for a linker, check it"

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.progress import Progress
 
@@ -33,6 +29,7 @@ from headstart.pinning.plan import parse_size
 from headstart.profiling import after_main, files, from_trace, summary
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
+from headstart.profiling.program import resolve_program
 from headstart.profiling.render import render
 from headstart.profiling.timeline import Timeline
 from headstart.stats import summarize
@@ -95,35 +92,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"after main: show the N longest stretches without a system call (default {after_main.TOP_GAPS})",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
-
-
-def resolve_program(command: list[str]) -> list[str]:
-    """The command with its program as an absolute path, or a clear error for what cannot be profiled."""
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("name the program to profile: headstart profile [OPTIONS] -- PROGRAM ARGS...")
-    name = command[0]
-    found = name if "/" in name else shutil.which(name)
-    if not found or not Path(found).exists():
-        raise HeadstartError(f"{name}: no such program")
-    path = Path(found).resolve()
-    if path.is_dir():
-        raise HeadstartError(f"{path}: a directory, not a program")
-    if not path.is_file():
-        raise HeadstartError(f"{path}: not a regular file (a device, a FIFO or a socket), not a program")
-    if not os.access(path, os.X_OK):
-        raise HeadstartError(f"{path}: not executable (no execute permission)")
-    if not os.access(path, os.R_OK):
-        raise HeadstartError(f"{path}: cannot read it (no read permission), so it cannot be profiled")
-    try:
-        with open(path, "rb") as f:
-            interp = any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
-    except (ELFError, OSError) as e:
-        raise HeadstartError(f"{path}: not an ELF program ({e})") from e
-    if not interp:
-        raise HeadstartError(f"{path}: not dynamically linked, so there is no loader to profile")
-    return [str(path), *command[1:]]
 
 
 def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
