@@ -6,9 +6,10 @@
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
 _shtab_headstart_boot_subparsers=(record analyze compare)
+_shtab_headstart_lazy_subparsers=(plan)
 _shtab_headstart_order_subparsers=(record emit check)
 _shtab_headstart_pin_subparsers=(plan)
-_shtab_headstart_subparsers=(bench boot check order pin profile report)
+_shtab_headstart_subparsers=(bench boot check lazy order pin profile report)
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
@@ -16,6 +17,8 @@ _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --outp
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
+_shtab_headstart_lazy_plan_option_strings=(-h --help --json)
+_shtab_headstart_lazy_option_strings=(-h --help)
 _shtab_headstart_order_record_option_strings=(-h --help --runs --pages -o --output --ready --ready-window --timeout)
 _shtab_headstart_order_emit_option_strings=(-h --help --linker --object --match --no-pie -o --output)
 _shtab_headstart_order_check_option_strings=(-h --help --after --runs --read-ahead-kb --json --ready --ready-window --timeout)
@@ -29,10 +32,11 @@ _shtab_headstart_option_strings=(-h --help --version --traceback)
 
 
 _shtab_headstart_boot_pos_0_choices=(record analyze compare)
+_shtab_headstart_lazy_pos_0_choices=(plan)
 _shtab_headstart_order_emit___linker_choices=(lld gold gnu-ld gnu-ld-2.43 mold)
 _shtab_headstart_order_pos_0_choices=(record emit check)
 _shtab_headstart_pin_pos_0_choices=(plan)
-_shtab_headstart_pos_0_choices=(bench boot check order pin profile report)
+_shtab_headstart_pos_0_choices=(bench boot check lazy order pin profile report)
 
 _shtab_headstart_bench__h_nargs=0
 _shtab_headstart_bench___help_nargs=0
@@ -58,6 +62,13 @@ _shtab_headstart_check_pos_0_nargs=+
 _shtab_headstart_check__h_nargs=0
 _shtab_headstart_check___help_nargs=0
 _shtab_headstart_check___json_nargs=0
+_shtab_headstart_lazy_plan_pos_0_nargs=+
+_shtab_headstart_lazy_plan__h_nargs=0
+_shtab_headstart_lazy_plan___help_nargs=0
+_shtab_headstart_lazy_plan___json_nargs=0
+_shtab_headstart_lazy_pos_0_nargs=A...
+_shtab_headstart_lazy__h_nargs=0
+_shtab_headstart_lazy___help_nargs=0
 _shtab_headstart_order_record_pos_0_nargs=...
 _shtab_headstart_order_record__h_nargs=0
 _shtab_headstart_order_record___help_nargs=0

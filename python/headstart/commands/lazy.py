@@ -1,0 +1,62 @@
+"""headstart lazy: which of a program's libraries could be loaded on first use (docs/lazy.md).
+
+`headstart lazy plan PROFILE.json...` reads launch profiles (`headstart profile -o`, ready at the
+point that matters) and lists the program's direct dependencies that nothing used before ready,
+with what forbids deferring each. The stubs that would defer them are not built yet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from headstart.errors import HeadstartError
+from headstart.lazy.plan import plan
+
+NAME = "lazy"
+HELP = "list the libraries a program does not use before it is ready, and what forbids deferring each"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="lazy_command", required=True, metavar="COMMAND")
+    pl = sub.add_parser("plan", help="the deferrable libraries, from profiles made with `headstart profile -o`")
+    pl.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE.json")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    if not isinstance(data, dict) or "libraries" not in data:
+        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
+    return data
+
+
+def render(data: dict[str, Any], console: Console) -> None:
+    t = Table(title=f"{Path(data['program'][0]).name}: its libraries before ready ({data['profiles']} profile(s))")
+    for col in ("library", "KiB", "bound before ready", "verdict", "why"):
+        t.add_column(col, justify="right" if col in ("KiB", "bound before ready") else "left")
+    for d in data["dependencies"]:
+        why = "; ".join(d["refusals"] + [f"note: {n}" for n in d["notes"]])
+        t.add_row(d["soname"], f"{d['size'] / 1024:,.0f}", str(d["bindings_before_ready"]), d["verdict"], why)
+    console.print(t)
+    console.print(f"deferrable: {data['deferred_bytes'] / 1024:,.0f} KiB not loaded before ready")
+
+
+def run(args: argparse.Namespace) -> int:
+    data = plan([_load(p) for p in args.profiles])
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        render(data, Console(file=sys.stdout, width=160))
+    return 0

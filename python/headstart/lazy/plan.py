@@ -1,0 +1,118 @@
+"""`headstart lazy plan`: the program's direct dependencies that nothing used before ready in any of
+the given profiles, each with what forbids deferring it (a refusal) or needs care (a note).
+
+Used before ready: a symbol bound to it by then (the probe counts bindings in the profile's
+`bindings` launch, stopped at ready). A program linked with -z now binds everything at start, so
+every library it calls looks used; relink it without, or read the plan as an upper bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError
+from headstart.lazy.elf_facts import read_facts
+
+SCHEMA = "headstart-lazy-plan 1"
+
+
+@dataclass
+class Dependency:
+    soname: str
+    path: str | None
+    size: int
+    bindings: int  # symbols bound to it before ready, over all profiles
+    refusals: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.path is None:
+            return "not loaded"
+        if self.bindings:
+            return "used before ready"
+        return "refused" if self.refusals else "defer"
+
+
+def _profile_program(profile: dict[str, Any]) -> str:
+    program = profile.get("program")
+    if not isinstance(program, list) or not program:
+        raise HeadstartError("not a profile written by `headstart profile -o`")
+    return str(Path(program[0]).resolve())
+
+
+def _loaded(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The objects of the launch by soname (their file name when they have none)."""
+    found = {}
+    for lib in profile.get("libraries", []):
+        if lib["kind"] in ("program", "loader", "vdso") or not lib.get("path"):
+            continue
+        facts = read_facts(lib["path"])
+        found[facts.soname or Path(lib["path"]).name] = lib
+    return found
+
+
+def dependencies(profiles: list[dict[str, Any]]) -> list[Dependency]:
+    programs = {_profile_program(p) for p in profiles}
+    if len(programs) != 1:
+        raise HeadstartError(f"the profiles are of different programs: {', '.join(sorted(programs))}")
+    program = read_facts(programs.pop())
+    loaded = [_loaded(p) for p in profiles]
+    out = []
+    for soname in program.needed:
+        libs = [by_name[soname] for by_name in loaded if soname in by_name]
+        lib = libs[0] if libs else None
+        dep = Dependency(soname, lib["path"] if lib else None, lib["size"] if lib else 0,
+                         sum(entry.get("bindings_from_others", entry["bindings_to"]) for entry in libs))  # fmt: skip
+        if lib:
+            _hazards(dep, program, [lp for by_name in loaded for lp in by_name.values()])
+        out.append(dep)
+    return out
+
+
+def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]]) -> None:
+    assert dep.path is not None
+    lib = read_facts(dep.path)
+    data = sorted(s for s, kind in program.data_imports.items() if kind == "data" and s in lib.defined)
+    tls = sorted(s for s, kind in program.data_imports.items() if kind == "TLS" and s in lib.defined)
+    if data:
+        dep.refusals.append(f"the program imports data from it ({', '.join(data[:5])}): bound at start, no stub")
+    if tls:
+        dep.refusals.append(f"the program uses its thread-local variables ({', '.join(tls[:3])})")
+    if lib.static_tls:
+        dep.refusals.append("initial-exec TLS (DF_STATIC_TLS): loaded later it may find no room for it")
+    needers = sorted({Path(o["path"]).name for o in others if o["path"] != dep.path
+                      and dep.soname in read_facts(o["path"]).needed})  # fmt: skip
+    if needers:
+        dep.refusals.append(f"loaded anyway: {', '.join(needers[:3])} need{'s' if len(needers) == 1 else ''} it")
+    if lib.constructors:
+        dep.notes.append(f"{lib.constructors} constructor(s) of its own would run at the first call, not at start")
+    if lib.nodelete:
+        dep.notes.append("DF_1_NODELETE")
+    if dep.soname in program.versions_needed:
+        dep.notes.append(f"versioned symbols ({', '.join(program.versions_needed[dep.soname][:3])}): stubs keep them")
+
+
+def _as_dict(d: Dependency) -> dict[str, Any]:
+    return {
+        "soname": d.soname,
+        "path": d.path,
+        "size": d.size,
+        "bindings_before_ready": d.bindings,
+        "verdict": d.verdict,
+        "refusals": d.refusals,
+        "notes": d.notes,
+    }
+
+
+def plan(profiles: list[dict[str, Any]]) -> dict[str, Any]:
+    deps = dependencies(profiles)
+    deferred = [d for d in deps if d.verdict == "defer"]
+    return {
+        "schema": SCHEMA,
+        "program": profiles[0]["program"],
+        "profiles": len(profiles),
+        "dependencies": [_as_dict(d) for d in deps],
+        "deferred_bytes": sum(d.size for d in deferred),
+    }
