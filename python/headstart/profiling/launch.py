@@ -50,6 +50,9 @@ class Launch:
     memory: Memory | None
     stderr_tail: str
     stopped_at_ready: bool = False  # ended by our SIGTERM once its ready line came, not by itself
+    # With bindings: the loader's own account (LD_DEBUG=bindings), (from, to) object -> symbols bound.
+    # Written as they happen, so a program stopped at ready keeps them, unlike the probe's counts.
+    loader_bindings: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class _Output:
@@ -106,6 +109,8 @@ def _environment(opts: LaunchOptions, tmp: Path) -> dict[str, str]:
     if opts.probe:
         env.update(LD_AUDIT=str(binaries.find("probe")), HEADSTART_PROBE_OUTPUT=str(tmp / "probe.jsonl"))
         env["HEADSTART_PROBE_BINDINGS"] = "1" if opts.bindings else "0"
+        if opts.bindings:
+            env["LD_DEBUG"] = "statistics,bindings"
         # Stopped at exit so that its memory can be read, unless only main is timed: reading it is
         # enough Python work to disturb the next launch. Also with a ready pattern: a program whose
         # ready line reaches us only as it exits (stdout to a pipe is block-buffered) is read there.
@@ -191,6 +196,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         minor_faults=getattr(rusage, "ru_minflt", 0),
         major_faults=getattr(rusage, "ru_majflt", 0),
         loader=_read_loader_statistics(tmp, proc.pid),
+        loader_bindings=_read_loader_bindings(tmp, proc.pid) if opts.bindings else {},
         timeline=tl,
         memory=memory,
         stderr_tail="\n".join(outputs[1].tail),
@@ -248,6 +254,17 @@ def _read_timeline(tmp: Path, pid: int) -> timeline.Timeline | None:
 def _read_loader_statistics(tmp: Path, pid: int) -> dict[str, int]:
     path = tmp / f"ld.{pid}"
     return parse_loader_statistics(path.read_text(errors="replace")) if path.exists() else {}
+
+
+_BINDING = re.compile(r"binding file (.*?) \[\d+\] to (.*?) \[\d+\]: ")
+
+
+def _read_loader_bindings(tmp: Path, pid: int) -> dict[tuple[str, str], int]:
+    path = tmp / f"ld.{pid}"
+    counts: dict[tuple[str, str], int] = {}
+    for m in _BINDING.finditer(path.read_text(errors="replace") if path.exists() else ""):
+        counts[(m.group(1), m.group(2))] = counts.get((m.group(1), m.group(2)), 0) + 1
+    return counts
 
 
 def _read_mark(fd: int, start: int) -> int | None:

@@ -95,15 +95,16 @@ def libraries(warm: list[Launch], cold: list[Launch], bindings: Launch | None) -
 
     calls_from: dict[int, int] = {}
     calls_to: dict[int, int] = {}
-    from_others: dict[int, int] = {}  # what `headstart lazy plan` asks: used by another object
+    from_others: dict[str, int] = {}  # what `headstart lazy plan` asks: used by another object, by path
+    for (source, target), n in (bindings.loader_bindings if bindings else {}).items():
+        if source != target:
+            from_others[target] = from_others.get(target, 0) + n
     if bindings and bindings.timeline:
         for b in bindings.timeline.bindings:
             n = b["before_main"] + b["after_main"]
             if b["from"] is not None:
                 calls_from[b["from"]] = calls_from.get(b["from"], 0) + n
                 calls_to[b["to"]] = calls_to.get(b["to"], 0) + n
-                if b["from"] != b["to"]:
-                    from_others[b["to"]] = from_others.get(b["to"], 0) + n
     return [
         {
             "index": o.index,
@@ -118,7 +119,7 @@ def libraries(warm: list[Launch], cold: list[Launch], bindings: Launch | None) -
             "mapped_at_us": median_over(warm, i, "at"),
             "bindings_from": calls_from.get(o.index, 0),
             "bindings_to": calls_to.get(o.index, 0),
-            "bindings_from_others": from_others.get(o.index, 0),
+            "bindings_from_others": from_others.get(o.path, 0),
         }
         for i, o in enumerate(first)
     ]
