@@ -101,10 +101,12 @@ def prepare(plan: ColdPlan, env: dict[str, str], workdir: Path, progress: Progre
         profiles.append((workdir / f"{program.name}.json", profile(program, env, workdir / f"{program.name}.json")))
         progress.advance(task)
     progress.remove_task(task)
-    closure = sorted({f["path"] for _, data in profiles for f in data["files"]} | {str(p.path) for p in plan.programs})
+    # With the launcher, which served launches start from.
+    launcher = [str(binaries.find("headstart-run").resolve())] if any(k != "exec" for k in plan.keys) else []
+    used = {f["path"] for _, data in profiles for f in data["files"]} | {str(p.path) for p in plan.programs}
+    closure = sorted(used | set(launcher))
     path = plan.pin_plan or workdir / "pin.plan"
-    if plan.pin_plan is None:  # with the launcher, which served launches start from
-        launcher = [str(binaries.find("headstart-run"))] if any(k != "exec" for k in plan.keys) else []
+    if plan.pin_plan is None:
         path.write_text(plan_text(profiles, None, launcher))
     plan_bytes = sum(int(line.split()[2]) for line in path.read_text().splitlines() if line.startswith("range "))
     return Prepared(path, closure, sum(os.path.getsize(f) for f in closure if os.path.exists(f)), plan_bytes)

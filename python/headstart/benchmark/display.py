@@ -31,9 +31,7 @@ def x_display(display: str | None = None) -> Iterator[str]:
     try:
         # -displayfd: Xvfb picks a free display number and writes it here once it accepts clients.
         proc = subprocess.Popen(
-            # -noreset: by default an X server resets when its last client leaves, and a launch
-            # connecting right then is refused ("cannot connect to the X display").
-            [xvfb, "-displayfd", str(write_end), "-nolisten", "tcp", "-noreset", "-screen", "0", SCREEN],
+            [xvfb, "-displayfd", str(write_end), "-nolisten", "tcp", "-screen", "0", SCREEN],
             pass_fds=(write_end,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
