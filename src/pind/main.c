@@ -144,6 +144,8 @@ static int load(struct state *st) {
         int r = pin_plan_read(arg_plan, &fresh);
         if (r < 0)
                 return r;
+        if (st->counts.n)
+                launch_counts_decay(&st->counts); /* up to now, before they are carried over */
         r = launch_counts_init(&counts, &fresh, &st->plan, &st->counts, arg_half_life);
         if (r < 0) {
                 pin_plan_done(&fresh);
