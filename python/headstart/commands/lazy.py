@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from headstart.errors import HeadstartError
+from headstart.lazy.build import build
 from headstart.lazy.plan import plan
 
 NAME = "lazy"
@@ -27,6 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pl = sub.add_parser("plan", help="the deferrable libraries, from profiles made with `headstart profile -o`")
     pl.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE.json")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    bu = sub.add_parser("build", help="a stub archive deferring one library, to relink the program with (x86-64)")
+    bu.add_argument("profiles", nargs="+", type=Path, metavar="PROFILE.json")
+    bu.add_argument("--library", required=True, metavar="SONAME", help="the library to defer, as the plan names it")
+    bu.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="where the stubs and archive go")
+    bu.add_argument("--cc", default="cc", help="the C compiler (default cc)")
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -52,7 +58,26 @@ def render(data: dict[str, Any], console: Console) -> None:
     console.print(f"deferrable: {data['deferred_bytes'] / 1024:,.0f} KiB not loaded before ready")
 
 
+def run_build(args: argparse.Namespace) -> int:
+    data = plan([_load(p) for p in args.profiles])
+    dep = next((d for d in data["dependencies"] if d["soname"] == args.library), None)
+    if dep is None:
+        names = ", ".join(d["soname"] for d in data["dependencies"])
+        raise HeadstartError(f"{args.library} is not a dependency of the program (it has {names})")
+    if dep["verdict"] != "defer":
+        raise HeadstartError(f"{args.library} cannot be deferred: {'; '.join(dep['refusals']) or dep['verdict']}")
+    archive, count = build(Path(data["program"][0]), Path(dep["path"]), args.library, args.output, args.cc)
+    name = args.library.split(".so")[0].removeprefix("lib")
+    print(
+        f"{count} functions stubbed in {archive}: link with {archive} instead of -l{name}; "
+        f"{args.library} is then loaded at the first call of one of them"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.lazy_command == "build":
+        return run_build(args)
     data = plan([_load(p) for p in args.profiles])
     if args.json:
         json.dump(data, sys.stdout, indent=1)
