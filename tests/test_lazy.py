@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import helper_path
+from conftest import base_env, helper_path, run_served
+from headstart.daemon import private_daemon
 
 
 def headstart(*args: str) -> subprocess.CompletedProcess[str]:
@@ -132,6 +133,10 @@ def test_stubs_defer_the_library_to_the_first_call_from_many_threads_and_say_so_
     want = subprocess.run([str(eager)], capture_output=True, check=True).stdout
     for _ in range(10):  # the race at the first call, many times
         assert subprocess.run([str(lazy)], capture_output=True, env=env, check=True).stdout == want
+    with private_daemon([], extra_args=["--warm", str(lazy), "--no-learn"], env=env) as daemon:
+        served = run_served(daemon, [str(lazy)], env=base_env(LD_LIBRARY_PATH=str(libdir)))
+        assert (served.returncode, served.stdout) == (0, want)  # a served stubbed program loads it too
+        assert daemon.launches_started() == 1
     gone = subprocess.run([str(lazy)], capture_output=True, text=True)  # the library nowhere to be found
     assert gone.stdout == "ready\n" and gone.returncode < 0
     assert gone.stderr.count("headstart lazy: cannot load libhslazy.so.1") == 1, gone.stderr
