@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from headstart.errors import HeadstartError
+from headstart.jsonfile import read_json
 from headstart.lazy.build import build
 from headstart.lazy.plan import plan
 
@@ -36,12 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    data = read_json(path)
     if not isinstance(data, dict) or "libraries" not in data:
         raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
     return data

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from headstart.errors import HeadstartError, UsageError
+from headstart.jsonfile import read_json
 from headstart.ordering.check import check
 from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
 from headstart.ordering.record import SCHEMA, record
@@ -82,12 +83,7 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def _load_order(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise HeadstartError(f"{path}: not an order written by `headstart order record`")
     return data

@@ -6,13 +6,13 @@ at a budget, worth most first."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from headstart.errors import HeadstartError, UsageError
+from headstart.jsonfile import read_json
 from headstart.profiling.memory import PAGE_SIZE
 
 HEADER = "headstart-pin-plan 2"
@@ -26,12 +26,7 @@ def parse_size(text: str, option: str = "--budget") -> int:
 
 
 def load_profile(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as e:
-        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise HeadstartError(f"{path}: not JSON ({e.msg})") from e
+    data = read_json(path)
     if not isinstance(data, dict) or "files" not in data:
         raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
     if not data.get("cold"):
