@@ -8,6 +8,7 @@ import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
@@ -169,30 +170,34 @@ def run_cold(args: argparse.Namespace) -> int:
         if any(p.needs_display for p in plan.programs):
             env["DISPLAY"] = stack.enter_context(x_display(args.display))
         data = cold.measure(plan, env, progress)
-    try:
-        args.output.mkdir(parents=True, exist_ok=True)
-        (args.output / "cold.json").write_text(json.dumps(data, indent=1) + "\n")
-    except OSError as e:
-        raise HeadstartError(f"cannot write to {args.output}: {e.strerror}") from e
-    if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        table.render(data, Console(file=sys.stdout, width=160))
-        print(f"\nresults: {args.output / 'cold.json'}")
+    results = _write(args.output, "cold.json", json.dumps(data, indent=1) + "\n")
+    _show(data, args.json, f"\nresults: {results}")
     failed = any(a["errors"] for p in data["programs"] for m in p["modes"].values() for a in m.values())
     return 1 if failed else 0
 
 
-def write_outputs(data: dict[str, object], directory: Path) -> Path:
+def _write(directory: Path, name: str, text: str) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "bench.json").write_text(json.dumps(data, indent=1) + "\n")
-        report = directory / "report.html"
-        report.write_text(bench_page.build(data).render())
+        (directory / name).write_text(text)
     except OSError as e:
         raise HeadstartError(f"cannot write to {directory}: {e.strerror}") from e
-    return report
+    return directory / name
+
+
+def _show(data: dict[str, Any], as_json: bool, footer: str) -> None:
+    """The results as JSON on standard output, or as tables followed by where they were written."""
+    if as_json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        table.render(data, Console(file=sys.stdout, width=160))
+        print(footer)
+
+
+def write_outputs(data: dict[str, object], directory: Path) -> Path:
+    _write(directory, "bench.json", json.dumps(data, indent=1) + "\n")
+    return _write(directory, "report.html", bench_page.build(data).render())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -203,10 +208,5 @@ def run(args: argparse.Namespace) -> int:
     result = suite.run(plan, err)
     data = as_json(result)
     report = write_outputs(data, args.output)
-    if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        table.render(data, Console(file=sys.stdout, width=160))
-        print(f"\nresults: {args.output / 'bench.json'}\nreport:  {report}")
+    _show(data, args.json, f"\nresults: {args.output / 'bench.json'}\nreport:  {report}")
     return 1 if result.failed() else 0
