@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "read-ahead.h"
 
 static bool is_dropped(const struct pinner *p, dev_t dev, ino_t ino) {
         for (size_t i = 0; i < p->ndropped; i++)
@@ -124,10 +125,10 @@ static bool set_locked(struct pinner *p, const struct ranked *r, bool lock) {
          * ENOMEM rather than faulting in our hands. Without CAP_IPC_LOCK, a lock beyond
          * RLIMIT_MEMLOCK fails too (ENOMEM, or EPERM when the limit is 0). */
         char *at = (char *) pf->map + start;
-        /* What is not cached is read first as one request for exactly the range (MADV_WILLNEED
+        /* What is not cached is read first in large requests for exactly the range (MADV_WILLNEED
          * marks no page for readahead, see map_file), then locked. */
         if (lock)
-                (void) madvise(at, len, MADV_WILLNEED);
+                read_ahead_mapping(at, len);
         if (lock ? mlock(at, len) < 0 : munlock(at, len) < 0)
                 return false;
         /* Unlocked pages would stay mapped here, which keeps them from being evicted like any other

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "read-ahead.h"
 
 /* linux/ioprio.h, which glibc does not wrap. */
 #define IOPRIO_CLASS_IDLE 3
@@ -55,7 +56,7 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
                         continue;
                 nfiles += !opened;
                 /* Starts the reads and returns; a range past a file's end reads nothing. */
-                if (readahead(fd, (off64_t) r->offset, (size_t) r->length) == 0)
+                if (read_ahead_file(fd, r->offset, r->length) == 0)
                         total += r->length;
         }
         for (size_t i = 0; i < plan->nfiles; i++)
