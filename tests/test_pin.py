@@ -146,22 +146,35 @@ def test_launches_by_exec_are_counted_too(tmp_path):
         pages_move_to(often, second, first, tmp_path / "log")
 
 
+def one_readahead_limit(path: Path) -> int:
+    """The most one readahead(2) reads on the disk that holds path: its read_ahead_kb or max_sectors_kb."""
+    st = os.stat(path)
+    disk = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    queue = disk / "queue" if (disk / "queue").exists() else disk / ".." / "queue"  # a partition's disk
+    try:
+        return max(int((queue / name).read_text()) for name in ("read_ahead_kb", "max_sectors_kb")) * 1024
+    except OSError:  # not a block device (overlayfs, tmpfs): a common limit
+        return 8 * MIB
+
+
 def test_prefetch_reads_the_ranges_within_the_budget_and_locks_nothing(tmp_path):
-    data = data_file(tmp_path / "data.bin", 4 * MIB)
+    # Ranges longer than one readahead(2) reads on this disk, which must still be read whole.
+    size = (2 * one_readahead_limit(tmp_path) + MIB - 1) // MIB * MIB
+    data = data_file(tmp_path / "data.bin", 2 * size + MIB)
     plan = write_plan(
         tmp_path / "plan",
-        [f"file {4 * MIB} {data}", f"range 0 {MIB} 1", f"range {2 * MIB} {MIB} 0"],
+        [f"file {2 * size + MIB} {data}", f"range 0 {size} 1", f"range {size + MIB} {size} 0"],
         [("/usr/bin/a", 1), ("/usr/bin/b", 3)],
     )
     assert resident_after_evict(data) == 0
     done = subprocess.run(
-        [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "1M", "--prefetch"],
+        [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", f"{size // MIB}M", "--prefetch"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert done.returncode == 0 and "prefetched 1024 KiB from 1 files" in done.stderr, done.stderr
-    wait_for(lambda: (files.residency(str(data)) or 0) >= MIB // PAGE, "not prefetched", plan)
+    assert done.returncode == 0 and f"prefetched {size // 1024} KiB from 1 files" in done.stderr, done.stderr
+    wait_for(lambda: (files.residency(str(data)) or 0) >= size // PAGE, "not prefetched", plan)
     resident = files.resident_pages(str(data))  # the range worth 3 launches, not the other
-    assert set(range(MIB // PAGE)) <= resident and not resident & set(range(2 * MIB // PAGE, 3 * MIB // PAGE))
+    assert set(range(size // PAGE)) <= resident and not resident & set(range((size + MIB) // PAGE, 2 * size // PAGE))
 
 
 def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinned(tmp_path):
