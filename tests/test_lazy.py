@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -77,7 +79,12 @@ int lazy_sum(int n, ...) {
         for (int i = 0; i < n; i++) s += va_arg(ap, int);
         va_end(ap); return s;
 }
+#ifdef WITH_CONSTRUCTOR
+__attribute__((constructor)) static void hello(void) { fputs("loaded\n", stderr); }
+#endif
 """
+# The program binds each function to a version, which the stubs must keep.
+VERSIONS = "HSLAZY_1 { global: lazy_add; lazy_scale; local: *; };\nHSLAZY_2 { global: lazy_sum; } HSLAZY_1;\n"
 
 PROGRAM = r"""
 #include <pthread.h>
@@ -92,10 +99,13 @@ static void *call(void *arg) {
         results[i] = lazy_add((int) i, 100) + (int) lazy_scale(2.5, 4.0f) + lazy_sum(3, 1, 2, (int) i);
         return NULL;
 }
-int main(void) {
+int main(int argc, char **argv) {
+        (void) argv;
         printf("ready\n");
         fflush(stdout);
-        usleep(200000); /* the profile stops it at ready: nothing of the library is called before */
+        if (argc > 1) /* the path that stops at ready, for a profile */
+                return 0;
+        usleep(300000); /* the profile stops it at ready, and the test reads its maps */
         pthread_t t[8];
         pthread_barrier_init(&start, NULL, 8);
         for (long i = 0; i < 8; i++) pthread_create(&t[i], NULL, call, (void *) i);
@@ -103,43 +113,176 @@ int main(void) {
         return 0;
 }
 """
+SONAME = "libhslazy.so.1"
+
+
+@dataclass
+class Sample:
+    """The test library and a program linked with it as usual (eager), for one machine."""
+
+    dir: Path
+    cc: list[str]
+    libdir: Path
+    eager: Path
+
+    def build_lazy(self, archive: Path) -> Path:
+        lazy = self.dir / "lazy"
+        subprocess.run([*self.cc, str(self.dir / "main.o"), str(archive), "-o", str(lazy), "-pthread"], check=True)
+        return lazy
+
+
+def make_sample(d: Path, gcc: str = "gcc", constructor: bool = False) -> Sample:
+    (d / "lib.c").write_text(LIBRARY)
+    (d / "lib.map").write_text(VERSIONS)
+    (d / "main.c").write_text(PROGRAM)
+    libdir = d / "lib"
+    libdir.mkdir()
+    cc = [gcc, "-O1"]
+    subprocess.run([*cc, "-shared", "-fPIC", f"-Wl,-soname,{SONAME}", f"-Wl,--version-script={d / 'lib.map'}",
+                    *(["-DWITH_CONSTRUCTOR"] if constructor else []), str(d / "lib.c"),
+                    "-o", str(libdir / SONAME)], check=True)  # fmt: skip
+    subprocess.run([*cc, "-c", str(d / "main.c"), "-o", str(d / "main.o")], check=True)
+    eager = d / "eager"
+    subprocess.run([*cc, str(d / "main.o"), str(libdir / SONAME), "-o", str(eager), f"-Wl,-rpath,{libdir}",
+                    "-pthread"], check=True)  # fmt: skip
+    return Sample(d, cc, libdir, eager)
+
+
+def native_sample(d: Path, constructor: bool = False) -> tuple[Sample, Path]:
+    """The sample and its profile, stopped at ready."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the native stub tests run on x86-64; aarch64 is tested under qemu-user")
+    sample = make_sample(d, constructor=constructor)
+    profile = d / "p.json"
+    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(sample.eager))
+    assert done.returncode == 0, done.stderr
+    return sample, profile
+
+
+def maps_at_ready(argv: list[str], env: dict[str, str]) -> tuple[str, bytes, str, int]:
+    """The program's memory map when it says ready, then its whole output, stderr and status."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    maps = Path(f"/proc/{proc.pid}/maps").read_text()
+    out, err = proc.communicate(timeout=60)
+    return maps, first + out, err.decode(), proc.returncode
+
+
+def deferred_loads(argv: list[str], env: dict[str, str]) -> list[str]:
+    """The objects a profile to exit shows loaded after main by lazy stubs at their first call."""
+    done = subprocess.run([sys.executable, "-m", "headstart", "profile", "--runs", "1", "--json", "--", *argv],
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [r["object"] for r in json.loads(done.stdout)["after_main"]["loads"] if r["deferred_by_stubs"]]
 
 
 def test_stubs_defer_the_library_to_the_first_call_from_many_threads_and_say_so_when_it_is_missing(tmp_path):
-    if os.uname().machine != "x86_64":
-        pytest.skip("lazy stubs are built for x86-64 only so far")
-    (tmp_path / "lib.c").write_text(LIBRARY)
-    (tmp_path / "main.c").write_text(PROGRAM)
-    libdir = tmp_path / "lib"
-    libdir.mkdir()
-    cc = ["gcc", "-O1"]
-    subprocess.run([*cc, "-shared", "-fPIC", "-Wl,-soname,libhslazy.so.1", str(tmp_path / "lib.c"),
-                    "-o", str(libdir / "libhslazy.so.1")], check=True)  # fmt: skip
-    subprocess.run([*cc, "-c", str(tmp_path / "main.c"), "-o", str(tmp_path / "main.o")], check=True)
-    eager = tmp_path / "eager"
-    subprocess.run([*cc, str(tmp_path / "main.o"), str(libdir / "libhslazy.so.1"), "-o", str(eager),
-                    f"-Wl,-rpath,{libdir}"], check=True)  # fmt: skip
-    profile = tmp_path / "p.json"
-    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(eager))
-    assert done.returncode == 0, done.stderr
-    done = headstart("lazy", "build", str(profile), "--library", "libhslazy.so.1", "-o", str(tmp_path / "stubs"))
+    sample, profile = native_sample(tmp_path)
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(tmp_path / "stubs"))
     assert done.returncode == 0 and "3 functions stubbed" in done.stdout, done.stderr
-    archive = tmp_path / "stubs/libhslazy-lazy.a"
-    lazy = tmp_path / "lazy"
-    subprocess.run([*cc, str(tmp_path / "main.o"), str(archive), "-o", str(lazy), "-pthread"], check=True)
+    lazy = sample.build_lazy(tmp_path / "stubs/libhslazy-lazy.a")
     needed = subprocess.run(["readelf", "-d", str(lazy)], capture_output=True, text=True, check=True).stdout
     assert "libhslazy" not in needed  # not loaded at start any more
-    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
-    want = subprocess.run([str(eager)], capture_output=True, check=True).stdout
+    env = dict(os.environ, LD_LIBRARY_PATH=str(sample.libdir))
+    want = subprocess.run([str(sample.eager)], capture_output=True, check=True).stdout
     for _ in range(10):  # the race at the first call, many times
         assert subprocess.run([str(lazy)], capture_output=True, env=env, check=True).stdout == want
+    maps, out, _, status = maps_at_ready([str(lazy)], env)
+    assert SONAME not in maps and (out, status) == (want, 0)
+    assert deferred_loads([str(lazy)], env) == [str(sample.libdir / SONAME)]
+    assert deferred_loads([str(sample.eager)], env) == []  # loaded at start: no load after main at all
     with private_daemon([], extra_args=["--warm", str(lazy), "--no-learn"], env=env) as daemon:
-        served = run_served(daemon, [str(lazy)], env=base_env(LD_LIBRARY_PATH=str(libdir)))
+        served = run_served(daemon, [str(lazy)], env=base_env(LD_LIBRARY_PATH=str(sample.libdir)))
         assert (served.returncode, served.stdout) == (0, want)  # a served stubbed program loads it too
-        assert daemon.launches_started() == 1
+        assert daemon.launches_started() == 1, daemon.log_text()
+    # Served, the library is learned as a load after main and preloaded: the first call finds it.
+    learn = ["--warm", str(lazy), "--learn-file", str(tmp_path / "learned")]
+    with private_daemon([], extra_args=learn, env=env) as daemon:
+        for _ in range(2):
+            served = run_served(daemon, [str(lazy)], env=base_env(LD_LIBRARY_PATH=str(sample.libdir)))
+            assert (served.returncode, served.stdout) == (0, want)
+            deadline = time.monotonic() + 60
+            while not any(v.endswith(f"/{SONAME}") for v in daemon.status().get("learned", [])
+                          if v.startswith("preloaded ")):  # fmt: skip
+                assert time.monotonic() < deadline, daemon.log_text()
+                time.sleep(0.05)
     gone = subprocess.run([str(lazy)], capture_output=True, text=True)  # the library nowhere to be found
     assert gone.stdout == "ready\n" and gone.returncode < 0
-    assert gone.stderr.count("headstart lazy: cannot load libhslazy.so.1") == 1, gone.stderr
+    assert gone.stderr.count(f"headstart lazy: cannot load {SONAME}") == 1, gone.stderr
+
+
+def test_a_drop_in_defers_the_library_of_the_unmodified_program(tmp_path):
+    sample, profile = native_sample(tmp_path)
+    stubs = tmp_path / "stubs"
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs))
+    assert done.returncode == 0 and f"LD_LIBRARY_PATH={stubs}" in done.stdout, done.stderr
+    defs = subprocess.run(["readelf", "-V", str(stubs / SONAME)], capture_output=True, text=True, check=True).stdout
+    assert "HSLAZY_1" in defs and "HSLAZY_2" in defs  # the versions the program binds to
+    want = subprocess.run([str(sample.eager)], capture_output=True, check=True).stdout
+    env = dict(os.environ, LD_LIBRARY_PATH=str(stubs))
+    for _ in range(5):
+        maps, out, err, status = maps_at_ready([str(sample.eager)], env)
+        assert (out, status) == (want, 0), err
+        assert str(stubs / SONAME) in maps and str(sample.libdir / SONAME) not in maps  # the stub, not it
+    assert deferred_loads([str(sample.eager)], env) == [str(sample.libdir / SONAME)]
+    with private_daemon([], extra_args=["--warm", str(sample.eager), "--no-learn"], env=env) as daemon:
+        served = run_served(daemon, [str(sample.eager)], env=base_env(LD_LIBRARY_PATH=str(stubs)))
+        assert (served.returncode, served.stdout) == (0, want)
+        assert daemon.launches_started() == 1, daemon.log_text()
+    (sample.libdir / SONAME).rename(tmp_path / "moved")
+    _, out, err, status = maps_at_ready([str(sample.eager)], env)
+    assert out == b"ready\n" and status < 0 and err.count(f"headstart lazy: cannot load {SONAME}") == 1, err
+
+
+def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tmp_path):
+    sample, profile = native_sample(tmp_path, constructor=True)
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(tmp_path / "s"))
+    assert done.returncode == 1 and "constructors" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(tmp_path / "s"))
+    assert done.returncode == 0, done.stderr
+    lazy = sample.build_lazy(tmp_path / "s/libhslazy-lazy.a")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(sample.libdir))
+    got = subprocess.run([str(lazy)], capture_output=True, env=env, check=True)
+    assert got.stderr == b"loaded\n"  # at the first call, not at start: the plan's note says so
+    assert got.stdout == subprocess.run([str(sample.eager)], capture_output=True, check=True).stdout
+
+
+A64_BUILD = os.environ.get("HEADSTART_AARCH64_BUILD")
+A64_SYSROOT = os.environ.get("HEADSTART_AARCH64_SYSROOT")
+
+
+@pytest.mark.skipif(not (A64_BUILD and A64_SYSROOT), reason="the aarch64 build and sysroot come with make test")
+def test_aarch64_stubs_and_drop_in_run_the_program_as_eagerly_under_qemu(tmp_path):
+    """Profiled where it runs (the aarch64 probe under qemu-user), stubbed here with the cross compiler."""
+    sample = make_sample(tmp_path, gcc="aarch64-linux-gnu-gcc")
+    env = {"PATH": "/usr/bin:/bin", "QEMU_LD_PREFIX": str(A64_SYSROOT)}
+    trace, profile = tmp_path / "trace.jsonl", tmp_path / "p.json"
+    probe = {"HEADSTART_PROBE_OUTPUT": str(trace), "LD_AUDIT": str(Path(str(A64_BUILD)) / "libheadstart-probe.so")}
+    subprocess.run([str(sample.eager), "stop-at-ready"], env=env | probe, check=True, capture_output=True)
+    done = headstart("profile", "--from", str(trace), "-o", str(profile))
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(headstart("lazy", "plan", "--json", "--sysroot", str(A64_SYSROOT), str(profile)).stdout)
+    assert {d["soname"]: d["verdict"] for d in plan["dependencies"]}[SONAME] == "defer"
+    want = subprocess.run([str(sample.eager)], env=env, capture_output=True, check=True).stdout
+    assert want.startswith(b"ready\n") and len(want.splitlines()) == 9
+    sysroot = ["--sysroot", str(A64_SYSROOT)]
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, *sysroot, "-o", str(tmp_path / "a"))
+    assert done.returncode == 0 and "3 functions stubbed" in done.stdout, done.stderr
+    lazy = sample.build_lazy(tmp_path / "a/libhslazy-lazy.a")
+    lib_env = env | {"LD_LIBRARY_PATH": str(sample.libdir)}
+    for _ in range(3):
+        assert subprocess.run([str(lazy)], env=lib_env, capture_output=True, check=True).stdout == want
+    drop_in = tmp_path / "d"
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", *sysroot, "-o", str(drop_in))
+    assert done.returncode == 0, done.stderr
+    in_env = env | {"LD_LIBRARY_PATH": str(drop_in)}
+    for _ in range(3):
+        assert subprocess.run([str(sample.eager)], env=in_env, capture_output=True, check=True).stdout == want
+    (sample.libdir / SONAME).rename(tmp_path / "moved")  # both now reach the stub that says so
+    for argv, run_env in (([str(lazy)], lib_env), ([str(sample.eager)], in_env)):
+        gone = subprocess.run(argv, env=run_env, capture_output=True, text=True)
+        assert gone.stdout == "ready\n" and gone.returncode != 0 and "headstart lazy: cannot load" in gone.stderr
 
 
 def test_a_library_that_cannot_be_deferred_gets_no_stubs(profiles, tmp_path):

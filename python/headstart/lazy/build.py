@@ -1,8 +1,14 @@
-"""`headstart lazy build`: a stub archive that defers one library to its first call, for relinking
-a program that is built here (x86-64). The stubs take the functions the program imports from the
-library, each with the version it binds to; calls go through a slot that a resolver (resolver.c)
-fills at the first call of any of them, after loading the library once. Linked instead of the
-library, the program no longer needs it at start."""
+"""`headstart lazy build`: stubs that defer one library to its first call, in one of two forms.
+
+- An archive to relink a program built here with, instead of the library: the program no longer
+  needs it at start, and the stubs, linked into it, dlopen it by its soname at the first call.
+- A drop-in: a small shared library with the library's soname and the versions the program binds
+  to, found first through LD_LIBRARY_PATH by the unmodified program; its stubs dlopen the real
+  library by its full path at the first call.
+
+The stubs take the functions the program imports from the library, each with the version it binds
+to (assembly.py); the resolver (resolver.c) fills their slots at the first call. The machine is the
+program's (x86-64 or aarch64); another machine's is built with its cross compiler."""
 
 from __future__ import annotations
 
@@ -15,54 +21,30 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 
 from headstart.errors import HeadstartError
+from headstart.lazy.assembly import WRITERS, stubs
+from headstart.lazy.elf_facts import LAZY_SECTION, read_facts
 
 RESOLVER = Path(__file__).with_name("resolver.c")
-
-# The registers that carry arguments (integer, and vector for floating point and varargs' count
-# in %al) are saved around the resolver, so that the real function gets the call as it was made.
-_COMMON = (
-    """\
-        .p2align 4
-{tag}_common:
-        endbr64
-        push %rdi
-        push %rsi
-        push %rdx
-        push %rcx
-        push %r8
-        push %r9
-        push %rax
-        sub $128, %rsp
-"""
-    + "".join(f"        movdqu %xmm{i}, {16 * i}(%rsp)\n" for i in range(8))
-    + """\
-        mov %r11, %rdi
-        call {tag}_resolve
-        mov %rax, %r11
-"""
-    + "".join(f"        movdqu {16 * i}(%rsp), %xmm{i}\n" for i in range(8))
-    + """\
-        add $128, %rsp
-        pop %rax
-        pop %r9
-        pop %r8
-        pop %rcx
-        pop %rdx
-        pop %rsi
-        pop %rdi
-        jmp *%r11
-"""
-)
+MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}
+Functions = list[tuple[str, str | None]]  # name, version
 
 
-def imported_functions(program: Path, library: Path) -> list[tuple[str, str | None]]:
+def arch_of(path: Path) -> str:
+    with open(path, "rb") as f:
+        machine = ELFFile(f)["e_machine"]
+    if machine not in MACHINES:
+        raise HeadstartError(f"{path}: lazy stubs are built for {' and '.join(WRITERS)}, not {machine}")
+    return MACHINES[machine]
+
+
+def default_cc(arch: str) -> str:
+    return "cc" if arch == platform.machine() else f"{arch}-linux-gnu-gcc"
+
+
+def imported_functions(program: Path, library: Path) -> Functions:
     """The functions program imports that library defines, with the version each binds to."""
-    with open(library, "rb") as f:
-        lib = ELFFile(f)
-        dynsym = lib.get_section_by_name(".dynsym")
-        defined = {s.name for s in dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF"} if dynsym else set()
-        soname = next((t.soname for s in lib.iter_sections() if s["sh_type"] == "SHT_DYNAMIC"
-                       for t in s.iter_tags() if t.entry.d_tag == "DT_SONAME"), library.name)  # fmt: skip
+    lib = read_facts(str(library))
+    soname = lib.soname or library.name
     with open(program, "rb") as f:
         elf = ELFFile(f)
         versions: dict[int, str] = {}
@@ -74,7 +56,7 @@ def imported_functions(program: Path, library: Path) -> list[tuple[str, str | No
         versym = elf.get_section_by_name(".gnu.version")
         found = []
         for i, sym in enumerate(elf.get_section_by_name(".dynsym").iter_symbols()):
-            if sym["st_shndx"] == "SHN_UNDEF" and sym["st_info"]["type"] == "STT_FUNC" and sym.name in defined:
+            if sym["st_shndx"] == "SHN_UNDEF" and sym["st_info"]["type"] == "STT_FUNC" and sym.name in lib.defined:
                 ndx = versym.get_symbol(i)["ndx"] if versym else 0
                 found.append((sym.name, versions.get(ndx) if isinstance(ndx, int) else None))
     return sorted(found)
@@ -84,36 +66,17 @@ def tag_of(soname: str) -> str:
     return "hs_lazy_" + re.sub(r"[^A-Za-z0-9]", "_", soname)
 
 
-def assembly(tag: str, functions: list[tuple[str, str | None]]) -> str:
-    out = ["        .text"]
-    for i, (name, _) in enumerate(functions):
-        out.append(f"""\
-        .globl {name}
-        .type {name}, @function
-        .p2align 4
-{name}:
-        endbr64
-        jmp *{tag}_slots+{8 * i}(%rip)
-        .size {name}, .-{name}
-        .globl {tag}_thunk_{i}
-        .hidden {tag}_thunk_{i}
-{tag}_thunk_{i}:
-        endbr64
-        mov ${i}, %r11
-        jmp {tag}_common""")
-    out.append(_COMMON.format(tag=tag))
-    out.append('        .section .note.GNU-stack,"",@progbits')
-    return "\n".join(out) + "\n"
+def table(tag: str, soname: str, target: str, functions: Functions) -> str:
+    """The C table resolver.c is compiled with: what to dlopen, the names, versions and slots."""
 
-
-def table(tag: str, soname: str, functions: list[tuple[str, str | None]]) -> str:
     def c(s: str | None) -> str:
-        return "NULL" if s is None else '"' + s + '"'
+        return "NULL" if s is None else '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     thunks = "".join(f"extern char {tag}_thunk_{i}[];\n" for i in range(len(functions)))
     return (
         f"#define HS_LAZY(x) {tag}_##x\n"
-        f"static const char hs_lazy_soname[] = {c(soname)};\n"
+        f'__attribute__((used, section("{LAZY_SECTION}"))) static const char hs_lazy_soname[] = {c(soname)};\n'
+        f"static const char hs_lazy_target[] = {c(target)};\n"
         f"static const char *const hs_lazy_names[] = {{ {', '.join(c(n) for n, _ in functions)} }};\n"
         f"static const char *const hs_lazy_versions[] = {{ {', '.join(c(v) for _, v in functions)} }};\n"
         f"{thunks}"
@@ -122,29 +85,60 @@ def table(tag: str, soname: str, functions: list[tuple[str, str | None]]) -> str
     )
 
 
-def build(program: Path, library: Path, soname: str, out: Path, cc: str = "cc") -> tuple[Path, int]:
-    """Writes and compiles the stubs into OUT/lib<name>-lazy.a; returns it and the function count."""
-    if platform.machine() != "x86_64":
-        raise HeadstartError(f"lazy stubs are built for x86-64 only so far, not {platform.machine()}")
+def version_script(functions: Functions) -> str:
+    """Each stub under the version the program binds it to, so that the loader's version check of
+    the drop-in passes; unversioned ones go with the first node. Nothing else is exported."""
+    nodes: dict[str | None, list[str]] = {}
+    for name, version in functions:
+        nodes.setdefault(version, []).append(name)
+    versioned = [v for v in nodes if v is not None]
+    if not versioned:
+        return "{ global: " + " ".join(f"{n};" for n in nodes[None]) + " local: *; };\n"
+    out = []
+    for i, version in enumerate(versioned):
+        names = nodes[version] + (nodes.get(None, []) if i == 0 else [])
+        local = " local: *;" if i == 0 else ""
+        out.append(f"{version} {{ global: {' '.join(f'{n};' for n in names)}{local} }};")
+    return "\n".join(out) + "\n"
+
+
+def _run(cmd: list[str]) -> None:
+    try:
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as e:
+        last = (e.stderr or "").strip().splitlines()[-1:] or ["no message"]
+        raise HeadstartError(f"building the stubs failed ({cmd[0]}): {last[0]}") from e
+
+
+def build(
+    program: Path, library: Path, soname: str, out: Path, *, runtime_path: str, drop_in: bool, cc: str | None = None
+) -> tuple[Path, int]:
+    """Writes and compiles the stubs into OUT: lib<name>-lazy.a, or, as a drop-in, OUT/<soname>.
+    library is the file read here; runtime_path is where the drop-in finds it on the device.
+    Returns what was built and the number of functions stubbed."""
+    arch = arch_of(program)
+    cc = cc or default_cc(arch)
     if shutil.which(cc) is None:
-        raise HeadstartError(f"no C compiler {cc!r} to build the stubs with")
+        raise HeadstartError(f"no C compiler {cc!r} to build the {arch} stubs with (--cc names one)")
     functions = imported_functions(program, library)
     if not functions:
         raise HeadstartError(f"{program} calls no function of {soname}: nothing to stub")
     out.mkdir(parents=True, exist_ok=True)
     tag = tag_of(soname)
-    (out / "stubs-x86_64.S").write_text(assembly(tag, functions))
-    (out / "table.h").write_text(table(tag, soname, functions))
-    archive = out / f"lib{soname.split('.so')[0].removeprefix('lib')}-lazy.a"
-    try:
-        subprocess.run([cc, "-c", str(out / "stubs-x86_64.S"), "-o", str(out / "stubs.o")],
-                       check=True, capture_output=True, text=True)  # fmt: skip
-        flags = ["-c", "-O2", "-fPIC", "-Wall", "-Werror", f'-DHS_LAZY_TABLE="{out / "table.h"}"']
-        subprocess.run([cc, *flags, str(RESOLVER), "-o", str(out / "resolver.o")], check=True, capture_output=True,
-                       text=True)  # fmt: skip
-        archive.unlink(missing_ok=True)
-        subprocess.run(["ar", "rcs", str(archive), str(out / "stubs.o"), str(out / "resolver.o")],
-                       check=True, capture_output=True, text=True)  # fmt: skip
-    except subprocess.CalledProcessError as e:
-        raise HeadstartError(f"building the stubs failed: {(e.stderr or '').strip().splitlines()[-1:]}") from e
-    return archive, len(functions)
+    source = out / f"stubs-{arch}.S"
+    source.write_text(stubs(arch, tag, [n for n, _ in functions]))
+    (out / "table.h").write_text(table(tag, soname, runtime_path if drop_in else soname, functions))
+    flags = ["-O2", "-fPIC", "-Wall", "-Werror", f'-DHS_LAZY_TABLE="{out / "table.h"}"']
+    if drop_in:
+        (out / "stubs.map").write_text(version_script(functions))
+        built = out / soname
+        _run([cc, "-shared", *flags, str(source), str(RESOLVER), "-o", str(built), f"-Wl,-soname,{soname}",
+              f"-Wl,--version-script={out / 'stubs.map'}", "-Wl,-z,noexecstack", "-pthread", "-ldl"])  # fmt: skip
+        return built, len(functions)
+    built = out / f"lib{soname.split('.so')[0].removeprefix('lib')}-lazy.a"
+    _run([cc, "-c", str(source), "-o", str(out / "stubs.o")])
+    _run([cc, "-c", *flags, str(RESOLVER), "-o", str(out / "resolver.o")])
+    built.unlink(missing_ok=True)
+    ar = "ar" if arch == platform.machine() else f"{arch}-linux-gnu-ar"
+    _run([ar, "rcs", str(built), str(out / "stubs.o"), str(out / "resolver.o")])
+    return built, len(functions)

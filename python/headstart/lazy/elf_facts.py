@@ -14,6 +14,9 @@ from elftools.elf.relocation import RelocationSection
 
 from headstart.errors import HeadstartError
 
+# Where the stubs of `headstart lazy build` name the library they defer (resolver.c's table), so that
+# a profile can tell a deferred load from another dlopen.
+LAZY_SECTION = ".headstart.lazy"
 DF_1_NODELETE = 0x8
 DF_STATIC_TLS = 0x10
 # Relocations that bind a symbol's address when the object is loaded, by machine: copy, GOT entry,
@@ -36,6 +39,7 @@ class ObjectFacts:
     tls: bool = False
     static_tls: bool = False  # DF_STATIC_TLS: initial-exec TLS, which dlopen may find no room for
     nodelete: bool = False
+    stubs_for: list[str] = field(default_factory=list)  # sonames its lazy stubs load (LAZY_SECTION)
 
 
 def _dynamic(elf: ELFFile) -> DynamicSection | None:
@@ -93,6 +97,9 @@ def read_facts(path: str) -> ObjectFacts:
             if dynsym:
                 facts.defined = {s.name for s in dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF" and s.name}
             facts.data_imports = _imports(elf)
+            marks = elf.get_section_by_name(LAZY_SECTION)
+            if marks:
+                facts.stubs_for = [n.decode() for n in marks.data().split(b"\0") if n]
             verneed = elf.get_section_by_name(".gnu.version_r")
             if verneed:
                 for need, auxes in verneed.iter_versions():

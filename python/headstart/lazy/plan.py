@@ -17,6 +17,14 @@ from headstart.lazy.elf_facts import read_facts
 SCHEMA = "headstart-lazy-plan 1"
 
 
+def host_path(path: str, sysroot: Path | None) -> str:
+    """Where the file a profile names is read here: in the sysroot of the device it was profiled on
+    (for a profile made there), else where it is."""
+    if sysroot is not None and (sysroot / path.lstrip("/")).exists():
+        return str(sysroot / path.lstrip("/"))
+    return path
+
+
 @dataclass
 class Dependency:
     soname: str
@@ -42,23 +50,23 @@ def _profile_program(profile: dict[str, Any]) -> str:
     return str(Path(program[0]).resolve())
 
 
-def _loaded(profile: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _loaded(profile: dict[str, Any], sysroot: Path | None) -> dict[str, dict[str, Any]]:
     """The objects of the launch by soname (their file name when they have none)."""
     found = {}
     for lib in profile.get("libraries", []):
         if lib["kind"] in ("program", "loader", "vdso") or not lib.get("path"):
             continue
-        facts = read_facts(lib["path"])
+        facts = read_facts(host_path(lib["path"], sysroot))
         found[facts.soname or Path(lib["path"]).name] = lib
     return found
 
 
-def dependencies(profiles: list[dict[str, Any]]) -> list[Dependency]:
+def dependencies(profiles: list[dict[str, Any]], sysroot: Path | None = None) -> list[Dependency]:
     programs = {_profile_program(p) for p in profiles}
     if len(programs) != 1:
         raise HeadstartError(f"the profiles are of different programs: {', '.join(sorted(programs))}")
-    program = read_facts(programs.pop())
-    loaded = [_loaded(p) for p in profiles]
+    program = read_facts(host_path(programs.pop(), sysroot))
+    loaded = [_loaded(p, sysroot) for p in profiles]
     out = []
     for soname in program.needed:
         libs = [by_name[soname] for by_name in loaded if soname in by_name]
@@ -66,14 +74,14 @@ def dependencies(profiles: list[dict[str, Any]]) -> list[Dependency]:
         dep = Dependency(soname, lib["path"] if lib else None, lib["size"] if lib else 0,
                          sum(entry.get("bindings_from_others", entry["bindings_to"]) for entry in libs))  # fmt: skip
         if lib:
-            _hazards(dep, program, [lp for by_name in loaded for lp in by_name.values()])
+            _hazards(dep, program, [lp for by_name in loaded for lp in by_name.values()], sysroot)
         out.append(dep)
     return out
 
 
-def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]]) -> None:
+def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]], sysroot: Path | None) -> None:
     assert dep.path is not None
-    lib = read_facts(dep.path)
+    lib = read_facts(host_path(dep.path, sysroot))
     data = sorted(s for s, kind in program.data_imports.items() if kind == "data" and s in lib.defined)
     tls = sorted(s for s, kind in program.data_imports.items() if kind == "TLS" and s in lib.defined)
     if data:
@@ -83,7 +91,7 @@ def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]]) -> Non
     if lib.static_tls:
         dep.refusals.append("initial-exec TLS (DF_STATIC_TLS): loaded later it may find no room for it")
     needers = sorted({Path(o["path"]).name for o in others if o["path"] != dep.path
-                      and dep.soname in read_facts(o["path"]).needed})  # fmt: skip
+                      and dep.soname in read_facts(host_path(o["path"], sysroot)).needed})  # fmt: skip
     if needers:
         dep.refusals.append(f"loaded anyway: {', '.join(needers[:3])} need{'s' if len(needers) == 1 else ''} it")
     if lib.constructors:
@@ -106,8 +114,8 @@ def _as_dict(d: Dependency) -> dict[str, Any]:
     }
 
 
-def plan(profiles: list[dict[str, Any]]) -> dict[str, Any]:
-    deps = dependencies(profiles)
+def plan(profiles: list[dict[str, Any]], sysroot: Path | None = None) -> dict[str, Any]:
+    deps = dependencies(profiles, sysroot)
     deferred = [d for d in deps if d.verdict == "defer"]
     return {
         "schema": SCHEMA,

@@ -23,6 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from headstart.errors import HeadstartError
+from headstart.lazy.elf_facts import read_facts
 from headstart.profiling import after_main_trace, files, load_cost, syscalls
 from headstart.profiling.syscalls import AddressMap, Call
 from headstart.profiling.timeline import Timeline
@@ -67,9 +69,18 @@ def with_relocation(rows: list[dict[str, Any]], calls: list[Call], mapped: Addre
         row["relocated_traced_ms"] = (max(ends) - begin) * 1000 if begin is not None and ends else None
 
 
-def _requester(tl: Timeline, index: int | None) -> str | None:
-    """The object that called dlopen (the loader's la_objsearch names it), by name."""
-    return next((o.name for o in tl.objects if o.index == index), None) if index is not None else None
+def _requester(tl: Timeline, index: int | None) -> tuple[str | None, str | None]:
+    """The object that called dlopen (the loader's la_objsearch names it): its name and path."""
+    found = next((o for o in tl.objects if o.index == index), None) if index is not None else None
+    return (found.name, found.path) if found else (None, None)
+
+
+def deferred_by_stubs(requester: str | None, loaded: str) -> bool:
+    """Whether the requester's lazy stubs (`headstart lazy build`) asked for the object at a first call."""
+    try:
+        return bool(requester) and read_facts(loaded).soname in read_facts(str(requester)).stubs_for
+    except HeadstartError:  # gone or not ELF: a dlopen like any other
+        return False
 
 
 def loads(timelines: list[Timeline]) -> list[dict[str, Any]]:
@@ -86,8 +97,9 @@ def loads(timelines: list[Timeline]) -> list[dict[str, Any]]:
             if not objects:
                 continue
             first = objects[0]
-            by = _requester(tl, first.needed_by)
-            row = {"object": first.path, "with": [o.path for o in objects[1:]], "requested_by": by}
+            by, by_path = _requester(tl, first.needed_by)
+            row = {"object": first.path, "with": [o.path for o in objects[1:]], "requested_by": by,
+                   "deferred_by_stubs": deferred_by_stubs(by_path, first.path)}  # fmt: skip
             seen.setdefault(first.path, dict(row, requested_as=first.needed_as))
             costs[first.path].append((end - begin) / 1e6)
             starts[first.path].append((begin - tl.main) / 1e6)

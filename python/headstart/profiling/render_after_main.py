@@ -27,7 +27,8 @@ def after_main_rows(after: dict[str, Any]) -> tuple[list[list[str]], list[list[s
     """The objects loaded after main and the longest gaps, as table rows (terminal and HTML)."""
     loads = [
         [
-            Path(r["object"]).name,  # the paths: --json, --write-preload
+            Path(r["object"]).name  # the paths: --json, --write-preload
+            + (" (deferred to its first call by lazy stubs)" if r.get("deferred_by_stubs") else ""),
             r.get("requested_by") or "-",  # absent from profiles saved before it was recorded
             f"{r['at_ms']:,.1f}",
             f"{r['cost_ms']:,.2f}",
