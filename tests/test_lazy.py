@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -233,6 +234,46 @@ def test_a_drop_in_defers_the_library_of_the_unmodified_program(tmp_path):
     (sample.libdir / SONAME).rename(tmp_path / "moved")
     _, out, err, status = maps_at_ready([str(sample.eager)], env)
     assert out == b"ready\n" and status < 0 and err.count(f"headstart lazy: cannot load {SONAME}") == 1, err
+
+
+def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
+    sample, profile = native_sample(tmp_path)
+    stubs = tmp_path / "stubs"
+    assert headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs)).returncode == 0
+    done = headstart("lazy", "check", "--runs", "1", "--json", "--drop-in", str(stubs), "--ready", "^ready",
+                     "--", str(sample.eager))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["schema"] == "headstart-lazy-check 1" and list(data["not_loaded_by_ready"]) == [
+        str(sample.libdir / SONAME)
+    ]
+    assert all(b["cold_ready_ms"]["median"] > 0 for b in data["builds"]) and data["ratio_to_eager"] > 0
+    done = headstart("lazy", "check", "--runs", "0", "--drop-in", str(stubs), "--", str(sample.eager))
+    assert done.returncode != 0 and "--runs" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_drop_in_defers_pcre2_for_debian_git_which_still_greps_with_it(tmp_path):
+    """git links libpcre2-8 for `git grep -P` alone: deferred from a profile of `git status`."""
+    git = shutil.which("git")
+    if git is None or os.uname().machine != "x86_64":
+        pytest.skip("needs Debian's git on x86-64")
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("make test\nmake  demo\nmake it\n")
+    subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True)
+    profile, stubs = tmp_path / "status.json", tmp_path / "stubs"
+    done = headstart("profile", "--runs", "1", "-o", str(profile), "--", git, "-C", str(repo), "status", "--short")
+    assert done.returncode == 0, done.stderr
+    done = headstart("lazy", "build", str(profile), "--library", "libpcre2-8.so.0", "--drop-in", "-o", str(stubs))
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, LD_LIBRARY_PATH=str(stubs))
+    for argv in (["status", "--short"], ["grep", "-P", "-n", r"make\s+(test|demo)"], ["grep", "-P", "("]):
+        want = subprocess.run([git, "-C", str(repo), *argv], capture_output=True)
+        got = subprocess.run([git, "-C", str(repo), *argv], capture_output=True, env=env)
+        assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), argv
+    assert deferred_loads([git, "-C", str(repo), "status", "--short"], env) == []  # never loaded
+    loads = deferred_loads([git, "-C", str(repo), "grep", "-P", "-c", "make"], env)
+    assert len(loads) == 1 and Path(loads[0]).name.startswith("libpcre2-8.so"), loads  # at its first call
 
 
 def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tmp_path):

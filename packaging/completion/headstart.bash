@@ -6,7 +6,7 @@
 # See also: https://github.com/scop/bash-completion/blob/main/doc/configuration.md
 
 _shtab_headstart_boot_subparsers=(record analyze compare)
-_shtab_headstart_lazy_subparsers=(plan build)
+_shtab_headstart_lazy_subparsers=(plan build check)
 _shtab_headstart_order_subparsers=(record emit check)
 _shtab_headstart_pin_subparsers=(plan)
 _shtab_headstart_subparsers=(bench boot check lazy order pin profile report)
@@ -19,6 +19,7 @@ _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
 _shtab_headstart_lazy_plan_option_strings=(-h --help --json --sysroot)
 _shtab_headstart_lazy_build_option_strings=(-h --help --library -o --output --drop-in --sysroot --cc)
+_shtab_headstart_lazy_check_option_strings=(-h --help --drop-in --after --runs --read-ahead-kb --json --ready --ready-window --timeout)
 _shtab_headstart_lazy_option_strings=(-h --help)
 _shtab_headstart_order_record_option_strings=(-h --help --runs --pages -o --output --ready --ready-window --timeout)
 _shtab_headstart_order_emit_option_strings=(-h --help --linker --object --match --no-pie -o --output)
@@ -33,7 +34,7 @@ _shtab_headstart_option_strings=(-h --help --version --traceback)
 
 
 _shtab_headstart_boot_pos_0_choices=(record analyze compare)
-_shtab_headstart_lazy_pos_0_choices=(plan build)
+_shtab_headstart_lazy_pos_0_choices=(plan build check)
 _shtab_headstart_order_emit___linker_choices=(lld gold gnu-ld gnu-ld-2.43 mold)
 _shtab_headstart_order_pos_0_choices=(record emit check)
 _shtab_headstart_pin_pos_0_choices=(plan)
@@ -71,6 +72,11 @@ _shtab_headstart_lazy_build_pos_0_nargs=+
 _shtab_headstart_lazy_build__h_nargs=0
 _shtab_headstart_lazy_build___help_nargs=0
 _shtab_headstart_lazy_build___drop_in_nargs=0
+_shtab_headstart_lazy_check_pos_0_nargs=...
+_shtab_headstart_lazy_check__h_nargs=0
+_shtab_headstart_lazy_check___help_nargs=0
+_shtab_headstart_lazy_check___json_nargs=0
+_shtab_headstart_lazy_check___ready_window_nargs=0
 _shtab_headstart_lazy_pos_0_nargs=A...
 _shtab_headstart_lazy__h_nargs=0
 _shtab_headstart_lazy___help_nargs=0

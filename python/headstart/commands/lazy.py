@@ -3,24 +3,30 @@
 `headstart lazy plan PROFILE.json...` reads launch profiles (`headstart profile -o`, ready at the
 point that matters) and lists the program's direct dependencies that nothing used before ready,
 with what forbids deferring each. `headstart lazy build` makes the stubs that defer one of them: an
-archive to relink the program with, or a drop-in library for the unmodified program."""
+archive to relink the program with, or a drop-in library for the unmodified program.
+`headstart lazy check` times cold launches with and without them, alternately."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from headstart.errors import HeadstartError
+from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
+from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.lazy.build import build
 from headstart.lazy.elf_facts import read_facts
 from headstart.lazy.plan import host_path, plan
+from headstart.ordering.check import check
+from headstart.profiling.program import resolve_program
 
 NAME = "lazy"
 HELP = "list the libraries a program does not use before it is ready, and what forbids deferring each"
@@ -44,6 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     bu.add_argument("--sysroot", type=Path, metavar="DIR", help=sysroot_help)
     bu.add_argument("--cc", help="the C compiler (default: cc, or ARCH-linux-gnu-gcc for another machine's program)")
+    ch = sub.add_parser("check", help="cold time to ready and objects loaded by then, with the stubs and without")
+    with_stubs = ch.add_mutually_exclusive_group(required=True)
+    with_stubs.add_argument("--drop-in", type=Path, metavar="DIR", help="run the program with LD_LIBRARY_PATH=DIR")
+    with_stubs.add_argument("--after", type=Path, metavar="PROGRAM", help="the build relinked with the stubs")
+    ch.add_argument("--runs", type=int, default=10, help="cold launches of each (default 10)")
+    add_read_ahead_argument(ch)
+    ch.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_launch_arguments(ch)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -89,9 +103,48 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _object_bytes(objects: list[dict[str, Any]]) -> dict[str, int]:
+    """Their sizes by path (a drop-in has the file name of the library it stands for)."""
+    return {o["path"]: Path(o["path"]).stat().st_size for o in objects if Path(o["path"]).exists()}
+
+
+def run_check(args: argparse.Namespace) -> int:
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    eager = launch_options(args, resolve_program(args.command))
+    if args.after:
+        lazy = replace(eager, argv=[*resolve_program(["--", str(args.after)]), *eager.argv[1:]])
+    else:
+        path = ":".join(p for p in (str(args.drop_in.resolve()), os.environ.get("LD_LIBRARY_PATH")) if p)
+        lazy = replace(eager, env={"LD_LIBRARY_PATH": path})
+    data = check([eager, lazy], args.runs, args.read_ahead_kb)
+    data["schema"] = "headstart-lazy-check 1"
+    before, after = (_object_bytes(b["objects"]) for b in data["builds"])
+    data["not_loaded_by_ready"] = {path: size for path, size in before.items() if path not in after}
+    data["ratio_to_eager"] = data["builds"][1]["cold_ready_ms"]["median"] / data["builds"][0]["cold_ready_ms"]["median"]
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    readahead = f", readahead {args.read_ahead_kb} KiB" if args.read_ahead_kb is not None else ""
+    t = Table(title=f"Cold launches, time to ready ({args.runs} each, alternately{readahead})")
+    for col in ("", "objects by ready", "KiB of them", "cold ms to ready, median (p10-p90)"):
+        t.add_column(col, justify="left" if not col else "right")
+    for name, b, sizes in zip(("eager", "with the stubs"), data["builds"], (before, after), strict=True):
+        ms = b["cold_ready_ms"]
+        t.add_row(name, str(len(b["objects"])), f"{sum(sizes.values()) / 1024:,.0f}",
+                  f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})")  # fmt: skip
+    Console(file=sys.stdout, width=140).print(t)
+    gone = ", ".join(f"{p} ({size / 1024:,.0f} KiB)" for p, size in data["not_loaded_by_ready"].items()) or "none"
+    print(f"not loaded by ready: {gone}; with the stubs / eager: {data['ratio_to_eager']:.2f}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.lazy_command == "build":
         return run_build(args)
+    if args.lazy_command == "check":
+        return run_check(args)
     data = plan([_load(p) for p in args.profiles], args.sysroot)
     if args.json:
         json.dump(data, sys.stdout, indent=1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,25 +14,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
 from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.ordering.check import check
 from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
 from headstart.ordering.record import SCHEMA, record
 from headstart.ordering.symbols import load
-from headstart.profiling.launch import LaunchOptions
 from headstart.profiling.program import resolve_program
 
 NAME = "order"
 HELP = "order a program's startup functions together: record them, write the order for a linker, check it"
-
-
-def _launch_options(p: argparse.ArgumentParser) -> None:
-    ready = p.add_mutually_exclusive_group()
-    ready.add_argument("--ready", metavar="REGEX", help="ready at a line of output matching REGEX (default: exit)")
-    ready.add_argument("--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take to be ready (default 60)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the build is not instrumented: take the functions in the text pages a cold launch touches",
     )
     rec.add_argument("-o", "--output", type=Path, required=True, help="the order (JSON)")
-    _launch_options(rec)
+    add_launch_arguments(rec)
     em = sub.add_parser("emit", help="write a recorded order for a linker")
     em.add_argument("order", type=Path, metavar="ORDER.json")
     em.add_argument("--linker", required=True, choices=LINKERS)
@@ -57,19 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ch = sub.add_parser("check", help="text pages a cold launch touches and cold time to ready, before and after")
     ch.add_argument("--after", type=Path, metavar="PROGRAM", help="another build, launched with the same arguments")
     ch.add_argument("--runs", type=int, default=10, help="cold launches of each build (default 10)")
-    ch.add_argument(
-        "--read-ahead-kb",
-        type=int,
-        metavar="KIB",
-        help="the storage's readahead during the timed launches (root), as on a device (default: as it is)",
-    )
+    add_read_ahead_argument(ch)
     ch.add_argument("--json", action="store_true", help="print the result as JSON")
-    _launch_options(ch)
-
-
-def _options(args: argparse.Namespace, argv: list[str]) -> LaunchOptions:
-    ready = re.compile(args.ready) if args.ready else None
-    return LaunchOptions(argv, ready, args.timeout, ready_window=args.ready_window)
+    add_launch_arguments(ch)
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -140,7 +121,7 @@ def run_emit(args: argparse.Namespace) -> int:
 def run_record(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
-    data = record(_options(args, resolve_program(args.command)), args.runs, args.pages)
+    data = record(launch_options(args, resolve_program(args.command)), args.runs, args.pages)
     _write(json.dumps(data, indent=1) + "\n", args.output)
     counts = ", ".join(f"{len(o['functions'])} in {Path(o['path']).name}" for o in data["objects"])
     print(f"{data['method']}: {counts or 'no function'} -> {args.output}", file=sys.stderr)
@@ -172,9 +153,9 @@ def run_check(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     argv = resolve_program(args.command)
-    builds = [_options(args, argv)]
+    builds = [launch_options(args, argv)]
     if args.after:
-        builds.append(_options(args, [*resolve_program(["--", str(args.after)]), *argv[1:]]))
+        builds.append(launch_options(args, [*resolve_program(["--", str(args.after)]), *argv[1:]]))
     data = check(builds, args.runs, args.read_ahead_kb)
     if args.json:
         json.dump(data, sys.stdout, indent=1)
