@@ -83,6 +83,16 @@ int lazy_sum(int n, ...) {
 #ifdef WITH_CONSTRUCTOR
 __attribute__((constructor)) static void hello(void) { fputs("loaded\n", stderr); }
 #endif
+#ifdef WITH_THREAD
+#include <pthread.h>
+#include <unistd.h>
+static void *idle(void *arg) { for (;;) pause(); return arg; }
+__attribute__((constructor)) static void start_worker(void) {
+        pthread_t t;
+        pthread_create(&t, NULL, idle, NULL);
+        pthread_detach(t);
+}
+#endif
 """
 # The program binds each function to a version, which the stubs must keep.
 VERSIONS = "HSLAZY_1 { global: lazy_add; lazy_scale; local: *; };\nHSLAZY_2 { global: lazy_sum; } HSLAZY_1;\n"
@@ -132,7 +142,7 @@ class Sample:
         return lazy
 
 
-def make_sample(d: Path, gcc: str = "gcc", constructor: bool = False) -> Sample:
+def make_sample(d: Path, gcc: str = "gcc", define: str | None = None) -> Sample:
     (d / "lib.c").write_text(LIBRARY)
     (d / "lib.map").write_text(VERSIONS)
     (d / "main.c").write_text(PROGRAM)
@@ -140,7 +150,7 @@ def make_sample(d: Path, gcc: str = "gcc", constructor: bool = False) -> Sample:
     libdir.mkdir()
     cc = [gcc, "-O1"]
     subprocess.run([*cc, "-shared", "-fPIC", f"-Wl,-soname,{SONAME}", f"-Wl,--version-script={d / 'lib.map'}",
-                    *(["-DWITH_CONSTRUCTOR"] if constructor else []), str(d / "lib.c"),
+                    *([f"-D{define}"] if define else []), "-pthread", str(d / "lib.c"),
                     "-o", str(libdir / SONAME)], check=True)  # fmt: skip
     subprocess.run([*cc, "-c", str(d / "main.c"), "-o", str(d / "main.o")], check=True)
     eager = d / "eager"
@@ -149,11 +159,11 @@ def make_sample(d: Path, gcc: str = "gcc", constructor: bool = False) -> Sample:
     return Sample(d, cc, libdir, eager)
 
 
-def native_sample(d: Path, constructor: bool = False) -> tuple[Sample, Path]:
+def native_sample(d: Path, define: str | None = None) -> tuple[Sample, Path]:
     """The sample and its profile, stopped at ready."""
     if os.uname().machine != "x86_64":
         pytest.skip("the native stub tests run on x86-64; aarch64 is tested under qemu-user")
-    sample = make_sample(d, constructor=constructor)
+    sample = make_sample(d, define=define)
     profile = d / "p.json"
     done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(sample.eager))
     assert done.returncode == 0, done.stderr
@@ -277,7 +287,7 @@ def test_a_drop_in_defers_pcre2_for_debian_git_which_still_greps_with_it(tmp_pat
 
 
 def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tmp_path):
-    sample, profile = native_sample(tmp_path, constructor=True)
+    sample, profile = native_sample(tmp_path, define="WITH_CONSTRUCTOR")
     done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(tmp_path / "s"))
     assert done.returncode == 1 and "constructors" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     done = headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(tmp_path / "s"))
@@ -287,6 +297,14 @@ def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tm
     got = subprocess.run([str(lazy)], capture_output=True, env=env, check=True)
     assert got.stderr == b"loaded\n"  # at the first call, not at start: the plan's note says so
     assert got.stdout == subprocess.run([str(sample.eager)], capture_output=True, check=True).stdout
+
+
+def test_a_library_whose_constructor_starts_a_thread_is_refused(tmp_path):
+    _, profile = native_sample(tmp_path, define="WITH_THREAD")
+    found = verdicts(profile)[SONAME]
+    assert found["verdict"] == "refused" and any("starts 1 thread" in r for r in found["refusals"]), found
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(tmp_path / "s"))
+    assert done.returncode == 1 and "starts 1 thread" in done.stderr
 
 
 A64_BUILD = os.environ.get("HEADSTART_AARCH64_BUILD")

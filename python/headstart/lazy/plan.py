@@ -13,6 +13,7 @@ from typing import Any
 
 from headstart.errors import HeadstartError
 from headstart.lazy.elf_facts import read_facts
+from headstart.lazy.load_check import threads_started
 
 SCHEMA = "headstart-lazy-plan 1"
 
@@ -94,12 +95,25 @@ def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]], sysroo
                       and dep.soname in read_facts(host_path(o["path"], sysroot)).needed})  # fmt: skip
     if needers:
         dep.refusals.append(f"loaded anyway: {', '.join(needers[:3])} need{'s' if len(needers) == 1 else ''} it")
+    if not dep.bindings and not dep.refusals:
+        _thread_hazard(dep, host_path(dep.path, sysroot), sysroot)
     if lib.constructors:
         dep.notes.append(f"{lib.constructors} constructor(s) of its own would run at the first call, not at start")
     if lib.nodelete:
         dep.notes.append("DF_1_NODELETE")
     if dep.soname in program.versions_needed:
         dep.notes.append(f"versioned symbols ({', '.join(program.versions_needed[dep.soname][:3])}): stubs keep them")
+
+
+def _thread_hazard(dep: Dependency, path: str, sysroot: Path | None) -> None:
+    if sysroot is not None:
+        dep.notes.append("whether loading it starts threads is not checked (another machine's library)")
+        return
+    started = threads_started(path)
+    if isinstance(started, str):
+        dep.notes.append(f"whether loading it starts threads is not known: {started}")
+    elif started:
+        dep.refusals.append(f"loading it starts {started} thread(s), which would start at the first call instead")
 
 
 def _as_dict(d: Dependency) -> dict[str, Any]:
