@@ -190,8 +190,9 @@ def deferred_loads(argv: list[str], env: dict[str, str]) -> list[str]:
 
 def test_stubs_defer_the_library_to_the_first_call_from_many_threads_and_say_so_when_it_is_missing(tmp_path):
     sample, profile = native_sample(tmp_path)
-    done = headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(tmp_path / "stubs"))
-    assert done.returncode == 0 and "3 functions stubbed" in done.stdout, done.stderr
+    done = subprocess.run([sys.executable, "-m", "headstart", "lazy", "build", str(profile), "--library", SONAME,
+                           "-o", "stubs"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and "3 functions stubbed" in done.stdout, done.stderr  # -o relative to the cwd
     lazy = sample.build_lazy(tmp_path / "stubs/libhslazy-lazy.a")
     needed = subprocess.run(["readelf", "-d", str(lazy)], capture_output=True, text=True, check=True).stdout
     assert "libhslazy" not in needed  # not loaded at start any more
@@ -258,6 +259,14 @@ def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
         str(sample.libdir / SONAME)
     ]
     assert all(b["cold_ready_ms"]["median"] > 0 for b in data["builds"]) and data["ratio_to_eager"] > 0
+    archive = tmp_path / "archive"
+    assert headstart("lazy", "build", str(profile), "--library", SONAME, "-o", str(archive)).returncode == 0
+    sample.build_lazy(archive / "libhslazy-lazy.a")
+    done = subprocess.run([sys.executable, "-m", "headstart", "lazy", "check", "--runs", "1", "--json", "--after",
+                           "lazy", "--ready", "^ready", "--", str(sample.eager)], cwd=tmp_path, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr  # --after relative to the cwd; the program itself is not counted
+    assert list(json.loads(done.stdout)["not_loaded_by_ready"]) == [str(sample.libdir / SONAME)]
     done = headstart("lazy", "check", "--runs", "0", "--drop-in", str(stubs), "--", str(sample.eager))
     assert done.returncode != 0 and "--runs" in done.stderr and done.stderr.count("\n") == 1
 

@@ -108,19 +108,24 @@ def _object_bytes(objects: list[dict[str, Any]]) -> dict[str, int]:
     return {o["path"]: Path(o["path"]).stat().st_size for o in objects if Path(o["path"]).exists()}
 
 
+def _libraries(objects: list[dict[str, Any]]) -> set[str]:
+    return {o["path"] for o in objects if not o["program"]}  # a relinked build is another program file
+
+
 def run_check(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     eager = launch_options(args, resolve_program(args.command))
     if args.after:
-        lazy = replace(eager, argv=[*resolve_program(["--", str(args.after)]), *eager.argv[1:]])
+        lazy = replace(eager, argv=[*resolve_program(["--", str(args.after.absolute())]), *eager.argv[1:]])
     else:
         path = ":".join(p for p in (str(args.drop_in.resolve()), os.environ.get("LD_LIBRARY_PATH")) if p)
         lazy = replace(eager, env={"LD_LIBRARY_PATH": path})
     data = check([eager, lazy], args.runs, args.read_ahead_kb)
     data["schema"] = "headstart-lazy-check 1"
     before, after = (_object_bytes(b["objects"]) for b in data["builds"])
-    data["not_loaded_by_ready"] = {path: size for path, size in before.items() if path not in after}
+    kept = _libraries(data["builds"][0]["objects"]) - _libraries(data["builds"][1]["objects"])
+    data["not_loaded_by_ready"] = {path: size for path, size in before.items() if path in kept}
     data["ratio_to_eager"] = data["builds"][1]["cold_ready_ms"]["median"] / data["builds"][0]["cold_ready_ms"]["median"]
     if args.json:
         json.dump(data, sys.stdout, indent=1)

@@ -155,7 +155,7 @@ def run_check(args: argparse.Namespace) -> int:
     argv = resolve_program(args.command)
     builds = [launch_options(args, argv)]
     if args.after:
-        builds.append(launch_options(args, [*resolve_program(["--", str(args.after)]), *argv[1:]]))
+        builds.append(launch_options(args, [*resolve_program(["--", str(args.after.absolute())]), *argv[1:]]))
     data = check(builds, args.runs, args.read_ahead_kb)
     if args.json:
         json.dump(data, sys.stdout, indent=1)

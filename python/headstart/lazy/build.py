@@ -106,8 +106,9 @@ def _run(cmd: list[str]) -> None:
     try:
         subprocess.run(cmd, check=True, capture_output=True, text=True)
     except subprocess.CalledProcessError as e:
-        last = (e.stderr or "").strip().splitlines()[-1:] or ["no message"]
-        raise HeadstartError(f"building the stubs failed ({cmd[0]}): {last[0]}") from e
+        lines = (e.stderr or "").strip().splitlines()
+        said = next((line for line in lines if "error" in line), lines[-1] if lines else "no message")
+        raise HeadstartError(f"building the stubs failed ({cmd[0]}): {said}") from e
 
 
 def build(
@@ -123,6 +124,7 @@ def build(
     functions = imported_functions(program, library)
     if not functions:
         raise HeadstartError(f"{program} calls no function of {soname}: nothing to stub")
+    out = out.resolve()  # the table is included by its path, from resolver.c's folder
     out.mkdir(parents=True, exist_ok=True)
     tag = tag_of(soname)
     source = out / f"stubs-{arch}.S"
