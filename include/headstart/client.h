@@ -44,11 +44,15 @@ struct hs_launch_options {
         const sigset_t *sigmask;
         /* HS_LAUNCH_TERMINAL_OK: the program only writes to the terminal (no /dev/tty, no job control
          * of its own), so it may be served although the caller has a controlling terminal. Without
-         * it, such a launch is declined unless the daemon's configuration names the program. */
+         * it, such a launch is declined unless the daemon's configuration names the program.
+         * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
+         * the launch is declined; the daemon then gives this process the program's configured
+         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way. */
         unsigned flags;
 };
 
 #define HS_LAUNCH_TERMINAL_OK 0x2u
+#define HS_LAUNCH_EXECS_WHEN_DECLINED 0x4u
 
 /* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
 enum {

@@ -302,7 +302,8 @@ int main(int argc, char *argv[]) {
          * than its stdio (--terminal, or the daemon's `terminal = PROGRAM`); the rest comes back
          * declined and is exec'd. */
         struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask,
-                                       .flags = arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0 };
+                                       .flags = (arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0) |
+                                                HS_LAUNCH_EXECS_WHEN_DECLINED };
         struct hs_launch *l;
         int r = hs_launch_start(path, prog_argv, environ, &o, &l);
         if (r == 0)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,7 +22,16 @@ static inline void closep(int *fd) {
         }
 }
 
+static inline void fclosep(FILE **f) {
+        if (*f) {
+                int saved = errno;
+                fclose(*f);
+                errno = saved;
+        }
+}
+
 #define _cleanup_free_ __attribute__((cleanup(freep)))
+#define _cleanup_fclose_ __attribute__((cleanup(fclosep)))
 #define _cleanup_close_ __attribute__((cleanup(closep)))
 
 /* Hands ownership out of a cleanup variable. */

@@ -82,7 +82,11 @@ struct hs_launch_fixed {
 #define HS_LAUNCH_FLAG_CTTY 0x1u
 /* The user allows serving with the terminal as stdio only (headstart-run --terminal). */
 #define HS_LAUNCH_FLAG_TERMINAL_OK 0x2u
-#define HS_LAUNCH_FLAGS_KNOWN (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK)
+/* The client becomes the program itself (exec) when declined: the daemon first gives it the
+ * program's configured scheduling (--schedule), which the client may lack the privilege to take.
+ * The client names no policy: there is no field for one. */
+#define HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED 0x4u
+#define HS_LAUNCH_FLAGS_KNOWN (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK | HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED)
 
 /* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
 struct hs_launched {

@@ -155,6 +155,11 @@ _Noreturn void child_run(const struct child_spec *spec) {
         int *fds = spec->fds;
 
         TURN_OFF_LEAK_CHECK();
+        /* First, as chrt, taskset or a cgroup would have it before exec: the loading runs under it too. */
+        const char *step;
+        int scheduled = spec->schedule ? schedule_apply(spec->schedule, 0, &step) : 0;
+        if (scheduled < 0)
+                fail(report_fd, step, strerror(-scheduled));
         reset_signals(req->fixed.sigignore);
         if (setsid() < 0)
                 fail_errno(report_fd, "setsid");

@@ -4,6 +4,7 @@
 
 #include "bind-plan.h"
 #include "protocol.h"
+#include "schedule.h"
 
 /* Where the program starts, relative to its load address, from its ELF header. */
 struct image_start {
@@ -29,6 +30,7 @@ struct child_spec {
         const struct bind_plan *plan; /* how to bind its libraries to it */
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */
         struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
+        const struct schedule *schedule;    /* the program's --schedule, or NULL */
 };
 
 /* Never returns: the program's exit status, or 127 after reporting why it could not start. */

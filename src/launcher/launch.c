@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,12 +21,51 @@
 #include "server.h"
 #include "wire.h"
 
-static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *text) {
+/* The process at the other end, as the kernel saw it connect, never a pid the client names. */
+static pid_t peer_pid(const struct conn *c) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        return getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? -errno : cred.pid;
+}
+
+void launch_schedule_caller(struct conn *c, char *text, size_t size) {
+        if (!c->caller_schedule)
+                return;
+        const char *step = "finding the client";
+        pid_t pid = peer_pid(c);
+        int r = pid < 0 ? pid : schedule_apply(c->caller_schedule, pid, &step);
+        if (r < 0) {
+                log_warning("the client of %s execs it without its schedule: %s failed: %s",
+                            c->caller_schedule->program, step, strerror(-r));
+                size_t n = strlen(text);
+                snprintf(text + n, size - n, " (and its schedule could not be given to the client: %s: %s)", step,
+                         strerror(-r));
+        }
+}
+
+static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *why) {
+        char text[HS_MAX_TEXT];
+        snprintf(text, sizeof text, "%s", why);
+        launch_schedule_caller(c, text, sizeof text);
         count_decline(s, code, text);
         if (s->options->verbose)
                 log_info("declined: %s", text);
         (void) hs_send_reason(c->fd, HS_MSG_DECLINED, code, text);
         conn_close(s, c);
+}
+
+static const struct schedule *program_schedule(const struct server *s, int program_fd) {
+        struct stat st;
+        return fstat(program_fd, &st) < 0 ? NULL : schedule_for(s->schedules, s->nschedules, st.st_dev, st.st_ino);
+}
+
+/* A program without a --schedule gets the daemon's scheduling when served, the client's by exec. */
+static const char *check_client_schedule(const struct conn *c, const struct schedule *configured) {
+        pid_t pid = peer_pid(c);
+        if (configured || (pid > 0 && schedule_same_as_self(pid)))
+                return NULL;
+        return "the client is scheduled otherwise than the daemon (policy, nice, affinity: chrt, nice, taskset), "
+               "which exec keeps";
 }
 
 /* A limit above our own hard limit is one our child could not set (only root may raise it). */
@@ -111,7 +151,9 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
         }
         if (pid == 0) {
                 struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .start = image->start,
-                                           .plan = &image->plan, .report_fd = report_fd, .after_main = page };
+                                           .plan = &image->plan, .report_fd = report_fd, .after_main = page,
+                                           .schedule = schedule_for(s->schedules, s->nschedules, image->dev,
+                                                                    image->ino) };
                 child_run(&spec);
         }
         struct child *ch = child_watch(s, pid);
@@ -178,6 +220,9 @@ void launch_handle(struct server *s, struct conn *c) {
 
         const char *differs;
         const char *reason = NULL;
+        const struct schedule *configured = program_schedule(s, c->fds[HS_FD_PROGRAM]);
+        /* A client that execs the program itself when declined is given its schedule first. */
+        c->caller_schedule = req.fixed.flags & HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED ? configured : NULL;
         if (s->shutting_down)
                 reason = "the daemon is shutting down";
         else if (s->nchildren >= s->options->max_children)
@@ -192,6 +237,8 @@ void launch_handle(struct server *s, struct conn *c) {
                 decline(s, c, HS_DECLINE_TERMINAL, reason);
         } else if ((reason = check_rlimits(&req))) {
                 decline(s, c, HS_DECLINE_LIMITS, reason);
+        } else if ((reason = check_client_schedule(c, configured))) {
+                decline(s, c, HS_DECLINE_ENVIRONMENT, reason);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(s, c, HS_DECLINE_UNSUPPORTED, reason);
         } else {

@@ -10,6 +10,7 @@
 #include "listen.h"
 #include "log.h"
 #include "options.h"
+#include "schedule.h"
 #include "supervisor.h"
 #include "systemd.h"
 #include "zygote.h"
@@ -41,10 +42,16 @@ static int run_supervisor(const struct daemon_options *o, int activated_fd, char
         int r = socket_path(o, path, sizeof path);
         if (r < 0)
                 return r;
+        /* What the schedules need (privileges, cgroups) is tried now, before anyone is served. */
+        struct schedule *schedules;
+        size_t nschedules;
+        if ((r = schedules_load(&o->schedules, true, &schedules, &nschedules)) < 0)
+                return r;
         int fd = activated_fd >= 0 ? activated_fd : listen_open(path);
-        if (fd < 0)
-                return fd;
-        return supervisor_run(o, fd, path, argv);
+        r = fd < 0 ? fd : supervisor_run(o, fd, path, argv);
+        schedules_remove_cgroups(schedules, nschedules);
+        schedules_free(schedules, nschedules);
+        return r;
 }
 
 int main(int argc, char *argv[]) {

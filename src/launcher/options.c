@@ -69,6 +69,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 r = string_list_add(&o->preloads, value);
         else if (strcmp(key, "terminal") == 0)
                 r = string_list_add(&o->terminal, value);
+        else if (strcmp(key, "schedule") == 0)
+                r = string_list_add(&o->schedules, value);
         else if (strcmp(key, "warm-up") == 0)
                 return parse_warm_up(o, value);
         else if (strcmp(key, "socket") == 0)
@@ -192,6 +194,12 @@ static void help(void) {
                 "  --terminal PROGRAM   serve PROGRAM also to a client with a controlling terminal: it only\n"
                 "                       writes to it (no /dev/tty, no job control of its own), as a\n"
                 "                       compiler; others go to exec then (repeatable)\n"
+                "  --schedule 'PROGRAM KEY=VALUE...'  how PROGRAM is scheduled, served or exec'd after a\n"
+                "                       decline: policy=other|batch|idle|fifo|rr|deadline, priority=1-99,\n"
+                "                       runtime=, deadline=, period= (10ms, 500us), cpus=LIST, nice=N,\n"
+                "                       uclamp-min=, uclamp-max= (0-1024), cpu-max=QUOTA/PERIOD and\n"
+                "                       cpuset=LIST (a cgroup under the daemon's); tried at start, where\n"
+                "                       what the daemon may not do stops it (repeatable; docs/scheduling.md)\n"
                 "  --report-launches SOCKET  tell headstart-pind (docs/pinning.md) each program served, so\n"
                 "                       that its pages stay resident; 'none' to not (default\n"
                 "                       " HS_LAUNCH_REPORT_SOCKET ")\n"
@@ -220,7 +228,7 @@ static const struct long_option long_options[] = {
         { "allow-root", false },   { "verbose", false },      { "help", false },
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
-        { "terminal", true },       { "report-launches", true },
+        { "terminal", true },       { "report-launches", true }, { "schedule", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -297,4 +305,5 @@ void options_done(struct daemon_options *o) {
         string_list_done(&o->preloads);
         string_list_done(&o->warm_up);
         string_list_done(&o->terminal);
+        string_list_done(&o->schedules);
 }

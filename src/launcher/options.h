@@ -16,6 +16,7 @@ struct daemon_options {
         struct string_list preloads;
         struct string_list warm_up; /* framework initialisation run in the zygote (warm-up.h) */
         struct string_list terminal; /* programs served from a terminal too (they only write to it) */
+        struct string_list schedules; /* "PROGRAM KEY=VALUE...": how a program is scheduled (schedule.h) */
         bool allow_root;
         bool verbose;
         unsigned max_children;

@@ -26,11 +26,13 @@
 
 struct image_header {
         struct image_start start;
+        uint64_t dev, ino; /* the program file, whose --schedule the child applies */
         uint64_t plan_size;
 };
 
 /* Reads the image message into *spec, pointing into payload. */
-static int parse_image(void *payload, size_t size, struct child_spec *spec, struct bind_plan *plan) {
+static int parse_image(const struct server *s, void *payload, size_t size, struct child_spec *spec,
+                       struct bind_plan *plan) {
         struct image_header h;
         if (size < sizeof h)
                 return -EBADMSG;
@@ -45,10 +47,12 @@ static int parse_image(void *payload, size_t size, struct child_spec *spec, stru
         spec->image = path;
         spec->start = h.start;
         spec->plan = plan;
+        spec->schedule = schedule_for(s->schedules, s->nschedules, (dev_t) h.dev, (ino_t) h.ino);
         return 0;
 }
 
-static _Noreturn void wait_for_request(int channel, pid_t daemon, struct after_main_page *page) {
+static _Noreturn void wait_for_request(const struct server *s, int channel, pid_t daemon,
+                                       struct after_main_page *page) {
         /* Nothing of the daemon's stays open here: a client's connection held by a waiting child
          * would not see the daemon close it. */
         if (channel > 0)
@@ -67,7 +71,7 @@ static _Noreturn void wait_for_request(int channel, pid_t daemon, struct after_m
                 _exit(0); /* the daemon let us go */
         struct child_spec spec = { .report_fd = report_fd, .after_main = page };
         struct bind_plan plan;
-        if (parse_image(image, h.size, &spec, &plan) < 0)
+        if (parse_image(s, image, h.size, &spec, &plan) < 0)
                 _exit(127);
         if (hs_recv_message_alloc(channel, &h, &payload, fds, HS_MAX_FDS, &nfds) < 0 || h.type != POOL_MSG_REQUEST)
                 _exit(127);
@@ -104,7 +108,7 @@ static int add_one(struct server *s) {
                 return r;
         }
         if (pid == 0)
-                wait_for_request(sv[1], daemon, page);
+                wait_for_request(s, sv[1], daemon, page);
         close(sv[1]);
 
         struct child *ch = child_watch(s, pid);
@@ -143,7 +147,7 @@ void pool_fill(struct server *s) {
 }
 
 static int send_image(int channel, const struct image_entry *e, int report_fd) {
-        struct image_header h = { .start = e->start, .plan_size = bind_plan_size(&e->plan) };
+        struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan) };
         size_t len = strlen(e->image) + 1, size = sizeof h + h.plan_size + len;
         uint8_t *buf = malloc(size);
         if (!buf)

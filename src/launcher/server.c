@@ -273,6 +273,7 @@ static void on_child_exit(struct server *s, struct child *ch) {
         struct conn *c = ch->conn;
         if (c) {
                 if (report[0]) {
+                        launch_schedule_caller(c, report, sizeof report);
                         count_decline(s, HS_DECLINE_START_FAILED, report);
                         (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, report);
                 }
@@ -533,6 +534,7 @@ void server_done(struct server *s) {
         }
         free(s->registered);
         free(s->terminal_ok);
+        schedules_free(s->schedules, s->nschedules);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         if (s->signal_fd >= 0)

@@ -14,6 +14,7 @@
 #include "warm-up.h"
 #include "options.h"
 #include "protocol.h"
+#include "schedule.h"
 
 enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES };
 
@@ -36,6 +37,7 @@ struct conn {
         int fds[HS_MAX_FDS];
         size_t nfds;
         struct child *child;
+        const struct schedule *caller_schedule; /* applied to the client before it is declined */
 };
 
 struct child {
@@ -98,6 +100,8 @@ struct server {
         const struct warm_up_result *warm_up; /* one per --warm-up step */
         struct file_id *terminal_ok; /* --terminal programs, served to a client with a terminal */
         size_t nterminal_ok;
+        struct schedule *schedules; /* --schedule, by program file (schedule.h) */
+        size_t nschedules;
         uint64_t started_ms;
         uint64_t launches, launches_pooled, declines;
         uint64_t declined[HS_DECLINE_COUNT];
@@ -119,6 +123,9 @@ void server_done(struct server *s);
 void status_reply(struct server *s, struct conn *c);
 /* launch.c: serves or declines the complete LAUNCH request on c. */
 void launch_handle(struct server *s, struct conn *c);
+/* Gives a declined client that execs the program itself the program's schedule; a failure is added
+ * to the decline text (of size bytes). */
+void launch_schedule_caller(struct conn *c, char *text, size_t size);
 void conn_close(struct server *s, struct conn *c);
 /* Sends ERROR (a malformed request) and closes the connection. */
 void conn_fail(struct server *s, struct conn *c, int error, const char *what);

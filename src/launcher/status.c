@@ -92,6 +92,11 @@ static void compose(const struct server *s, struct text *t) {
                 add(t, "program: %s %s%s%s\n", mode_name(r->mode), r->path, r->reason ? " -- " : "",
                     r->reason ? r->reason : "");
         }
+        for (size_t i = 0; i < s->nschedules; i++) {
+                char what[256];
+                schedule_describe(&s->schedules[i], what, sizeof what);
+                add(t, "schedule: %s -- %s\n", s->schedules[i].program, what);
+        }
         compose_learned(s, t);
         for (size_t i = 0; i < o->warm_up.n; i++)
                 add(t, "warm-up: %s %s%s%s\n", s->warm_up[i].refused ? "refused" : "done", s->warm_up[i].step,

@@ -208,7 +208,8 @@ int zygote_run(const struct daemon_options *o, const char *path) {
                 goto out;
         s.warm_up = warm_up;
         s.cache.also_loaded = &learned_loaded;
-        if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0)
+        if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
+            (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
         if (!o->no_learn) {
                 s.learned = &learned;

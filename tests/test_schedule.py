@@ -1,0 +1,142 @@
+"""Per-program scheduling (--schedule, docs/scheduling.md): a served launch, one from the pool and the
+exec'd fallback of a declined one see the configured policy, priority, nice, affinity and cgroups,
+as chrt, nice and taskset give a program exec'd under them; a deadline program runs (and may not
+fork, as under chrt); what the daemon cannot do is refused at start in one line; and a client
+brings no scheduling of its own to a served program."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+
+import pytest
+from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served
+from headstart.daemon import private_daemon
+
+REPORT = helper_path("sched-report")
+LAST_CPU = max(os.sched_getaffinity(0))
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real-time policies and cgroups need root here")
+
+
+def report_lines(out: bytes) -> tuple[list[str], list[str]]:
+    """Its lines without the cgroups, and the cgroup lines of the cpu and cpuset controllers."""
+    lines = out.decode().splitlines()
+    groups = [line for line in lines if line.startswith("cgroup ") and not line.startswith("cgroup 0::")]
+    return [line for line in lines if not line.startswith("cgroup ")], groups
+
+
+def in_groups(groups: list[str], name: str) -> bool:
+    return bool(groups) and all(g.endswith("/" + name) for g in groups)
+
+
+def start_refused(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    """headstartd with these options, which must stop it before it listens."""
+    cmd = [str(bin_path("headstartd")), "--allow-root", "--socket", "/nonexistent/socket", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, **kw)  # type: ignore[call-overload]
+
+
+def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_nice_give_exec():
+    spec = f"{REPORT} policy=fifo priority=20 cpus={LAST_CPU} nice=3 cpu-max=20ms/100ms cpuset={LAST_CPU}"
+    want = run_exec(["nice", "-n", "3", "chrt", "-f", "20", "taskset", "-c", str(LAST_CPU), str(REPORT)])
+    assert want.returncode == 0, want.stderr
+    want_lines, _ = report_lines(want.stdout)
+    assert "policy 1 priority 20" in want_lines[0] and want_lines[-1] == f"cpus {LAST_CPU}"
+    for extra in ([], ["--pool", "1"]):
+        with private_daemon([REPORT], extra_args=["--schedule", spec, *extra]) as daemon:
+            served = run_served(daemon, [str(REPORT)])
+            lines, groups = report_lines(served.stdout)
+            assert served.returncode == 0 and lines == want_lines, served.stderr
+            assert in_groups(groups, "headstart-0"), groups
+            # Declined (another loader environment): the client execs it, given the schedule first.
+            declined = run_served(daemon, [str(REPORT)], env=base_env(LD_BIND_NOW="1"))
+            lines, groups = report_lines(declined.stdout)
+            assert declined.returncode == 0 and lines == want_lines and in_groups(groups, "headstart-0")
+            assert daemon.launches_started() == 1 and "LD_BIND_NOW" in daemon.log_text()
+            status = daemon.status()
+            assert status["schedule"] == [
+                f"{REPORT} -- fifo 20, cpus 1, nice 3, cpu-max 20000/100000 us, cpuset 1 cpus"
+            ]
+
+
+def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():
+    spec = f"{REPORT} policy=deadline runtime=2ms deadline=10ms period=10ms"
+    chrt = ["chrt", "-d", "--sched-runtime", "2000000", "--sched-deadline", "10000000", "--sched-period", "10000000"]
+    want = run_exec([*chrt, "0", str(REPORT), "fork"])
+    assert want.returncode == 0 and b"policy 6 priority 0 runtime 2000000 deadline 10000000" in want.stdout
+    assert b"fork Resource temporarily unavailable" in want.stdout
+    with private_daemon([REPORT], extra_args=["--schedule", spec, "--pool", "1"]) as daemon:
+        for _ in range(2):  # from the pool, then forked afresh while the pool refills
+            served = run_served(daemon, [str(REPORT), "fork"])
+            assert (served.returncode, served.stdout) == (0, want.stdout), served.stderr
+        assert daemon.launches_started() == 2
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ("policy=fast", "bad setting 'policy=fast'"),
+        ("priority=20", "priority= goes with policy=fifo or rr"),
+        ("policy=rr", "priority= goes with policy=fifo or rr"),
+        ("policy=deadline runtime=5ms deadline=2ms period=10ms", "runtime <= deadline <= period"),
+        ("cpus=99999", "bad setting 'cpus=99999'"),
+        ("nice=40", "bad setting 'nice=40'"),
+        ("cpu-max=5ms", "bad setting 'cpu-max=5ms'"),
+        ("", "it sets nothing"),
+        ("cpus", "bad setting 'cpus'"),
+    ],
+)
+def test_bad_settings_are_refused_at_start_in_one_line(settings, said):
+    done = start_refused("--schedule", f"{REPORT} {settings}")
+    assert done.returncode != 0 and said in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_an_unknown_program_is_refused_at_start():
+    done = start_refused("--schedule", "/no/such/program nice=1")
+    assert done.returncode != 0 and "schedule /no/such/program: cannot find the program" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_daemon_without_the_privilege_is_refused_at_start_not_at_a_launch():
+    def no_rtprio() -> None:
+        resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+
+    cmd = ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--", str(bin_path("headstartd")),
+           "--allow-root", "--socket", "/nonexistent/socket",
+           "--schedule", f"{REPORT} policy=fifo priority=10"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, preexec_fn=no_rtprio)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+    assert "setting its scheduling policy failed: Operation not permitted" in done.stderr
+    assert "CAP_SYS_NICE or an RLIMIT_RTPRIO" in done.stderr
+
+
+def test_clamps_are_applied_where_the_kernel_has_them_and_refused_at_start_where_not():
+    supported = not run_exec([str(REPORT)]).stdout.decode().splitlines()[1].endswith("-0")
+    spec = f"{REPORT} uclamp-min=128 uclamp-max=512"
+    if not supported:  # CONFIG_UCLAMP_TASK off: a clear line at start, not a failure at each launch
+        done = start_refused("--schedule", spec)
+        assert done.returncode != 0 and "setting its utilization clamps failed" in done.stderr, done.stderr
+        return
+    with private_daemon([REPORT], extra_args=["--schedule", spec]) as daemon:
+        served = run_served(daemon, [str(REPORT)])
+        assert b"uclamp 128-512" in served.stdout, served.stderr
+
+
+@pytest.mark.skipif(SANITIZED, reason="the client is the same program in both builds")
+def test_a_client_brings_no_scheduling_of_its_own():
+    with private_daemon([REPORT], extra_args=["--schedule", f"{REPORT} nice=3"]) as daemon:
+        # A real-time client: the configured program runs as configured, not as the client does.
+        served = run_exec(["chrt", "-f", "5", str(bin_path("headstart-run")), "--socket",
+                                     str(daemon.socket), str(REPORT)])  # fmt: skip
+        assert served.returncode == 0 and b"policy 0 priority 0" in served.stdout and b"nice 3" in served.stdout
+        assert daemon.launches_started() == 1
+    other = helper_path("observe")
+    with private_daemon([other]) as daemon:
+        # Without a schedule, a client under nice is declined and execs: nice as exec gives it.
+        want = run_exec(["nice", "-n", "5", str(REPORT)])
+        got = run_exec(["nice", "-n", "5", str(bin_path("headstart-run")), "--socket", str(daemon.socket),
+                                  str(REPORT)])  # fmt: skip
+        assert (got.returncode, got.stdout) == (0, want.stdout)
+        assert daemon.launches_started() == 0, daemon.log_text()
+        assert "scheduled otherwise than the daemon" in daemon.log_text()
