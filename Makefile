@@ -28,7 +28,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench order-demo docs clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench order-demo schedule-demo docs clean
 
 all: build
 
@@ -131,6 +131,11 @@ demo: build
 # from Debian's source, recorded, ordered for GNU ld, checked cold. Root; several minutes.
 order-demo: build
 	$(PY) bench/order/demo.py $(BUILD)/order-demo $(BUILD)
+
+# Per-program scheduling under load (docs/scheduling.md): launch latency and period jitter of a
+# periodic task with and without its --schedule, CPU hogs on every core. Root; about a minute.
+schedule-demo: build
+	$(PY) bench/schedule/partition.py $(BUILD)
 
 # The full run behind docs/results.md.
 bench: build

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served
-from headstart.daemon import private_daemon
+from headstart.daemon import RunningDaemon, private_daemon
 
 REPORT = helper_path("sched-report")
 LAST_CPU = max(os.sched_getaffinity(0))
@@ -27,8 +27,9 @@ def report_lines(out: bytes) -> tuple[list[str], list[str]]:
     return [line for line in lines if not line.startswith("cgroup ")], groups
 
 
-def in_groups(groups: list[str], name: str) -> bool:
-    return bool(groups) and all(g.endswith("/" + name) for g in groups)
+def in_groups(groups: list[str], daemon: RunningDaemon, index: int) -> bool:
+    """In the daemon's group for its schedule index (named after its supervisor's pid)."""
+    return bool(groups) and all(g.endswith(f"/headstart-{daemon.process.pid}-{index}") for g in groups)
 
 
 def start_refused(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -48,11 +49,11 @@ def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_n
             served = run_served(daemon, [str(REPORT)])
             lines, groups = report_lines(served.stdout)
             assert served.returncode == 0 and lines == want_lines, served.stderr
-            assert in_groups(groups, "headstart-0"), groups
+            assert in_groups(groups, daemon, 0), groups
             # Declined (another loader environment): the client execs it, given the schedule first.
             declined = run_served(daemon, [str(REPORT)], env=base_env(LD_BIND_NOW="1"))
             lines, groups = report_lines(declined.stdout)
-            assert declined.returncode == 0 and lines == want_lines and in_groups(groups, "headstart-0")
+            assert declined.returncode == 0 and lines == want_lines and in_groups(groups, daemon, 0)
             assert daemon.launches_started() == 1 and "LD_BIND_NOW" in daemon.log_text()
             status = daemon.status()
             assert status["schedule"] == [

@@ -272,9 +272,14 @@ static const char *hint(const struct schedule *s, const char *what, int r) {
         return "";
 }
 
+/* Per daemon (its supervisor's pid: a zygote's parent) and schedule, so that daemons do not share. */
+static void group_name(char *buf, size_t size, pid_t supervisor, unsigned index) {
+        snprintf(buf, size, "headstart-%d-%u", (int) supervisor, index);
+}
+
 int schedule_check(struct schedule *s, unsigned index) {
         char name[64];
-        snprintf(name, sizeof name, "headstart-%u", index);
+        group_name(name, sizeof name, getpid(), index);
         int r;
         if (cgroup_wanted(&s->cgroup) && (r = cgroup_setup(&s->cgroup, name, true)) < 0)
                 return log_error_errno(r, "schedule %s: cannot make its cgroup%s", s->program,
@@ -313,7 +318,7 @@ int schedule_check(struct schedule *s, unsigned index) {
 
 int schedule_find_cgroup(struct schedule *s, unsigned index) {
         char name[64];
-        snprintf(name, sizeof name, "headstart-%u", index);
+        group_name(name, sizeof name, getppid(), index);
         return cgroup_wanted(&s->cgroup) ? cgroup_setup(&s->cgroup, name, false) : 0;
 }
 
