@@ -6,7 +6,8 @@ the launches, the arms alternating launch by launch.
 
 Arms: `exec` (headstart-run --exec, no schedule), `served` (no schedule), then served with
 `fifo` (policy=fifo priority=50), `fifo+partition` (the same on the last CPU, in a cpuset of its
-own), and `deadline` (policy=deadline, 300 us every 1 ms). Needs root (real-time policies, cgroups).
+own), and `deadline` (policy=deadline, 300 us every 1 ms); `pool` and `fifo+partition, pool` (on
+the first CPU: exclusive cpusets may not overlap) are served by a child forked ahead (--pool 1). Needs root (real-time policies, cgroups).
 
 usage: partition.py BUILD_DIR [LAUNCHES]"""
 
@@ -26,10 +27,17 @@ from headstart.stats import summarize
 
 PERIODS, PERIOD_US, WORK_US = "500", "1000", "100"
 LAST = max(os.sched_getaffinity(0))
-SCHEDULES = {
-    "fifo": "policy=fifo priority=50",
-    "fifo+partition": f"policy=fifo priority=50 cpus={LAST} cpuset={LAST}",
-    "deadline": "policy=deadline runtime=300us deadline=1ms period=1ms",
+FIRST = min(os.sched_getaffinity(0))
+# Exclusive cpusets may not overlap: the pool's partition is on another CPU.
+PARTITION, PARTITION_POOL = (f"policy=fifo priority=50 cpus={cpu} cpuset={cpu}" for cpu in (LAST, FIRST))
+# Arm: its --schedule settings (None: none), and whether children are forked ahead.
+ARMS = {
+    "served": (None, False),
+    "pool": (None, True),
+    "fifo": ("policy=fifo priority=50", False),
+    "fifo+partition": (PARTITION, False),
+    "fifo+partition, pool": (PARTITION_POOL, True),
+    "deadline": ("policy=deadline runtime=300us deadline=1ms period=1ms", False),
 }
 
 
@@ -61,9 +69,9 @@ def main() -> int:
     periodic, run = build / "bench/periodic", str(build / "headstart-run")
     results: dict[str, list[tuple[float, list[float]]]] = {}
     with contextlib.ExitStack() as stack:
-        daemons: dict[str, RunningDaemon] = {"served": stack.enter_context(private_daemon([periodic]))}
-        for arm, settings in SCHEDULES.items():
-            args = ["--schedule", f"{periodic} {settings}"]
+        daemons: dict[str, RunningDaemon] = {}
+        for arm, (settings, pool) in ARMS.items():
+            args = (["--schedule", f"{periodic} {settings}"] if settings else []) + (["--pool", "1"] if pool else [])
             daemons[arm] = stack.enter_context(private_daemon([periodic], extra_args=args))
         clients = {"exec": [run, "--exec"]} | {arm: [run, "--socket", str(d.socket)] for arm, d in daemons.items()}
         stack.enter_context(hogs())
@@ -78,7 +86,7 @@ def main() -> int:
     base = summarize([lat for lat, _ in results["served"]]).median
     base_p99 = summarize([j[1] for _, j in results["served"]]).median
     print(
-        f"{'arm':16} {'launch ms, median (p10-p90)':>30} {'ratio':>6} {'jitter p99 us, median (p10-p90)':>34} "
+        f"{'arm':22} {'launch ms, median (p10-p90)':>30} {'ratio':>6} {'jitter p99 us, median (p10-p90)':>34} "
         f"{'ratio':>6} {'worst max us':>13}"
     )
     for arm, rows in results.items():

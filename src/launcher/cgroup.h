@@ -21,6 +21,7 @@ struct cgroup_limits {
         /* Where the group is, once made or found: one directory on v2, one per controller on v1. */
         char cpu_dir[PATH_MAX], cpuset_dir[PATH_MAX];
         bool exclusive; /* the cpuset is a partition of its own (v2) or cpu_exclusive (v1) */
+        bool v1;        /* the groups are in v1 hierarchies */
 };
 
 static inline bool cgroup_wanted(const struct cgroup_limits *l) {
@@ -33,5 +34,5 @@ int cgroup_setup(struct cgroup_limits *l, const char *name, bool create);
 /* Removes the group, once the daemon stops (a group with processes left stays). */
 void cgroup_remove(const struct cgroup_limits *l);
 
-/* Moves pid (0: the caller) into the group. */
+/* Moves pid (0: the caller, which must have a single thread) into the group. */
 int cgroup_join(const struct cgroup_limits *l, pid_t pid);

@@ -241,22 +241,30 @@ static int set_attr(const struct schedule *s, pid_t pid) {
         return syscall(SYS_sched_setattr, pid, &attr, 0) < 0 ? -errno : 0;
 }
 
-/* The order matters: the cgroup first (a cpuset narrows the CPUs affinity may name), affinity before
- * a deadline policy (whose tasks may not change it), the policy last. */
+/* The order matters. A fifo or rr policy comes first: moving to other CPUs (a cpuset, affinity)
+ * then preempts what runs there instead of waiting behind it at the default policy. The cgroup
+ * comes before affinity (a cpuset narrows the CPUs affinity may name), and affinity before a
+ * deadline policy, whose tasks may change it no more. */
 int schedule_apply(const struct schedule *s, pid_t pid, const char **what) {
+        bool realtime_first = s->cgroup.realtime;
+        const char *policy_step = s->has_policy ? "setting its scheduling policy" : "setting its utilization clamps";
         int r = 0;
-        if (cgroup_wanted(&s->cgroup) && (r = cgroup_join(&s->cgroup, pid)) < 0)
-                return *what = "joining its cgroup", r;
         if (s->has_nice && setpriority(PRIO_PROCESS, (id_t) pid, s->nice) < 0)
                 return *what = "setting its nice value", -errno;
+        if (realtime_first && (r = set_attr(s, pid)) < 0)
+                return *what = policy_step, r;
+        if (cgroup_wanted(&s->cgroup) && (r = cgroup_join(&s->cgroup, pid)) < 0)
+                return *what = "joining its cgroup", r;
         if (s->has_cpus && sched_setaffinity(pid, sizeof s->cpus, &s->cpus) < 0)
                 return *what = "setting its CPU affinity", -errno;
-        if ((r = set_attr(s, pid)) < 0)
-                return *what = s->has_policy ? "setting its scheduling policy" : "setting its utilization clamps", r;
+        if (!realtime_first && (r = set_attr(s, pid)) < 0)
+                return *what = policy_step, r;
         return 0;
 }
 
 static const char *hint(const struct schedule *s, const char *what, int r) {
+        if (r == -EXDEV)
+                return " (the cpuset's CPUs overlap another exclusive cpuset, or are not the daemon's own)";
         if (r != -EPERM && r != -EACCES && r != -EBUSY)
                 return "";
         if (strstr(what, "cgroup"))
@@ -282,8 +290,8 @@ int schedule_check(struct schedule *s, unsigned index) {
         group_name(name, sizeof name, getpid(), index);
         int r;
         if (cgroup_wanted(&s->cgroup) && (r = cgroup_setup(&s->cgroup, name, true)) < 0)
-                return log_error_errno(r, "schedule %s: cannot make its cgroup%s", s->program,
-                                       hint(s, "cgroup", r)),
+                return log_error_errno(r == -EXDEV ? -EINVAL : r, "schedule %s: cannot make its cgroup%s",
+                                       s->program, hint(s, "cgroup", r)),
                        -EPERM;
         /* Everything else, tried on a throwaway child: what fails there would fail at a launch. */
         int pipefd[2];
