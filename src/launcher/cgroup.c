@@ -130,7 +130,7 @@ static int enable_v2(const char *base, const char *controller) {
         return write_file(base, "cgroup.subtree_control", want);
 }
 
-static void format_cpus(const cpu_set_t *set, char *buf, size_t size) {
+void cgroup_format_cpus(const cpu_set_t *set, char *buf, size_t size) {
         size_t off = 0;
         buf[0] = '\0';
         for (int cpu = 0; cpu < CPU_SETSIZE && off < size; cpu++)
@@ -198,11 +198,19 @@ static int setup_cpu(struct cgroup_limits *l, const char *name, bool create) {
 
 static int setup_cpuset(struct cgroup_limits *l, const char *name, bool create) {
         bool v2;
+        char state[64] = "";
         int r = group_dir(l, "cpuset", name, create, l->cpuset_dir, &v2);
-        if (r < 0 || !create)
+        if (r < 0)
                 return r;
-        char cpus[CPU_SETSIZE * 5], mems[256] = "", state[64] = "";
-        format_cpus(&l->cpuset, cpus, sizeof cpus);
+        if (!create) { /* as the supervisor left it */
+                l->exclusive = v2 ? read_file(l->cpuset_dir, "cpuset.cpus.partition", state, sizeof state) == 0 &&
+                                            strcmp(state, "root") == 0
+                                  : read_file(l->cpuset_dir, "cpuset.cpu_exclusive", state, sizeof state) == 0 &&
+                                            strcmp(state, "1") == 0;
+                return 0;
+        }
+        char cpus[CPU_SETSIZE * 5], mems[256] = "";
+        cgroup_format_cpus(&l->cpuset, cpus, sizeof cpus);
         if (!v2) {
                 /* A new v1 cpuset has no memory nodes: those of the parent. */
                 char parent[PATH_MAX];

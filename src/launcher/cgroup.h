@@ -28,6 +28,9 @@ static inline bool cgroup_wanted(const struct cgroup_limits *l) {
         return l->has_cpu_max || l->has_cpuset;
 }
 
+/* "0,2,3": as cpuset.cpus takes it. */
+void cgroup_format_cpus(const cpu_set_t *set, char *buf, size_t size);
+
 /* Makes (or, with create false, finds) the group NAME under the daemon's and writes the limits. */
 int cgroup_setup(struct cgroup_limits *l, const char *name, bool create);
 

@@ -345,8 +345,11 @@ void schedule_describe(const struct schedule *s, char *buf, size_t size) {
                     (unsigned long long) s->deadline_ns, (unsigned long long) s->period_ns);
         else if (s->has_policy)
                 ADD("%s%s%.0u", policy_name(s->policy), s->priority ? " " : "", s->priority);
-        if (s->has_cpus)
-                ADD("cpus %d", CPU_COUNT(&s->cpus));
+        char cpus[256];
+        if (s->has_cpus) {
+                cgroup_format_cpus(&s->cpus, cpus, sizeof cpus);
+                ADD("cpus %s", cpus);
+        }
         if (s->has_nice)
                 ADD("nice %d", s->nice);
         if (s->uclamp_min >= 0 || s->uclamp_max >= 0)
@@ -354,8 +357,10 @@ void schedule_describe(const struct schedule *s, char *buf, size_t size) {
         if (s->cgroup.has_cpu_max)
                 ADD("cpu-max %llu/%llu us", (unsigned long long) s->cgroup.quota_us,
                     (unsigned long long) s->cgroup.period_us);
-        if (s->cgroup.has_cpuset)
-                ADD("cpuset %d cpus%s", CPU_COUNT(&s->cgroup.cpuset), s->cgroup.exclusive ? " (exclusive)" : "");
+        if (s->cgroup.has_cpuset) {
+                cgroup_format_cpus(&s->cgroup.cpuset, cpus, sizeof cpus);
+                ADD("cpuset %s%s", cpus, s->cgroup.exclusive ? " (exclusive)" : "");
+        }
 #undef ADD
 }
 
