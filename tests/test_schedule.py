@@ -14,6 +14,7 @@ import subprocess
 import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served
 from headstart.daemon import RunningDaemon, private_daemon
+from headstart.errors import HeadstartError
 
 REPORT = helper_path("sched-report")
 LAST_CPU = max(os.sched_getaffinity(0))
@@ -38,31 +39,51 @@ def start_refused(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, **kw)  # type: ignore[call-overload]
 
 
+def refusal(settings: str) -> str | None:
+    """Why headstartd will not start with this schedule of REPORT here, or None when it starts."""
+    try:
+        with private_daemon([REPORT], extra_args=["--schedule", f"{REPORT} {settings}"]):
+            return None
+    except HeadstartError as e:
+        return str(e)
+
+
 def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_nice_give_exec():
-    spec = f"{REPORT} policy=fifo priority=20 cpus={LAST_CPU} nice=3 cpu-max=20ms/100ms cpuset={LAST_CPU}"
+    settings = f"policy=fifo priority=20 cpus={LAST_CPU} nice=3"
+    groups_too = f"{settings} cpu-max=20ms/100ms cpuset={LAST_CPU}"
+    why = refusal(groups_too)
+    if why and "cannot make its cgroup" not in why:
+        pytest.skip(f"real-time scheduling is not available here: {why}")
+    with_groups = why is None  # a container may give the daemon no cgroup of its own: said in one line
     want = run_exec(["nice", "-n", "3", "chrt", "-f", "20", "taskset", "-c", str(LAST_CPU), str(REPORT)])
     assert want.returncode == 0, want.stderr
     want_lines, _ = report_lines(want.stdout)
     assert "policy 1 priority 20" in want_lines[0] and want_lines[-1] == f"cpus {LAST_CPU}"
+    spec = f"{REPORT} {groups_too if with_groups else settings}"
     for extra in ([], ["--pool", "1"]):
         with private_daemon([REPORT], extra_args=["--schedule", spec, *extra]) as daemon:
             served = run_served(daemon, [str(REPORT)])
             lines, groups = report_lines(served.stdout)
             assert served.returncode == 0 and lines == want_lines, served.stderr
-            assert in_groups(groups, daemon, 0), groups
+            assert in_groups(groups, daemon, 0) or not with_groups, groups
             # Declined (another loader environment): the client execs it, given the schedule first.
             declined = run_served(daemon, [str(REPORT)], env=base_env(LD_BIND_NOW="1"))
             lines, groups = report_lines(declined.stdout)
-            assert declined.returncode == 0 and lines == want_lines and in_groups(groups, daemon, 0)
+            assert declined.returncode == 0 and lines == want_lines, declined.stderr
+            assert in_groups(groups, daemon, 0) or not with_groups, groups
             assert daemon.launches_started() == 1 and "LD_BIND_NOW" in daemon.log_text()
-            status = daemon.status()
-            said = f"{REPORT} -- fifo 20, cpus {LAST_CPU}, nice 3, cpu-max 20000/100000 us, cpuset {LAST_CPU}"
+            said = f"{REPORT} -- fifo 20, cpus {LAST_CPU}, nice 3"
+            said += ", cpu-max 20000/100000 us, cpuset " + str(LAST_CPU) if with_groups else ""
             # exclusive where the parent cpuset is (the root one is): a v1 cpu_exclusive group
-            assert status["schedule"] in ([said], [said + " (exclusive)"])
+            assert daemon.status()["schedule"] in ([said], [said + " (exclusive)"])
 
 
 def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():
-    spec = f"{REPORT} policy=deadline runtime=2ms deadline=10ms period=10ms"
+    settings = "policy=deadline runtime=2ms deadline=10ms period=10ms"
+    why = refusal(settings)
+    if why:
+        pytest.skip(f"SCHED_DEADLINE is not available here: {why}")
+    spec = f"{REPORT} {settings}"
     chrt = ["chrt", "-d", "--sched-runtime", "2000000", "--sched-deadline", "10000000", "--sched-period", "10000000"]
     want = run_exec([*chrt, "0", str(REPORT), "fork"])
     assert want.returncode == 0 and b"policy 6 priority 0 runtime 2000000 deadline 10000000" in want.stdout
