@@ -53,6 +53,7 @@ def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_n
     groups_too = f"{settings} cpu-max=20ms/100ms cpuset={LAST_CPU}"
     why = refusal(groups_too)
     if why and "cannot make its cgroup" not in why:
+        assert run_exec(["chrt", "-f", "20", "true"]).returncode != 0, f"chrt can, the daemon cannot: {why}"
         pytest.skip(f"real-time scheduling is not available here: {why}")
     with_groups = why is None  # a container may give the daemon no cgroup of its own: said in one line
     want = run_exec(["nice", "-n", "3", "chrt", "-f", "20", "taskset", "-c", str(LAST_CPU), str(REPORT)])
@@ -80,11 +81,12 @@ def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_n
 
 def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():
     settings = "policy=deadline runtime=2ms deadline=10ms period=10ms"
+    chrt = ["chrt", "-d", "--sched-runtime", "2000000", "--sched-deadline", "10000000", "--sched-period", "10000000"]
     why = refusal(settings)
     if why:
+        assert run_exec([*chrt, "0", "true"]).returncode != 0, f"chrt can, the daemon cannot: {why}"
         pytest.skip(f"SCHED_DEADLINE is not available here: {why}")
     spec = f"{REPORT} {settings}"
-    chrt = ["chrt", "-d", "--sched-runtime", "2000000", "--sched-deadline", "10000000", "--sched-period", "10000000"]
     want = run_exec([*chrt, "0", str(REPORT), "fork"])
     assert want.returncode == 0 and b"policy 6 priority 0 runtime 2000000 deadline 10000000" in want.stdout
     assert b"fork Resource temporarily unavailable" in want.stdout
