@@ -11,8 +11,9 @@ GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
 # Man pages from the C programs' --help (help2man), what the unit and terminal tests use, and
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,
-# whose -finstrument-function-entry-bare libheadstart-order records too.
-TOOL_PACKAGES := help2man procps systemd vmtouch lld clang
+# whose -finstrument-function-entry-bare libheadstart-order records too, and whose libFuzzer
+# (libclang-rt) runs the fuzz targets.
+TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
@@ -22,13 +23,18 @@ PY := $(VENV)/bin/python
 BUILD := build
 BUILD_SAN := build-sanitize
 BUILD_A64 := build-aarch64
+BUILD_FUZZ := build-fuzz
+FUZZ_TARGETS := request elf config schedule pin-plan
+# Inputs each target runs in `make test` (seconds each), and seconds each runs in `make fuzz-long`.
+FUZZ_RUNS := 20000
+FUZZ_SECONDS := 600
 A64_SYSROOT := $(CURDIR)/build-aarch64-sysroot
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-boot lint demo bench order-demo schedule-demo docs clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-boot lint demo bench order-demo schedule-demo fuzz fuzz-long docs clean
 
 all: build
 
@@ -71,6 +77,34 @@ $(BUILD_SAN)/build.ninja: | deps
 build-sanitize: deps $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
 
+# The libFuzzer targets (fuzz/README.md): clang, coverage in every file, ASan and UBSan.
+$(BUILD_FUZZ)/build.ninja: | deps
+	CC=clang meson setup $(BUILD_FUZZ) -Dfuzz=true -Dsamples=disabled -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
+
+fuzz: deps $(BUILD_FUZZ)/build.ninja
+	ninja -C $(BUILD_FUZZ) $(FUZZ_TARGETS:%=fuzz/fuzz-%)
+
+# Each target over its seed corpus (the crashes found before are in it) and FUZZ_RUNS new inputs,
+# which go to a scratch corpus: the committed one stays as it is.
+test-fuzz: fuzz
+	@for t in $(FUZZ_TARGETS); do \
+		scratch=$$(mktemp -d); \
+		$(BUILD_FUZZ)/fuzz/fuzz-$$t -runs=$(FUZZ_RUNS) -seed=1 -rss_limit_mb=2048 $$scratch fuzz/corpus/$$t \
+			>$$scratch.log 2>&1 || { cat $$scratch.log; rm -rf $$scratch $$scratch.log; exit 1; }; \
+		echo "fuzz-$$t: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $$scratch.log | tr -s ' \t' ' ')"; \
+		rm -rf $$scratch $$scratch.log; \
+	done
+
+# Opt-in: FUZZ_SECONDS per target, growing a corpus in build-fuzz/corpus (docs/reliability.md).
+fuzz-long: fuzz
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(BUILD_FUZZ)/corpus/$$t; \
+		$(BUILD_FUZZ)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+			$(BUILD_FUZZ)/corpus/$$t fuzz/corpus/$$t 2>&1 | grep -E '^#[0-9]+[[:space:]]+DONE|stat::|ERROR|SUMMARY' \
+			| sed "s/^/fuzz-$$t: /"; \
+	done
+
 # What a product image builds: the C parts optimized for speed and for size, natively and for aarch64.
 # Compiled (with -Werror) so that warnings only the optimizer sees fail here and not on a user's machine.
 OPTIMIZED := release minsize
@@ -109,7 +143,7 @@ lint: deps
 	$(VENV)/bin/ruff check python tests
 	$(VENV)/bin/ruff format --check python tests
 
-test: lint test-c test-python
+test: lint test-c test-fuzz test-python
 
 # Regenerates the man pages and shell completions from the programs' options (packaging/generate-docs);
 # commit the result. tests/test_packaging.py fails while they are stale.
@@ -142,4 +176,4 @@ bench: build
 	$(VENV)/bin/headstart bench -o bench-results
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_A64) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_A64) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* A program file any client may name: the zygote reads its headers, dynamic section and symbols
+ * before deciding how to serve it, so a crafted file must never crash or hang it. */
+#include <unistd.h>
+
+#include "elf-info.h"
+#include "fuzz-input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        int fd = fuzz_input_fd(data, size);
+        if (fd < 0)
+                return 0;
+        struct elf_info info;
+        (void) elf_info_read(fd, &info);
+        struct elf_exports exports;
+        if (lseek(fd, 0, SEEK_SET) == 0 && elf_exports_read(fd, &exports) == 0)
+                elf_exports_done(&exports);
+        close(fd);
+        return 0;
+}
