@@ -91,6 +91,11 @@ void hs_launch_free(struct hs_launch *l);
  * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. */
 int hs_daemon_status(const char *socket, char **ret_text);
 
+/* The same as one JSON object (a line), for scripts: each key once; a whole number as a number,
+ * other values as strings; `program`, `learned`, `warm-up`, `declined` and `schedule`, one line
+ * per item, always as arrays of strings. Malloc'ed into *ret_json; the caller frees it. */
+int hs_daemon_status_json(const char *socket, char **ret_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@ extern char **environ;
 static const char *arg_socket = NULL;
 static bool arg_exec = false;
 static bool arg_status = false;
+static bool arg_json = false;
 static bool arg_terminal = false;
 
 /* Set once in main, read-only afterwards. */
@@ -36,7 +37,7 @@ static sigset_t original_mask;
 static void help(void) {
         static const char text[] =
                 "Usage: headstart-run [--socket PATH] [--exec | --terminal] PROGRAM [ARGS...]\n"
-                "       headstart-run [--socket PATH] --status\n"
+                "       headstart-run [--socket PATH] --status [--json]\n"
                 "Runs PROGRAM through headstartd when it can, and by exec otherwise.\n\n"
                 "  --socket PATH   the daemon's socket (default $HEADSTART_SOCKET,\n"
                 "                  else $XDG_RUNTIME_DIR/headstart/socket)\n"
@@ -45,6 +46,7 @@ static void help(void) {
                 "                  all) but must not need /dev/tty or job control of its own, as a\n"
                 "                  compiler does not; without it, the daemon's configuration decides\n"
                 "  --status        print what the daemon serves and how it has been doing\n"
+                "  --json          with --status: as one JSON object (docs/protocol.md)\n"
                 "Set HEADSTART_DEBUG=1 to see why a launch went to exec.\n";
         (void) !write(STDOUT_FILENO, text, sizeof text - 1);
 }
@@ -60,6 +62,8 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_exec = true;
                 else if (strcmp(argv[i], "--status") == 0)
                         arg_status = true;
+                else if (strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
                 else if (strcmp(argv[i], "--terminal") == 0)
                         arg_terminal = true;
                 else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
@@ -77,6 +81,10 @@ static int parse_argv(int argc, char *argv[]) {
                         log_error("unknown option %s (try --help)", argv[i]);
                         return -1;
                 }
+        }
+        if (arg_json && !arg_status) {
+                log_error("--json goes with --status");
+                return -1;
         }
         if (i >= argc && !arg_status) {
                 log_error("no program given (try --help)");
@@ -260,7 +268,7 @@ static _Noreturn void serve(struct hs_launch *l, int sigfd, char *argv[]) {
 
 static int print_status(void) {
         char *text;
-        int r = hs_daemon_status(arg_socket, &text);
+        int r = arg_json ? hs_daemon_status_json(arg_socket, &text) : hs_daemon_status(arg_socket, &text);
         if (r < 0) {
                 log_error_errno(r, "cannot get the daemon's status");
                 return EXIT_FAILURE;

@@ -1,0 +1,50 @@
+"""headstart-run --status --json (hs_daemon_status_json): the daemon's status as one JSON object, each
+line of the text status in it (numbers as numbers, one-per-item keys as arrays), and paths with
+quotes and backslashes escaped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from conftest import bin_path
+from headstart.daemon import private_daemon
+
+LISTS = {"program", "learned", "warm-up", "declined", "schedule"}
+
+
+def status(daemon, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), "--status", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def test_the_json_status_holds_every_line_of_the_text_one(tmp_path):
+    odd = tmp_path / 'a "quoted" \\ name'
+    shutil.copy(bin_path("observe"), odd)
+    with private_daemon([odd], extra_args=["--schedule", f"{bin_path('observe')} nice=1", "--pool", "1"]) as d:
+        subprocess.run([str(bin_path("headstart-run")), "--socket", str(d.socket), str(odd), "exit", "0"],
+                       capture_output=True, timeout=30, start_new_session=True)  # fmt: skip
+        text, as_json = status(d), status(d, "--json")
+    assert text.returncode == 0 and as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert as_json.stdout.count("\n") == 1
+    seen: dict[str, list[str]] = {}
+    for line in text.stdout.splitlines():
+        key, _, value = line.partition(": ")
+        seen.setdefault(key, []).append(value)
+    assert set(data) == set(seen)
+    for key, values in seen.items():
+        if key in LISTS:
+            assert data[key] == values, key
+        elif values[0].isdigit() and key not in ("uptime-seconds",):
+            assert data[key] == int(values[0]) and len(values) == 1, key
+        elif not values[0].isdigit():
+            assert data[key] == values[0], key
+    assert data["program"] == [f"preload {odd}"] and data["launches"] == 1
+    assert isinstance(data["pool-size"], int) and data["schedule"][0].endswith("-- nice 1")
+
+
+def test_json_without_status_is_a_usage_error():
+    done = subprocess.run([str(bin_path("headstart-run")), "--json", "/bin/true"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--json goes with --status" in done.stderr and done.stderr.count("\n") == 1
