@@ -34,7 +34,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-boot lint demo bench order-demo schedule-demo fuzz fuzz-long docs clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench order-demo schedule-demo fuzz fuzz-long docs clean
 
 all: build
 
@@ -90,16 +90,24 @@ fuzz: deps $(BUILD_FUZZ)/build.ninja
 test-fuzz: fuzz
 	@for t in $(FUZZ_TARGETS); do \
 		scratch=$$(mktemp -d); \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(BUILD_FUZZ)/fuzz/fuzz-$$t -runs=$(FUZZ_RUNS) -seed=1 -rss_limit_mb=2048 $$scratch fuzz/corpus/$$t \
 			>$$scratch.log 2>&1 || { cat $$scratch.log; rm -rf $$scratch $$scratch.log; exit 1; }; \
 		echo "fuzz-$$t: $$(grep -E '^#[0-9]+[[:space:]]+DONE' $$scratch.log | tr -s ' \t' ' ')"; \
 		rm -rf $$scratch $$scratch.log; \
 	done
 
+# Opt-in, about 15 minutes: a live daemon under a million mutated requests, 100,000 launches, zygote
+# kills and SIGHUPs, its fds and RSS sampled (tests/soak/soak.py, docs/reliability.md). SOAK_ARGS
+# to change the counts; SOAK_DAEMON=build-sanitize/headstartd to have LeakSanitizer look too.
+test-soak: build build-sanitize
+	$(PY) tests/soak/soak.py $(BUILD) $(if $(SOAK_DAEMON),--daemon $(SOAK_DAEMON)) $(SOAK_ARGS)
+
 # Opt-in: FUZZ_SECONDS per target, growing a corpus in build-fuzz/corpus (docs/reliability.md).
 fuzz-long: fuzz
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(BUILD_FUZZ)/corpus/$$t; \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(BUILD_FUZZ)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
 			$(BUILD_FUZZ)/corpus/$$t fuzz/corpus/$$t 2>&1 | grep -E '^#[0-9]+[[:space:]]+DONE|stat::|ERROR|SUMMARY' \
 			| sed "s/^/fuzz-$$t: /"; \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A request as the daemon reads it from any process of its user: a header, then a payload that
  * hs_launch_parse validates. The first byte says how many fds came with it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocol.h"
@@ -13,8 +14,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct hs_header h;
         memcpy(&h, data + 1, sizeof h);
         (void) hs_header_check(&h);
-        const uint8_t *payload = data + 1 + sizeof h;
+        /* In its own buffer, aligned as the daemon's malloc'ed one is. */
         size_t n = size - 1 - sizeof h;
+        uint8_t *payload = malloc(n ? n : 1);
+        if (!payload)
+                return 0;
+        memcpy(payload, data + 1 + sizeof h, n);
         struct hs_launch_request req;
         const char *what = NULL;
         if (hs_launch_parse(payload, n, nfds, &req, &what) == 0) {
@@ -29,5 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 hs_launch_request_done(&req);
                 (void) total;
         }
+        free(payload);
         return 0;
 }

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,9 +229,34 @@ static void drain_signals(struct hs_launch *l, int sigfd) {
         }
 }
 
-/* The daemon vanished while the program runs: it keeps running, but its status is lost. */
+/* linux/pidfd.h of Linux 6.15, which Debian 12's headers predate: a pidfd keeps the exit status of
+ * its process once it is reaped, for whoever holds the pidfd. */
+struct pidfd_exit_info {
+        uint64_t mask;
+        uint64_t cgroupid;
+        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code; /* as wait(2) gives it */
+};
+#define PIDFD_INFO_EXIT (1UL << 3)
+#define PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_exit_info)
+
+/* The wait status of the ended program, read from its pidfd once whoever inherited it (init, or a
+ * subreaper) has reaped it; -1 on kernels before 6.15 or when nobody reaps it within a second. */
+static int exit_status_from_pidfd(int pidfd) {
+        for (int tries = 0; tries < 100; tries++) {
+                struct pidfd_exit_info info = { .mask = PIDFD_INFO_EXIT };
+                if (ioctl(pidfd, PIDFD_GET_INFO, &info) < 0)
+                        return -1;
+                if (info.mask & PIDFD_INFO_EXIT)
+                        return info.exit_code;
+                (void) nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        }
+        return -1;
+}
+
+/* The daemon vanished while the program runs (its zygote was killed): the program keeps running,
+ * and its pidfd, which we hold, says how it ended. */
 static _Noreturn void wait_orphan(struct hs_launch *l, int sigfd, char *argv[]) {
-        log_error("the daemon went away while %s was running; its exit status is lost", argv[0]);
         struct pollfd p[2] = { { .fd = hs_launch_pidfd(l), .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
         for (;;) {
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -239,6 +266,11 @@ static _Noreturn void wait_orphan(struct hs_launch *l, int sigfd, char *argv[]) 
                 if (p[1].revents)
                         drain_signals(l, sigfd);
         }
+        int status = exit_status_from_pidfd(hs_launch_pidfd(l));
+        if (status >= 0)
+                exit_like(WIFEXITED(status) ? CLD_EXITED : CLD_KILLED,
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        log_error("the daemon went away while %s was running; its exit status is lost", argv[0]);
         exit(255);
 }
 

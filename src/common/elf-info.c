@@ -21,8 +21,10 @@ struct image {
         const Elf64_Phdr *phdr;
 };
 
-static const void *at(const struct image *im, uint64_t off, uint64_t len) {
-        if (off > im->size || len > im->size - off)
+/* len bytes at file offset off, aligned for the type read there (the buffer itself is): a crafted
+ * file may put a table at any offset, and reading a misaligned one is undefined behaviour. */
+static const void *at(const struct image *im, uint64_t off, uint64_t len, size_t align) {
+        if (off > im->size || len > im->size - off || off % align != 0)
                 return NULL;
         return im->data + off;
 }
@@ -51,7 +53,7 @@ static void read_program_headers(const struct image *im, struct elf_info *info, 
                         *ret_dyn = p;
                         break;
                 case PT_INTERP: {
-                        const char *s = at(im, p->p_offset, p->p_filesz);
+                        const char *s = at(im, p->p_offset, p->p_filesz, 1);
                         info->has_interp = true;
                         if (s && p->p_filesz > 0 && p->p_filesz < sizeof info->interp)
                                 memcpy(info->interp, s, p->p_filesz);
@@ -84,7 +86,7 @@ static bool has_origin(const char *s, size_t max) {
 }
 
 static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
-        const Elf64_Dyn *dyn = at(im, dynp->p_offset, dynp->p_filesz);
+        const Elf64_Dyn *dyn = at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
         if (!dyn)
                 return -ENOEXEC;
         size_t n = dynp->p_filesz / sizeof *dyn;
@@ -126,7 +128,7 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
         uint64_t stroff;
         if (strtab && strsz && vaddr_to_offset(im, strtab, strsz, &stroff) == 0)
                 for (size_t i = 0; i < npaths; i++) {
-                        const char *s = at(im, stroff + path_offsets[i], 1);
+                        const char *s = at(im, stroff + path_offsets[i], 1, 1);
                         if (s && path_offsets[i] < strsz && has_origin(s, strsz - path_offsets[i]))
                                 info->origin_in_path = true;
                 }
@@ -145,7 +147,7 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->is_64bit = true;
 
         struct image m = *im;
-        m.ehdr = at(im, 0, sizeof(Elf64_Ehdr));
+        m.ehdr = at(im, 0, sizeof(Elf64_Ehdr), 1);
         if (!m.ehdr)
                 return -ENOEXEC;
         info->machine_matches = m.ehdr->e_machine == HS_ELF_MACHINE;
@@ -155,7 +157,7 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
         if (m.ehdr->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
-        m.phdr = at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr));
+        m.phdr = at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
         if (!m.phdr)
                 return -ENOEXEC;
 
@@ -239,17 +241,32 @@ struct symbol_tables {
         size_t verneed_size, verdef_size;
 };
 
+/* What the tables we read of a section need. */
+static size_t section_alignment(uint32_t type) {
+        switch (type) {
+        case SHT_DYNSYM:
+                return _Alignof(Elf64_Sym);
+        case SHT_GNU_versym:
+                return _Alignof(Elf64_Half);
+        case SHT_GNU_verneed:
+        case SHT_GNU_verdef:
+                return _Alignof(Elf64_Word);
+        default:
+                return 1;
+        }
+}
+
 static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         *t = (struct symbol_tables){ 0 };
         if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
                 return 0;
-        const Elf64_Shdr *sh = at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr));
+        const Elf64_Shdr *sh = at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
         if (!sh)
                 return -ENOEXEC;
         size_t nversym = 0;
         for (unsigned i = 0; i < e->e_shnum; i++) {
-                const void *data = at(im, sh[i].sh_offset, sh[i].sh_size);
+                const void *data = at(im, sh[i].sh_offset, sh[i].sh_size, section_alignment(sh[i].sh_type));
                 if (sh[i].sh_type != SHT_NOBITS && !data)
                         return -ENOEXEC;
                 switch (sh[i].sh_type) {
@@ -258,7 +275,7 @@ static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
                                 return -ENOEXEC;
                         t->sym = data;
                         t->nsym = sh[i].sh_size / sizeof(Elf64_Sym);
-                        t->str = at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size);
+                        t->str = at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size, 1);
                         t->strsz = sh[sh[i].sh_link].sh_size;
                         if (!t->str || t->strsz == 0 || t->str[t->strsz - 1] != '\0')
                                 return -ENOEXEC;
@@ -304,19 +321,24 @@ static bool find_main(const struct image *im) {
  * chains is checked against its section. */
 static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
         size_t off = 0;
-        for (unsigned n = 0; t->verdef && n < 4096 && off + sizeof(Elf64_Verdef) <= t->verdef_size; n++) {
+        const size_t a = _Alignof(Elf64_Word); /* of every record of both chains */
+        for (unsigned n = 0; t->verdef && n < 4096 && off + sizeof(Elf64_Verdef) <= t->verdef_size && off % a == 0;
+             n++) {
                 const Elf64_Verdef *d = (const Elf64_Verdef *) (t->verdef + off);
-                if (d->vd_ndx == ndx && off + d->vd_aux + sizeof(Elf64_Verdaux) <= t->verdef_size)
+                if (d->vd_ndx == ndx && off + d->vd_aux + sizeof(Elf64_Verdaux) <= t->verdef_size &&
+                    (off + d->vd_aux) % a == 0)
                         return table_string(t, ((const Elf64_Verdaux *) (t->verdef + off + d->vd_aux))->vda_name);
                 if (d->vd_next == 0)
                         break;
                 off += d->vd_next;
         }
         off = 0;
-        for (unsigned n = 0; t->verneed && n < 4096 && off + sizeof(Elf64_Verneed) <= t->verneed_size; n++) {
+        for (unsigned n = 0; t->verneed && n < 4096 && off + sizeof(Elf64_Verneed) <= t->verneed_size && off % a == 0;
+             n++) {
                 const Elf64_Verneed *v = (const Elf64_Verneed *) (t->verneed + off);
                 size_t aoff = off + v->vn_aux;
-                for (unsigned k = 0; k < v->vn_cnt && aoff + sizeof(Elf64_Vernaux) <= t->verneed_size; k++) {
+                for (unsigned k = 0; k < v->vn_cnt && aoff + sizeof(Elf64_Vernaux) <= t->verneed_size && aoff % a == 0;
+                     k++) {
                         const Elf64_Vernaux *a = (const Elf64_Vernaux *) (t->verneed + aoff);
                         if (a->vna_other == ndx)
                                 return table_string(t, a->vna_name);
@@ -334,7 +356,7 @@ static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
 /* Marks the exports that the file's copy relocations fill, by symbol index. */
 static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
-        const Elf64_Phdr *ph = at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr));
+        const Elf64_Phdr *ph = at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
         if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
         struct image m = *im;
@@ -344,7 +366,7 @@ static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
         size_t ndyn = 0;
         for (unsigned i = 0; i < e->e_phnum; i++)
                 if (ph[i].p_type == PT_DYNAMIC) {
-                        dyn = at(im, ph[i].p_offset, ph[i].p_filesz);
+                        dyn = at(im, ph[i].p_offset, ph[i].p_filesz, _Alignof(Elf64_Dyn));
                         ndyn = ph[i].p_filesz / sizeof *dyn;
                 }
         uint64_t rela = 0, relasz = 0, off;
@@ -358,7 +380,7 @@ static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
                 return 0;
         if (vaddr_to_offset(&m, rela, relasz, &off) < 0)
                 return -ENOEXEC;
-        const Elf64_Rela *r = at(im, off, relasz);
+        const Elf64_Rela *r = at(im, off, relasz, _Alignof(Elf64_Rela));
         for (uint64_t i = 0; r && i < relasz / sizeof *r; i++)
                 if (ELF64_R_TYPE(r[i].r_info) == HS_R_COPY) {
                         uint64_t idx = ELF64_R_SYM(r[i].r_info);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -81,7 +82,12 @@ static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, co
         if (asprintf(&argv[n + 1], "%d,%d,%u,%s", listen_copy, control_copy, s->generation + 1, reason) < 0)
                 _exit(127);
         /* SIGTERM, SIGINT and SIGHUP stay blocked across exec until the zygote reads them from its
-         * signalfd: a stop request during its preload waits instead of killing it. */
+         * signalfd: a stop request during its preload waits instead of killing it. SIGCHLD, ours
+         * alone, does not. */
+        sigset_t child;
+        sigemptyset(&child);
+        sigaddset(&child, SIGCHLD);
+        sigprocmask(SIG_UNBLOCK, &child, NULL);
         /* Our own file, even if a newer headstartd has been installed over it since. */
         execv("/proc/self/exe", argv);
         log_error_errno(errno, "cannot start a zygote");
@@ -222,10 +228,31 @@ static void stop(struct supervisor *s) {
                 (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
 }
 
+static bool is_zygote(const struct supervisor *s, pid_t pid) {
+        for (const struct zygote *z = s->zygotes; z; z = z->next)
+                if (z->pid == pid && !z->ended)
+                        return true;
+        return false;
+}
+
+/* Programs whose zygote died are ours (a subreaper): reaped as they end, so that their pidfds,
+ * which their clients hold, carry their exit status (headstart-run reads it from there) and no
+ * zombie stays. A zygote is left to on_exit_of, through its pidfd. */
+static void reap_orphans(const struct supervisor *s) {
+        for (;;) {
+                siginfo_t si = { 0 };
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 || is_zygote(s, si.si_pid))
+                        return;
+                (void) waitid(P_PID, (id_t) si.si_pid, &si, WEXITED | WNOHANG);
+        }
+}
+
 static void on_signal(struct supervisor *s) {
         struct signalfd_siginfo si;
         while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
-                if (si.ssi_signo == SIGHUP)
+                if (si.ssi_signo == SIGCHLD)
+                        reap_orphans(s);
+                else if (si.ssi_signo == SIGHUP)
                         refresh(s, "SIGHUP");
                 else
                         stop(s);
@@ -236,6 +263,16 @@ static int setup(struct supervisor *s) {
         s->signal_fd = stop_signals_open();
         if (s->signal_fd < 0)
                 return s->signal_fd;
+        /* The zygotes' programs come to us if their zygote dies (reap_orphans). */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signalfd(s->signal_fd, &mask, 0) < 0 ||
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+                return -errno;
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return -errno;
@@ -279,8 +316,10 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                                 continue;
                         else if (w->control)
                                 on_control(&s, w->z);
-                        else
+                        else {
                                 on_exit_of(&s, w->z);
+                                reap_orphans(&s); /* those that ended while the zygote was a zombie */
+                        }
                 }
                 for (struct zygote *z = s.zygotes, *next; z; z = next) {
                         next = z->next;

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""`make test-soak` (opt-in, minutes; docs/reliability.md): a live daemon (`--warm` a test program,
+`--pool 2`) under what a device sees in months, with the supervisor's and the zygote's open fds and
+RSS sampled between phases:
+
+1. idle connections: thousands held open while a launch must still be served;
+2. mutated requests: mutations of real requests (fuzz/corpus/request) sent whole, cut short, or
+   with a lying header, a real launch checked after every 1,000;
+3. launches: real launches, each exit status checked;
+4. the zygote SIGKILLed every 2 s under launches: each launch served or exec'd, none lost, none
+   with a wrong status;
+5. SIGHUP every 100 ms under launches: the same.
+
+Exits 1 when a launch is lost or wrong, the daemon dies, or fds grow; RSS is reported (its growth
+over a second run of phase 2 tells a leak from the allocator's high-water mark).
+
+usage: soak.py BUILD_DIR [--requests N] [--launches N] [--idle N] [--fault-seconds S]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from headstart.daemon import RunningDaemon, private_daemon, stop
+
+HERE = Path(__file__).resolve().parent
+SEEDS = [p.read_bytes()[1:] for p in sorted((HERE.parent.parent / "fuzz/corpus/request").iterdir())]
+
+
+def sample(pid: int) -> tuple[int, int]:
+    """Open fds and RSS (KiB) of a process."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("VmRSS:"))  # fmt: skip
+    return fds, rss
+
+
+class Soak:
+    def __init__(self, daemon: RunningDaemon, build: Path, program: Path) -> None:
+        self.daemon, self.program = daemon, program
+        self.client = [str(build / "headstart-run"), "--socket", str(daemon.socket)]
+        self.failures: list[str] = []
+        self.launches = 0
+        self.log = ""
+        self.samples: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
+
+    def zygote(self) -> int:
+        out = subprocess.run([*self.client, "--status", "--json"], capture_output=True, text=True, timeout=30)
+        return int(json.loads(out.stdout)["pid"])
+
+    def report(self, phase: str) -> None:
+        """Once the pool has refilled (its children's channels and pidfds count): the same twice."""
+        time.sleep(0.3)
+        sup, zyg = sample(self.daemon.process.pid), sample(self.zygote())
+        for _ in range(20):
+            time.sleep(0.2)
+            again = sample(self.daemon.process.pid), sample(self.zygote())
+            if (again[0][0], again[1][0]) == (sup[0], zyg[0]):
+                break
+            sup, zyg = again
+        print(f"{phase:28} supervisor fds {sup[0]:3} rss {sup[1]:6} KiB   zygote fds {zyg[0]:3} rss {zyg[1]:6} KiB",
+              flush=True)  # fmt: skip
+        self.samples.append((phase, sup, zyg))
+
+    def launch(self, status: int | None = None) -> None:
+        """One real launch; its exit status and output must be what exec gives."""
+        status = random.randrange(0, 100) if status is None else status
+        done = subprocess.run([*self.client, str(self.program), "exit", str(status)], capture_output=True,
+                              timeout=60, start_new_session=True)  # fmt: skip
+        self.launches += 1
+        if done.returncode != status or done.stdout != f"exiting with {status}\n".encode():
+            self.failures.append(
+                f"launch {self.launches}: status {done.returncode}, want {status}: {done.stdout!r} "
+                f"{done.stderr.decode(errors='replace').strip()}"
+            )
+
+    def alive(self) -> None:
+        if self.daemon.process.poll() is not None:
+            self.failures.append(f"the daemon died: {self.daemon.log_text()[-2000:]}")
+            raise SystemExit(report_failures(self.failures))
+
+    def idle_connections(self, n: int) -> None:
+        held = []
+        for _ in range(n):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(self.daemon.socket))
+            held.append(s)
+        self.launch(7)
+        for s in held:
+            s.close()
+        self.alive()
+
+    def mutated_requests(self, n: int) -> None:
+        rng = random.Random(n)
+        for i in range(n):
+            data = bytearray(rng.choice(SEEDS))
+            for _ in range(rng.randrange(1, 8)):  # flip, cut, lie about the size
+                at = rng.randrange(len(data))
+                data[at] = rng.randrange(256)
+            kind = rng.randrange(4)
+            if kind == 1:
+                data = data[: rng.randrange(len(data))]
+            elif kind == 2:
+                data[8:12] = rng.randrange(1 << 32).to_bytes(4, "little")
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(str(self.daemon.socket))
+                s.sendall(bytes(data))
+            except OSError:
+                pass  # the daemon may close first: that is its right
+            finally:
+                s.close()
+            if i % 1000 == 999:
+                self.launch()
+                self.alive()
+
+    def launches_in_a_row(self, n: int) -> None:
+        for _ in range(n):
+            self.launch()
+        self.alive()
+
+    def under_signals(self, seconds: float, interval: float, sig: signal.Signals, zygote: bool) -> int:
+        stop = threading.Event()
+        sent = 0
+
+        def send() -> None:
+            nonlocal sent
+            while not stop.wait(interval):
+                try:
+                    os.kill(self.zygote() if zygote else self.daemon.process.pid, sig)
+                    sent += 1
+                except (OSError, ValueError, subprocess.SubprocessError):
+                    pass  # between zygotes
+
+        t = threading.Thread(target=send)
+        t.start()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.launch()
+        stop.set()
+        t.join()
+        self.alive()
+        return sent
+
+
+def report_failures(failures: list[str]) -> int:
+    for f in failures[:20]:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("build", type=Path)
+    p.add_argument("--requests", type=int, default=1_000_000)
+    p.add_argument("--launches", type=int, default=100_000)
+    p.add_argument("--idle", type=int, default=4000)
+    p.add_argument("--fault-seconds", type=float, default=30)
+    p.add_argument("--daemon", type=Path, help="another headstartd (build-sanitize's: leaks reported at its exit)")
+    args = p.parse_args()
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, args.idle + 1024), hard))
+    program = args.build / "tests/helpers/observe"
+    started = time.monotonic()
+    with private_daemon([], extra_args=["--warm", str(program), "--pool", "2"], binary=args.daemon) as daemon:
+        soak = Soak(daemon, args.build, program)
+        for _ in range(50):
+            soak.launch()  # warm: the pool, the learned objects, the allocator
+        soak.report("start")
+        soak.idle_connections(args.idle)
+        soak.report(f"after {args.idle} idle connections")
+        half = args.requests // 2
+        soak.mutated_requests(half)
+        soak.report(f"after {half} mutated requests")
+        soak.mutated_requests(args.requests - half)
+        soak.report(f"after {args.requests} mutated requests")
+        soak.launches_in_a_row(args.launches)
+        soak.report(f"after {args.launches} launches")
+        kills = soak.under_signals(args.fault_seconds, 2.0, signal.SIGKILL, zygote=True)
+        soak.report(f"after {kills} zygote SIGKILLs")
+        hups = soak.under_signals(args.fault_seconds, 0.1, signal.SIGHUP, zygote=False)
+        soak.report(f"after {hups} SIGHUPs")
+        soak.alive()
+        stop(daemon)
+        soak.log = daemon.log_text()  # with what it said as it stopped (a sanitizer's leak report)
+    print(f"{soak.launches} launches, {args.requests} mutated requests, {len(soak.failures)} failures, "
+          f"{time.monotonic() - started:.0f} s")  # fmt: skip
+    # fds flat: the same after every phase as at the start (the zygote after a kill or SIGHUP is a new
+    # one with the same set).
+    first = soak.samples[0]
+    for phase, sup, zyg in soak.samples[1:]:
+        if sup[0] != first[1][0] or zyg[0] != first[2][0]:
+            grew = f"supervisor {first[1][0]}->{sup[0]}, zygote {first[2][0]}->{zyg[0]}"
+            soak.failures.append(f"fds grew by {phase}: {grew}")
+    if "Sanitizer" in soak.log:  # --daemon of a sanitizer build: leaks are reported at its exit
+        soak.failures.append("the sanitizer reported:\n" + soak.log[-4000:])
+    return report_failures(soak.failures)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
