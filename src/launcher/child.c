@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include "after-main.h"
 #include "entry.h"
 #include "proc-title.h"
+#include "wire.h"
 
 extern char **environ;
 
@@ -37,6 +39,20 @@ int __lsan_is_turned_off(void) {
 #else
 #  define TURN_OFF_LEAK_CHECK() ((void) 0)
 #endif
+
+/* LAUNCHED, with our pidfd, said by the child itself right before main, not by the zygote: one
+ * process both tells the client and runs the program, so whenever the zygote dies, the client
+ * either knows the program runs (and reads its status from the pidfd) or, never told, execs it
+ * while this child does not get this far. Said by the zygote, its death between the two let the
+ * program run twice or not at all. */
+static void announce(int conn_fd) {
+        struct hs_launched msg = { .pid = getpid() };
+        int pidfd = pidfd_open(getpid(), 0);
+        (void) hs_send_message(conn_fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &pidfd, pidfd >= 0, 0);
+        if (pidfd >= 0)
+                close(pidfd);
+        close(conn_fd);
+}
 
 static _Noreturn void fail(int report_fd, const char *what, const char *detail) {
         char msg[HS_MAX_TEXT];
@@ -66,9 +82,9 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 /* Gives each passed fd its target number, without the close-on-exec flag, and closes every other
- * fd except *report_fd, which is moved above the targets. The fds are first moved above every
- * target so that placing one never overwrites another still to be placed. */
-static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_fd) {
+ * fd except *report_fd and *conn_fd, which are moved above the targets. The fds are first moved above
+ * every target so that placing one never overwrites another still to be placed. */
+static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_fd, int *conn_fd) {
         int top = 3;
         for (uint32_t i = 0; i < n; i++)
                 if ((int) targets[i] >= top)
@@ -80,20 +96,22 @@ static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_
                         return -errno;
         }
         *report_fd = fcntl(*report_fd, F_DUPFD_CLOEXEC, top);
-        if (*report_fd < 0)
+        *conn_fd = fcntl(*conn_fd, F_DUPFD_CLOEXEC, top);
+        if (*report_fd < 0 || *conn_fd < 0)
                 return -errno;
         for (uint32_t i = 0; i < n; i++)
                 if (dup2(fds[i], (int) targets[i]) < 0)
                         return -errno;
 
-        int keep[HS_MAX_PASSED_FDS + 1];
+        int keep[HS_MAX_PASSED_FDS + 2];
         for (uint32_t i = 0; i < n; i++)
                 keep[i] = (int) targets[i];
         keep[n] = *report_fd;
-        qsort(keep, n + 1, sizeof keep[0], cmp_int);
+        keep[n + 1] = *conn_fd;
+        qsort(keep, n + 2, sizeof keep[0], cmp_int);
 
         unsigned lo = 0;
-        for (uint32_t i = 0; i <= n; i++) {
+        for (uint32_t i = 0; i < n + 2; i++) {
                 if ((unsigned) keep[i] > lo)
                         (void) close_range(lo, (unsigned) keep[i] - 1, 0);
                 lo = (unsigned) keep[i] + 1;
@@ -165,7 +183,8 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail_errno(report_fd, "setsid");
         if (fchdir(fds[HS_FD_CWD]) < 0)
                 fail_errno(report_fd, "cannot enter the working directory");
-        if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds, &report_fd) < 0)
+        int conn_fd = spec->conn_fd;
+        if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds, &report_fd, &conn_fd) < 0)
                 fail_errno(report_fd, "cannot place the file descriptors");
         umask((mode_t) req->fixed.umask);
         if (apply_rlimits(req->fixed.rlimits) < 0)
@@ -194,6 +213,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
+        announce(conn_fd);
         close(report_fd);
         after_main_arm(spec->after_main);
         exit(main_fn((int) req->fixed.argc, req->argv, environ));

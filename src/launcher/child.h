@@ -31,6 +31,7 @@ struct child_spec {
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */
         struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
         const struct schedule *schedule;    /* the program's --schedule, or NULL */
+        int conn_fd; /* the client's connection: the child itself says LAUNCHED on it, right before main */
 };
 
 /* Never returns: the program's exit status, or 127 after reporting why it could not start. */

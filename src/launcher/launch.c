@@ -153,7 +153,8 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
                 struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .start = image->start,
                                            .plan = &image->plan, .report_fd = report_fd, .after_main = page,
                                            .schedule = schedule_for(s->schedules, s->nschedules, image->dev,
-                                                                    image->ino) };
+                                                                    image->ino),
+                                           .conn_fd = c->fd };
                 child_run(&spec);
         }
         struct child *ch = child_watch(s, pid);
@@ -187,10 +188,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         child_list_push(&s->children, ch);
         s->nchildren++;
 
-        struct hs_launched msg = { .pid = ch->pid };
-        int r = hs_send_message(c->fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &ch->pidfd, 1, 1);
-        if (r < 0)
-                log_warning_errno(r, "cannot tell the client about child %d", (int) ch->pid);
+        /* The child says LAUNCHED itself, right before main (child.c, announce). */
         c->launched = true;
         s->launches++;
         s->launches_pooled += pooled;

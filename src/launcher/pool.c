@@ -63,13 +63,13 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
                 _exit(0);
 
         struct hs_header h;
-        int report_fd = -1, fds[HS_MAX_FDS];
+        int report_fds[2] = { -1, -1 }, fds[HS_MAX_FDS];
         size_t nreport = 0, nfds = 0;
         void *image = NULL, *payload = NULL;
-        if (hs_recv_message_alloc(channel, &h, &image, &report_fd, 1, &nreport) < 0 || h.type != POOL_MSG_IMAGE ||
-            nreport != 1)
+        if (hs_recv_message_alloc(channel, &h, &image, report_fds, 2, &nreport) < 0 || h.type != POOL_MSG_IMAGE ||
+            nreport != 2)
                 _exit(0); /* the daemon let us go */
-        struct child_spec spec = { .report_fd = report_fd, .after_main = page };
+        struct child_spec spec = { .report_fd = report_fds[0], .conn_fd = report_fds[1], .after_main = page };
         struct bind_plan plan;
         if (parse_image(s, image, h.size, &spec, &plan) < 0)
                 _exit(127);
@@ -146,7 +146,7 @@ void pool_fill(struct server *s) {
                 ;
 }
 
-static int send_image(int channel, const struct image_entry *e, int report_fd) {
+static int send_image(int channel, const struct image_entry *e, int report_fd, int conn_fd) {
         struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan) };
         size_t len = strlen(e->image) + 1, size = sizeof h + h.plan_size + len;
         uint8_t *buf = malloc(size);
@@ -155,13 +155,14 @@ static int send_image(int channel, const struct image_entry *e, int report_fd) {
         memcpy(buf, &h, sizeof h);
         bind_plan_write(&e->plan, buf + sizeof h);
         memcpy(buf + sizeof h + h.plan_size, e->image, len);
-        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, &report_fd, 1, 0);
+        int fds[2] = { report_fd, conn_fd };
+        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 2, 0);
         free(buf);
         return r;
 }
 
 static int hand_over(struct child *ch, const struct conn *c, const struct image_entry *image, int report_fd) {
-        int r = send_image(ch->channel_fd, image, report_fd);
+        int r = send_image(ch->channel_fd, image, report_fd, c->fd);
         if (r >= 0)
                 r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 0);
         return r;
