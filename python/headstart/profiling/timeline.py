@@ -11,6 +11,8 @@ Phases of one launch, each from the end of the one before:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,47 +86,71 @@ def _object(record: dict[str, Any]) -> LoadedObject:
 
 def parse(lines: list[str], pid: int | None = None) -> Timeline:
     """The timeline of process `pid` (by default the first process that wrote one): programs the
-    launched one runs inherit the probe and append their own."""
-    records = []
+    launched one runs inherit the probe and append their own. A trace that is not the probe's (from
+    another version, cut, or edited) is refused in one line naming the first line it cannot use."""
+    records: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, 1):
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as e:
             raise HeadstartError(f"probe output line {number} is not JSON: {line[:80]!r}") from e
+        if not isinstance(record, dict) or "event" not in record:
+            raise HeadstartError(f"probe output line {number} is not a probe record: {line[:80]!r}")
+        records.append((number, record))
     if pid is None:
-        pid = next((r["pid"] for r in records if r.get("event") == "start"), None)
+        pid = next((r.get("pid") for _, r in records if r["event"] == "start"), None)
         if pid is None:
             raise HeadstartError("the probe wrote no timeline (was the program dynamically linked?)")
-    mine = [r for r in records if r.get("pid") == pid]
-    start = next((r for r in mine if r["event"] == "start"), None)
-    if start is None:
+    mine = [(n, r) for n, r in records if r.get("pid") == pid]
+    first = next(((n, r) for n, r in mine if r["event"] == "start"), None)
+    if first is None:
         raise HeadstartError(f"the probe wrote no start record for process {pid}")
-    tl = Timeline(pid=pid, start=start["t"], launch_start=start["launch_start"])
+    with _record(first[0]):
+        tl = Timeline(pid=pid, start=first[1]["t"], launch_start=first[1]["launch_start"])
     load_begin = None
-    for r in mine:
-        event = r["event"]
-        if event == "map":
-            tl.objects.append(_object(r))
-        elif event == "relocated":
-            tl.relocated = r["t"]
-        elif event == "constructors_done":
-            tl.constructors_done = r["t"]
-        elif event == "main":
-            tl.main, tl.main_via = r["t"], r["via"]
-        elif event == "exit":
-            tl.exit = r["t"]
-        elif event == "binding":
-            tl.bindings.append({k: r[k] for k in ("from", "to", "before_main", "after_main")})
-        elif event == "load_begin":
-            load_begin = r["t"]
-        elif event == "load_end" and load_begin is not None:
-            tl.loads_after_main.append((load_begin, r["t"]))
-            load_begin = None
     previous = tl.start
-    for o in tl.objects:
-        o.map_ns = o.t - previous
-        previous = o.t
+    for number, r in mine:
+        with _record(number):
+            load_begin = _apply(tl, r, load_begin)
+            if r["event"] == "map":  # how long since the last one was mapped
+                tl.objects[-1].map_ns = tl.objects[-1].t - previous
+                previous = tl.objects[-1].t
     return tl
+
+
+@contextmanager
+def _record(number: int) -> Iterator[None]:
+    """A record of the probe's with a field missing or of the wrong type: one line naming it."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise HeadstartError(
+            f"probe output line {number} is not a probe record the way this version writes them "
+            f"({type(e).__name__}: {e})"
+        ) from e
+
+
+def _apply(tl: Timeline, r: dict[str, Any], load_begin: int | None) -> int | None:
+    """One record into the timeline; returns where an open load after main began."""
+    event = r["event"]
+    if event == "map":
+        tl.objects.append(_object(r))
+    elif event == "relocated":
+        tl.relocated = r["t"]
+    elif event == "constructors_done":
+        tl.constructors_done = r["t"]
+    elif event == "main":
+        tl.main, tl.main_via = r["t"], r["via"]
+    elif event == "exit":
+        tl.exit = r["t"]
+    elif event == "binding":
+        tl.bindings.append({k: r[k] for k in ("from", "to", "before_main", "after_main")})
+    elif event == "load_begin":
+        return r["t"]
+    elif event == "load_end" and load_begin is not None:
+        tl.loads_after_main.append((load_begin, r["t"]))
+        return None
+    return load_begin
 
 
 def read(path: Path, pid: int | None = None) -> Timeline:
