@@ -272,7 +272,8 @@ static int setup(struct supervisor *s) {
         sigaddset(&mask, SIGCHLD);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signalfd(s->signal_fd, &mask, 0) < 0 ||
             prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-                return -errno;
+                /* qemu-user has no subreapers: init reaps them then, as it may. */
+                log_warning_errno(errno, "cannot reap the programs of a zygote that dies; init will");
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return -errno;
