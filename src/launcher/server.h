@@ -91,6 +91,7 @@ struct server {
         struct child *pool; /* waiting children, see pool.h */
         unsigned npool;
         uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
+        uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         bool shutting_down; /* SIGTERM: decline what comes, wait for the programs, exit */
         bool retiring;      /* a newer zygote serves: finish what was accepted, wait, exit */
         bool refresh_requested;

@@ -9,7 +9,9 @@ RSS sampled between phases:
 3. launches: real launches, each exit status checked;
 4. the zygote SIGKILLed every 2 s under launches: each launch served or exec'd, none lost, none
    with a wrong status;
-5. SIGHUP every 100 ms under launches: the same.
+5. SIGHUP every 100 ms under launches: the same;
+then, each with a daemon of its own: 6. only 48 fds, 60 idle connections held, launches;
+7. the cache directory on a full filesystem, launches.
 
 Exits 1 when a launch is lost or wrong, the daemon dies, or fds grow; RSS is reported (its growth
 over a second run of phase 2 tells a leak from the allocator's high-water mark).
@@ -19,6 +21,7 @@ usage: soak.py BUILD_DIR [--requests N] [--launches N] [--idle N] [--fault-secon
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -27,8 +30,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from headstart.daemon import RunningDaemon, private_daemon, stop
@@ -153,6 +158,78 @@ class Soak:
         return sent
 
 
+@contextlib.contextmanager
+def own_daemon(args: list[str], preexec: Callable[[], None] | None = None) -> Iterator[tuple[Path, Path]]:
+    """A daemon of our own with a child-side setup (a limit) private_daemon does not take: its socket
+    and log."""
+    with tempfile.TemporaryDirectory(prefix="headstart-soak-") as tmp:
+        socket_path, log = Path(tmp) / "socket", Path(tmp) / "log"
+        with open(log, "wb") as out:
+            root = ["--allow-root"] if os.geteuid() == 0 else []
+            proc = subprocess.Popen([*args, "--socket", str(socket_path), *root], stdout=out, stderr=out,
+                                    preexec_fn=preexec)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while "ready: listening" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            yield socket_path, log
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def fd_exhaustion(build: Path, program: Path, failures: list[str]) -> str:
+    """A daemon with 48 fds at most, 60 idle connections held: launches stay right (served or exec'd),
+    and the zygote does not spin on accept (one line per pause, not one per wake-up)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+    with own_daemon([str(build / "headstartd"), "--warm", str(program), "--pool", "2"], limit) as (sock, log):
+        held = []
+        for _ in range(60):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(sock))
+            held.append(s)
+        start = time.monotonic()
+        for i in range(30):
+            done = subprocess.run([str(build / "headstart-run"), "--socket", str(sock), str(program), "exit", str(i)],
+                                  capture_output=True, timeout=120, start_new_session=True)  # fmt: skip
+            if done.returncode != i:
+                failures.append(f"out of fds: launch {i} ended with {done.returncode}")
+        took = time.monotonic() - start
+        for s in held:
+            s.close()
+        lines = log.read_text().count("cannot accept a client")
+        if lines > 20 * took + 20:
+            failures.append(f"out of fds: {lines} log lines in {took:.0f} s (a spinning accept)")
+        return f"30 launches with 60 of 48 fds held: {took:.1f} s, {lines} pause lines"
+
+
+def full_cache(build: Path, program: Path, failures: list[str]) -> str:
+    """The cache directory on a full filesystem (a 256 KiB tmpfs filled up): launches stay right."""
+    with tempfile.TemporaryDirectory(prefix="headstart-full-") as tmp:
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", tmp]).returncode != 0:
+            return "full cache filesystem: skipped (mounting a tmpfs needs root)"
+        try:
+            fd = os.open(Path(tmp) / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            os.close(fd)
+            args = [str(build / "headstartd"), "--warm", str(program), "--cache-dir", str(Path(tmp) / "cache")]
+            with own_daemon(args) as (sock, log):
+                for i in range(30):
+                    argv = [str(build / "headstart-run"), "--socket", str(sock), str(program), "exit", str(i)]
+                    done = subprocess.run(argv, capture_output=True, timeout=60, start_new_session=True)
+                    if done.returncode != i:
+                        failures.append(f"full cache: launch {i} ended with {done.returncode}")
+                served = log.read_text().count(" started ")
+            return f"30 launches with the cache filesystem full: {served} served, the rest exec'd"
+        finally:
+            subprocess.run(["umount", tmp], check=False)
+
+
 def report_failures(failures: list[str]) -> int:
     for f in failures[:20]:
         print("FAILED:", f)
@@ -193,6 +270,8 @@ def main() -> int:
         soak.alive()
         stop(daemon)
         soak.log = daemon.log_text()  # with what it said as it stopped (a sanitizer's leak report)
+    print(fd_exhaustion(args.build, program, soak.failures), flush=True)
+    print(full_cache(args.build, program, soak.failures), flush=True)
     print(f"{soak.launches} launches, {args.requests} mutated requests, {len(soak.failures)} failures, "
           f"{time.monotonic() - started:.0f} s")  # fmt: skip
     # fds flat: the same after every phase as at the start (the zygote after a kill or SIGHUP is a new
