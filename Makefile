@@ -143,7 +143,7 @@ test-c: build build-sanitize build-optimized
 # launching the normal build's programs.
 test-python: build build-sanitize aarch64
 	HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT) $(PY) -m pytest -q tests
-	HEADSTART_BUILD_DIR=$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(BUILD) HEADSTART_SANITIZED=1 \
+	HEADSTART_BUILD_DIR=$(CURDIR)/$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(CURDIR)/$(BUILD) HEADSTART_SANITIZED=1 \
 		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PY) -m pytest -q tests
 
