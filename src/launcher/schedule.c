@@ -427,10 +427,17 @@ static bool read_schedule(pid_t pid, struct kernel_sched_attr *a, int *nice, cpu
 }
 
 bool schedule_same_as_self(pid_t pid) {
-        struct kernel_sched_attr theirs, ours;
-        int their_nice, our_nice;
-        cpu_set_t their_cpus, our_cpus;
-        if (!read_schedule(pid, &theirs, &their_nice, &their_cpus) || !read_schedule(0, &ours, &our_nice, &our_cpus))
+        /* Ours is read once: nothing changes the zygote's scheduling, and this is on every launch. */
+        static struct kernel_sched_attr ours;
+        static int our_nice;
+        static cpu_set_t our_cpus;
+        static bool known;
+        if (!known && !(known = read_schedule(0, &ours, &our_nice, &our_cpus)))
+                return false;
+        struct kernel_sched_attr theirs;
+        int their_nice;
+        cpu_set_t their_cpus;
+        if (!read_schedule(pid, &theirs, &their_nice, &their_cpus))
                 return false;
         bool deadline = ours.sched_policy == SCHED_DEADLINE;
         return theirs.sched_policy == ours.sched_policy && theirs.sched_priority == ours.sched_priority &&
