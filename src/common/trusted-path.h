@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Whether a file that a privileged daemon reads could have been written by someone else: the rule of
+ * ld.so's and systemd's trusted files. The file and every directory above it must be owned by the
+ * daemon's user or by root, and none of them writable by its group or by other users. A sticky
+ * world-writable directory such as /tmp does not pass: anyone may create the name there first.
+ *
+ * Symbolic links are followed, and what each one leads to is checked the same way, every directory
+ * of it from where the link points: a link met in a directory that passed could only have been made
+ * by the daemon's user or root, so following it is as safe as the directories it leads through.
+ * The path is walked one component at a time with O_PATH descriptors, so no rename during the walk
+ * can swap a checked directory for an unchecked one. libc only; never logs. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Checks path (absolute, or relative to the working directory, whose own ancestors are then checked
+ * too) for a daemon running as owner. Returns 0 when it is trusted; -EPERM when it is not, with why
+ * (why_size bytes, PATH_MAX + 100 are enough) set to one line naming the component and the reason,
+ * such as "/tmp is writable by other users (mode 1777)"; another negative errno when it cannot be
+ * checked (-ENOENT, -ELOOP, -ENOTDIR, -ENAMETOOLONG...), why then untouched. */
+int trusted_path_check(const char *path, uid_t owner, char *why, size_t why_size);
+
+/* The same for the file already open as fd, which path names: the file is judged by fstat(fd), and it
+ * must be the file that path leads to now (-EPERM otherwise, "... is not the file that was opened").
+ * Open first, then check, then read from fd: what is read is what was checked. */
+int trusted_path_check_fd(int fd, const char *path, uid_t owner, char *why, size_t why_size);
