@@ -178,10 +178,9 @@ def test_corpus_program_same_as_exec(corpus_daemon, inputs, name):
 
 
 def headstart_check(*programs: str) -> list[dict]:
-    out = subprocess.run(
-        [sys.executable, "-m", "headstart", "check", "--json", *programs], capture_output=True, check=True
-    ).stdout
-    return [json.loads(line) for line in out.splitlines()]
+    done = subprocess.run([sys.executable, "-m", "headstart", "check", "--json", *programs], capture_output=True)
+    assert done.returncode in (0, 1), done.stderr  # 1: some are not served
+    return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def test_check_agrees_with_the_daemon():

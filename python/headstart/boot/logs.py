@@ -12,6 +12,7 @@ from pathlib import Path
 from headstart.boot import boots, console, formats
 from headstart.boot.line import Line
 from headstart.errors import HeadstartError
+from headstart.inputfile import read_bytes
 
 __all__ = ["BootLog", "Line", "duration_s", "read"]
 
@@ -57,11 +58,9 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
 
 
 def _text(path: Path) -> str:
-    try:
-        with open(path, errors="replace", newline="") as f:  # a bare carriage return stays in its line
-            return f.read()
-    except OSError as e:
-        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
+    # A serial line garbles bytes: they are replaced, not refused. A bare carriage return stays in
+    # its line (bytes.decode translates no newlines).
+    return read_bytes(path).decode(errors="replace")
 
 
 def _merge(log: BootLog, one: BootLog) -> None:

@@ -4,14 +4,16 @@ ready, how long it may take, and the program with its arguments."""
 from __future__ import annotations
 
 import argparse
-import re
 
+from headstart.commands._regex import regex
 from headstart.profiling.launch import LaunchOptions
 
 
 def add_launch_arguments(p: argparse.ArgumentParser) -> None:
     ready = p.add_mutually_exclusive_group()
-    ready.add_argument("--ready", metavar="REGEX", help="ready at a line of output matching REGEX (default: exit)")
+    ready.add_argument(
+        "--ready", type=regex, metavar="REGEX", help="ready at a line of output matching REGEX (default: exit)"
+    )
     ready.add_argument("--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take to be ready (default 60)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
@@ -27,5 +29,4 @@ def add_read_ahead_argument(p: argparse.ArgumentParser) -> None:
 
 
 def launch_options(args: argparse.Namespace, argv: list[str]) -> LaunchOptions:
-    ready = re.compile(args.ready) if args.ready else None
-    return LaunchOptions(argv, ready, args.timeout, ready_window=args.ready_window)
+    return LaunchOptions(argv, args.ready, args.timeout, ready_window=args.ready_window)

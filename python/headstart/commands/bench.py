@@ -19,6 +19,7 @@ from headstart.benchmark.display import x_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import as_json
 from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
+from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
 from headstart.report import bench_page
@@ -61,7 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     ready = p.add_mutually_exclusive_group()
     ready.add_argument(
-        "--ready", metavar="REGEX", help="the programs given by path are ready at a line of output matching REGEX"
+        "--ready",
+        type=regex,
+        metavar="REGEX",
+        help="the programs given by path are ready at a line of output matching REGEX",
     )
     ready.add_argument(
         "--ready-window",
@@ -116,13 +120,18 @@ def _choices(text: str, allowed: tuple[str, ...] | list[str], what: str) -> list
     return chosen
 
 
+def _ready(args: argparse.Namespace) -> Ready:
+    """When the programs given by path are ready (--ready was compiled as it was parsed)."""
+    return Ready(args.ready.pattern if args.ready else None, args.ready_window)
+
+
 def plan_from(args: argparse.Namespace) -> suite.Plan:
     modes = _choices(args.modes, MODES, "mode")
     clients = _choices(args.clients, list(LAUNCHERS), "client")
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
     if args.programs:
-        given = Ready(args.ready, args.ready_window)
+        given = _ready(args)
         ready = {p: given for p in args.programs}
     else:
         ready = default_programs()
@@ -148,7 +157,7 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
         raise UsageError("--runs must be at least 1")
     if args.pin_plan and not args.pin_plan.is_file():
         raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
-    wanted = {p: Ready(args.ready, args.ready_window) for p in args.programs} if args.programs else COLD_PROGRAMS
+    wanted = {p: _ready(args) for p in args.programs} if args.programs else COLD_PROGRAMS
     programs, missing = suite.resolve_programs(list(wanted), wanted)
     if missing:
         raise UsageError(next(iter(missing.values())))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,11 @@ from rich.table import Table
 
 from headstart.boot import analysis, html, timeline
 from headstart.boot.record import RecordOptions, record
+from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 
 NAME = "boot"
 HELP = "boot time from power-on to the first program ready: record, analyze, compare"
-
-
-def _pattern(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as e:
-        raise argparse.ArgumentTypeError(f"bad regular expression {text!r}: {e}") from e
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,15 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec = sub.add_parser("record", help="timestamp every line of a serial console on this host")
     rec.add_argument("--device", required=True, help="the serial device (/dev/ttyUSB0, a pty)")
     rec.add_argument("--baud", type=int, default=115200, help="default 115200")
-    rec.add_argument("--start", type=_pattern, help="reset the time base on the first line matching this")
-    rec.add_argument("--stop", type=_pattern, help="stop after the first line matching this")
+    rec.add_argument("--start", type=regex, help="reset the time base on the first line matching this")
+    rec.add_argument("--stop", type=regex, help="stop after the first line matching this")
     rec.add_argument("--timeout", type=float, help="stop after this many seconds")
     rec.add_argument("-o", "--output", type=Path, required=True, help="the log to write")
     rec.set_defaults(run=run_record)
 
     ana = sub.add_parser("analyze", help="one timeline from serial, dmesg and systemd logs, with advice")
     ana.add_argument("logs", nargs="+", type=Path, metavar="LOG")
-    ana.add_argument("--ready", type=_pattern, help="the line that says the first program is ready")
+    ana.add_argument("--ready", type=regex, help="the line that says the first program is ready")
     ana.add_argument("--json", action="store_true", help="print the analysis as JSON")
     ana.add_argument("-o", "--output", type=Path, help="also write an HTML report here")
     _boot_option(ana)
@@ -49,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cmp = sub.add_parser("compare", help="two boots phase by phase; with --budget-ms, fail when B is too slow")
     cmp.add_argument("a", type=Path, metavar="A", help="the reference boot's log")
     cmp.add_argument("b", type=Path, metavar="B", help="the boot to judge")
-    cmp.add_argument("--ready", type=_pattern, help="the line that says the first program is ready")
+    cmp.add_argument("--ready", type=regex, help="the line that says the first program is ready")
     cmp.add_argument(
         "--budget-ms",
         type=float,

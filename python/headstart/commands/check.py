@@ -8,21 +8,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from headstart import binaries
 from headstart.errors import HeadstartError
 
 NAME = "check"
 HELP = "say whether headstartd serves each program (and in which modes) or sends it to exec, and why"
+# Like test(1) and grep -q, for scripts: `if headstart check PROGRAM; then ...`.
+EXIT_STATUS = (
+    "exit status: 0 when headstartd serves every program given; 1 when it serves only some or none of them "
+    "(it sends the others to exec, or cannot find them: each has its verdict and why), or when the check "
+    "could not be made; 2 on a usage error"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EXIT_STATUS
     p.add_argument("programs", nargs="+", metavar="PROGRAM", help="a path, or a name looked up on PATH")
     p.add_argument("--json", action="store_true", help="one JSON object per program, as headstartd gives it")
 
@@ -30,7 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def judge(programs: list[str]) -> tuple[list[dict[str, Any]], str]:
     """The daemon's verdicts, and what it said on stderr (libraries it had trouble with)."""
     daemon = binaries.find("headstartd")
-    p = subprocess.run([str(daemon), "--check", *programs], capture_output=True, text=True)
+    # A path is bytes, not always UTF-8: headstartd writes it back as it is, and surrogateescape
+    # keeps those bytes as Python keeps them in sys.argv.
+    p = subprocess.run([str(daemon), "--check", *programs], capture_output=True, text=True, errors="surrogateescape")
     verdicts = []
     for line in p.stdout.splitlines():
         try:
@@ -42,6 +53,11 @@ def judge(programs: list[str]) -> tuple[list[dict[str, Any]], str]:
             f"headstartd --check judged {len(verdicts)} of {len(programs)} programs: {p.stderr.strip()}"
         )
     return verdicts, p.stderr
+
+
+def shown(text: str) -> str:
+    """A path (or a reason naming one) for the terminal: a byte that is not UTF-8 as \\xff."""
+    return os.fsencode(text).decode(errors="backslashreplace")
 
 
 def print_table(verdicts: list[dict[str, Any]]) -> None:
@@ -56,7 +72,7 @@ def print_table(verdicts: list[dict[str, Any]]) -> None:
             served, why = "[green]preload, warm[/green]", ""
         else:
             served, why = "[yellow]preload[/yellow]", f"not warm: {v['warm_reason']}"
-        table.add_row(v.get("path") or v["program"], served, why)
+        table.add_row(Text(shown(v.get("path") or v["program"])), served, Text(shown(why)))
     Console().print(table)
 
 
@@ -73,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)")
     missing = [v["program"] for v in verdicts if v.get("path") is None]
     for name in missing:
-        print(f"headstart: cannot find {name}: give a path or put it on PATH", file=sys.stderr)
-    return 1 if missing else 0
+        print(f"headstart: cannot find {shown(name)}: give a path or put it on PATH", file=sys.stderr)
+    return 0 if all(v["mode"] != "exec" for v in verdicts) else 1

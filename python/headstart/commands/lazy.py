@@ -61,9 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict) or "libraries" not in data:
-        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
+    data: dict[str, Any] = read_json(path, "profile")
     return data
 
 

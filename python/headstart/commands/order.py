@@ -19,7 +19,7 @@ from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.ordering.check import check
 from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
-from headstart.ordering.record import SCHEMA, record
+from headstart.ordering.record import record
 from headstart.ordering.symbols import load
 from headstart.profiling.program import resolve_program
 
@@ -64,9 +64,7 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def _load_order(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise HeadstartError(f"{path}: not an order written by `headstart order record`")
+    data: dict[str, Any] = read_json(path, "order")
     return data
 
 

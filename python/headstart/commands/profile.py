@@ -23,6 +23,7 @@ from rich.progress import Progress
 from headstart.benchmark import suite
 from headstart.benchmark.programs import resolve
 from headstart.benchmark.results import program_dict
+from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.lockers import pind_running
 from headstart.pinning.plan import parse_size
@@ -53,7 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pin-budget", metavar="SIZE", help="headstart-pind's --budget for --pin-plan (default all)")
     ready = p.add_mutually_exclusive_group()
-    ready.add_argument("--ready", metavar="REGEX", help="ready when a line of output matches (then stopped)")
+    ready.add_argument(
+        "--ready", type=regex, metavar="REGEX", help="ready when a line of output matches (then stopped)"
+    )
     ready.add_argument(
         "--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY (then stopped)"
     )
@@ -107,7 +110,7 @@ class Profiler:
         self.args = args
         self.argv = argv
         self.progress = progress
-        self.ready = re.compile(args.ready) if args.ready else None
+        self.ready: re.Pattern[str] | None = args.ready
         self.pin_budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None
         self.pinned_bytes: int | None = None
         kinds = 1 + args.cold + bool(args.pin_plan) + 2 * args.overhead

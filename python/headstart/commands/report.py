@@ -4,14 +4,12 @@ bench.json), as one self-contained HTML file of charts."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from headstart.benchmark import results as bench_results
+from headstart import inputfile, jsonfile
 from headstart.errors import HeadstartError
 from headstart.profiling import from_trace, render
-from headstart.profiling.summary import SCHEMA_VERSION
 from headstart.report import bench_page, profile_charts
 from headstart.report.page import Page
 
@@ -41,27 +39,22 @@ TRACE = object()
 
 
 def load_json(path: Path) -> Any:
-    try:
-        text = path.read_text()
-        if from_trace.looks_like_trace(text):
-            return TRACE
-        return json.loads(text)
-    except OSError as e:
-        raise HeadstartError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise HeadstartError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from e
+    """A bench.json or a profile, checked against its schema (a bench.json has a schema_version), or
+    TRACE for a probe trace, which load_profile reads."""
+    text = inputfile.read_text(path)
+    if from_trace.looks_like_trace(text):
+        return TRACE
+    data = jsonfile.parse(text, str(path))
+    jsonfile.check(data, "bench" if is_benchmark(data) else "profile", str(path))
+    return data
 
 
 def is_benchmark(data: Any) -> bool:
-    return isinstance(data, dict) and data.get("schema_version") == bench_results.SCHEMA_VERSION and "modes" in data
+    return isinstance(data, dict) and "schema_version" in data
 
 
 def load_profile(path: Path, data: Any) -> dict[str, Any]:
-    if data is TRACE:
-        return from_trace.profile(path)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION or "warm" not in data:
-        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o` (schema {SCHEMA_VERSION})")
-    return data
+    return from_trace.profile(path) if data is TRACE else data
 
 
 def build(profiles: list[dict[str, Any]]) -> Page:

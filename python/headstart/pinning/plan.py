@@ -26,10 +26,8 @@ def parse_size(text: str, option: str = "--budget") -> int:
 
 
 def load_profile(path: Path) -> dict[str, Any]:
-    data = read_json(path)
-    if not isinstance(data, dict) or "files" not in data:
-        raise HeadstartError(f"{path}: not a profile written by `headstart profile -o`")
-    if not data.get("cold"):
+    data = read_json(path, "profile")
+    if not data["cold"]:
         raise HeadstartError(f"{path}: no cold launches in it: profile with --cold to know which pages launches need")
     return data
 

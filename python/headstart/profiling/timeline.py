@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from headstart.errors import HeadstartError
+from headstart.inputfile import read_text
+from headstart.jsonfile import check_probe_record
 
 PHASES = ("exec", "load", "relocate", "constructors")
 
@@ -92,10 +94,9 @@ def parse(lines: list[str], pid: int | None = None) -> Timeline:
     for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as e:
+        except (ValueError, RecursionError) as e:  # not JSON, nested too deep, an integer too long
             raise HeadstartError(f"probe output line {number} is not JSON: {line[:80]!r}") from e
-        if not isinstance(record, dict) or "event" not in record:
-            raise HeadstartError(f"probe output line {number} is not a probe record: {line[:80]!r}")
+        check_probe_record(record, f"probe output line {number}")
         records.append((number, record))
     if pid is None:
         pid = next((r.get("pid") for _, r in records if r["event"] == "start"), None)
@@ -154,8 +155,4 @@ def _apply(tl: Timeline, r: dict[str, Any], load_begin: int | None) -> int | Non
 
 
 def read(path: Path, pid: int | None = None) -> Timeline:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise HeadstartError(f"cannot read the probe's output {path}: {e.strerror}") from e
-    return parse(text.splitlines(), pid)
+    return parse(read_text(path).splitlines(), pid)

@@ -1,0 +1,215 @@
+"""Bad input to the `headstart` commands (issue 25): a file that is not UTF-8, JSON nested too deep,
+a profile, an order or a probe trace whose fields have the wrong types, an endless file, a path that
+is not UTF-8, a bad regular expression. Each is one line and a non-zero exit, never a traceback, and
+the files are checked at the door against their schemas in docs/schema/."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import bin_path
+from headstart import inputfile, jsonfile
+from headstart.errors import HeadstartError
+from headstart.ordering.record import SCHEMA as ORDER_SCHEMA
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADSTART = [sys.executable, "-m", "headstart"]
+
+
+def headstart(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HEADSTART, *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def one_line(done: subprocess.CompletedProcess[str], text: str, status: int = 1) -> None:
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == status, done.stderr
+    assert text in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real profile with cold launches (pin plan wants them): of /bin/true, once."""
+    path = tmp_path_factory.mktemp("profile") / "true.json"
+    done = headstart("profile", "--runs", "1", "--cold", "-o", str(path), "--", "/bin/true")
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+# Each command that reads a file, with what it needs besides the file.
+READERS = {
+    "pin plan": (["pin", "plan"], []),
+    "lazy plan": (["lazy", "plan"], []),
+    "lazy build": (["lazy", "build"], ["--library", "libc.so.6", "-o", "OUT"]),
+    "order emit": (["order", "emit"], ["--linker", "lld"]),
+    "report": (["report"], ["-o", "OUT/r.html"]),
+    "profile --from": (["profile", "--from"], []),
+}
+
+
+def read(command: str, path: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    before, after = READERS[command]
+    return headstart(*before, str(path), *(a.replace("OUT", str(tmp_path)) for a in after))
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_file_that_is_not_utf8_is_one_line(command, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff{}")
+    one_line(read(command, bad, tmp_path), "not UTF-8 text (byte 0xff at offset 0)")
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_json_nested_100000_deep_is_one_line(command, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    one_line(read(command, deep, tmp_path), "not JSON" if command == "profile --from" else "nested too deep")
+
+
+def _library_empty(p: dict[str, Any]) -> None:
+    p["libraries"][0] = {}
+
+
+def _median_string(p: dict[str, Any]) -> None:
+    p["warm"]["to_main_us"]["median"] = "5"
+
+
+def _null_range(p: dict[str, Any]) -> None:
+    f = next(f for f in p["files"] if f["cold"] and f["cold"]["mapped_ranges"])
+    f["cold"]["mapped_ranges"][0] = None
+
+
+WRONG_TYPES = {
+    "files a string": (lambda p: p.update(files="abc"), "$.files is a string, not an array"),
+    "a library {}": (_library_empty, "$.libraries[0]: 'index' is a required property"),
+    "a median a string": (_median_string, "$.warm.to_main_us.median is a string, not a number"),
+    "a null range": (_null_range, "mapped_ranges[0] is null, not an array"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_TYPES)
+@pytest.mark.parametrize("command", ["pin plan", "lazy plan", "lazy build", "report"])
+def test_a_profile_with_fields_of_the_wrong_type_is_refused_naming_the_field(profile, case, command, tmp_path):
+    edit, message = WRONG_TYPES[case]
+    data = copy.deepcopy(profile)
+    edit(data)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    done = read(command, path, tmp_path)
+    one_line(done, f"{path}: not a profile written by `headstart profile -o` (")
+    assert message in done.stderr
+
+
+def test_the_profile_read_back_is_valid_and_checking_it_changes_nothing(profile):
+    jsonfile.check(profile, "profile", "the profile")
+
+
+ORDER = {"schema": ORDER_SCHEMA, "program": ["/bin/true"], "method": "pages", "runs": 1,
+         "objects": [{"path": "/bin/true", "functions": ["main", "helper"]}]}  # fmt: skip
+
+
+def test_an_order_is_checked_against_its_schema(tmp_path):
+    path = tmp_path / "order.json"
+    path.write_text(json.dumps(ORDER))
+    done = headstart("order", "emit", str(path), "--linker", "lld", "--object", "true")
+    assert done.returncode == 0 and done.stdout.split() == ["main", "helper"], done.stderr
+    bad = copy.deepcopy(ORDER)
+    bad["objects"][0]["functions"] = "main"
+    path.write_text(json.dumps(bad))
+    one_line(headstart("order", "emit", str(path), "--linker", "lld"), "$.objects[0].functions is a string")
+    schema = json.loads((ROOT / "docs/schema/order.schema.json").read_text())
+    assert schema["properties"]["schema"]["const"] == ORDER_SCHEMA
+
+
+def test_a_probe_trace_with_a_field_of_the_wrong_type_is_one_line(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    env = dict(os.environ, HEADSTART_PROBE_OUTPUT=str(trace), LD_AUDIT=str(bin_path("probe")))
+    subprocess.run(["/bin/true"], env=env, check=True)
+    assert headstart("profile", "--from", str(trace)).returncode == 0
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    at = next(i for i, r in enumerate(lines) if r["event"] == "relocated")
+    lines[at]["t"] = "x"  # read into the timeline and compared later: a TypeError before
+    trace.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines))  # as the probe writes
+    for args in (["profile", "--from", str(trace)], ["report", str(trace), "-o", str(tmp_path / "r.html")]):
+        one_line(headstart(*args), f"probe output line {at + 1} is not a probe record the way this version writes")
+
+
+def test_an_endless_file_is_refused_at_the_cap():
+    done = headstart("report", "/dev/zero", "-o", "/dev/null")
+    one_line(done, "/dev/zero: larger than 256 MiB, the most headstart reads from one file")
+    done = subprocess.run(f"yes | {' '.join(HEADSTART)} pin plan /dev/stdin", shell=True, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    one_line(done, "larger than 256 MiB")
+
+
+def _bytes_read() -> int:
+    return int(next(line for line in Path("/proc/self/io").read_text().splitlines() if line.startswith("rchar:"))[6:])
+
+
+def test_reading_stops_one_byte_after_the_cap():
+    before = _bytes_read()
+    with pytest.raises(HeadstartError, match="larger than 1 MiB"):
+        inputfile.read_bytes(Path("/dev/zero"), 1 << 20)
+    assert (1 << 20) < _bytes_read() - before < (1 << 20) + 65536  # and what pytest and /proc/self/io read
+
+
+def test_check_takes_a_path_that_is_not_utf8(tmp_path):
+    program = os.fsdecode(bytes(tmp_path) + b"/prog\xff")
+    Path(program).write_bytes(Path("/bin/true").read_bytes())
+    Path(program).chmod(0o755)
+    done = headstart("check", program, env=dict(os.environ, COLUMNS="300"))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "prog\\xff" in done.stdout and "1 of 1 served" in done.stdout
+    done = headstart("check", "--json", program)
+    assert done.returncode == 0 and json.loads(done.stdout)["path"] == program
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["profile", "--ready", "(", "--", "/bin/true"],
+        ["bench", "--ready", "(", "--programs", "/bin/true"],
+        ["boot", "analyze", "--ready", "(", "log"],
+        ["order", "check", "--ready", "(", "--", "/bin/true"],
+        ["lazy", "check", "--drop-in", "/tmp", "--ready", "(", "--", "/bin/true"],
+    ],
+)
+def test_a_bad_regular_expression_is_a_usage_error(args):
+    done = headstart(*args)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "argument --ready: bad regular expression '(': missing ), unterminated subpattern" in done.stderr
+
+
+def test_pyproject_license_is_an_spdx_string():
+    """A license table makes setuptools (77 and later) print a dozen lines of deprecation at install."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    assert any(d.startswith("jsonschema") for d in project["dependencies"])  # the files are checked at run time
+
+
+def test_the_schemas_the_package_ships_are_those_in_docs():
+    for path in (ROOT / "python/headstart/schema").iterdir():
+        assert path.read_text() == (ROOT / "docs/schema" / path.name).read_text()
+        jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
+
+
+def test_check_exit_status_says_whether_everything_given_is_served(tmp_path):
+    (tmp_path / "dir").mkdir()
+    assert headstart("check", "/bin/true", "/bin/ls").returncode == 0  # all served
+    for some_or_none in (["/bin/true", str(tmp_path / "dir")], [str(tmp_path / "dir")], ["/no/such/program"]):
+        done = headstart("check", "--json", *some_or_none)
+        assert done.returncode == 1 and len(done.stdout.splitlines()) == len(some_or_none), done.stderr
+    assert headstart("check").returncode == 2  # usage
+    help_text = " ".join(headstart("check", "--help").stdout.split())
+    assert "exit status: 0 when headstartd serves every program given; 1 when it serves only some" in help_text
+    assert "2 on a usage error" in help_text
