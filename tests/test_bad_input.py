@@ -213,3 +213,8 @@ def test_check_exit_status_says_whether_everything_given_is_served(tmp_path):
     help_text = " ".join(headstart("check", "--help").stdout.split())
     assert "exit status: 0 when headstartd serves every program given; 1 when it serves only some" in help_text
     assert "2 on a usage error" in help_text
+
+
+def test_the_man_page_gives_the_exit_status():
+    page = (ROOT / "packaging/man/headstart.1").read_text()
+    assert ".SH EXIT STATUS" in page and "\\fBheadstart check\\fR exits 0 when headstartd serves every program" in page
