@@ -1,6 +1,8 @@
-"""headstart-pind keeps the planned ranges resident within its budget, most valuable first; re-pins a
-file replaced on disk, drops one changed in place, survives one truncated; reports bad plan lines
-and a small RLIMIT_MEMLOCK in one line each. `headstart pin plan` writes plans from cold profiles."""
+"""headstart-pind keeps the planned ranges resident within its budget, most valuable first, each page
+once however many ranges list it; re-pins a file replaced on disk, drops one changed in place,
+survives one truncated; reports bad plan lines and a small RLIMIT_MEMLOCK in one line each; refuses a
+plan that other users could change; loads a large plan fast, and stops while loading at SIGTERM.
+`headstart pin plan` writes plans from cold profiles."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SANITIZED, base_env, bin_path, run_served
+from headstart import binaries
 from headstart.daemon import private_daemon
 from headstart.profiling import files
 
@@ -25,6 +28,25 @@ pytestmark = pytest.mark.skipif(SANITIZED, reason="ASan makes mlock a no-op; the
 
 MIB = 1 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def trusted_folder() -> Path:
+    """A new folder below the build folder, whose folders only root or we can write to here, so that
+    headstart-pind trusts a plan in it: it refuses one below a folder that other users may write to,
+    as pytest's own tmp_path is (below /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="pind-test-", dir=binaries.build_dir().resolve()))
+    folder.chmod(0o755)  # the memlock test's daemon runs as nobody
+    return folder
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """pytest's tmp_path, but in a folder headstart-pind trusts (trusted_folder)."""
+    folder = trusted_folder()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def data_file(path: Path, size: int = 8 * MIB) -> Path:
@@ -226,11 +248,8 @@ def test_a_replaced_file_is_pinned_anew_and_one_changed_in_place_is_dropped(tmp_
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
-def test_a_small_memlock_limit_is_one_clear_line_and_what_fits_is_pinned():
-    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:  # pytest's are closed to other users
-        tmp_path = Path(tmp)
-        tmp_path.chmod(0o755)
-        small_memlock(tmp_path)
+def test_a_small_memlock_limit_is_one_clear_line_and_what_fits_is_pinned(tmp_path):
+    small_memlock(tmp_path)  # tmp_path is open to other users (trusted_folder)
 
 
 def small_memlock(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@
  * changed in place. SIGHUP re-reads the plan; SIGUSR1 logs the status; SIGTERM and SIGINT stop it.
  * --prefetch reads the ranges into the cache at idle I/O priority once, and exits (prefetch.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,17 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "exec-watch.h"
 #include "log.h"
+#include "macro.h"
 #include "pin.h"
 #include "pind-report.h"
 #include "plan.h"
 #include "prefetch.h"
 #include "score.h"
 #include "served-launches.h"
+#include "trusted-path.h"
 
 static const char *arg_plan = NULL;
 static uint64_t arg_budget = 64u << 20;
@@ -136,12 +140,42 @@ static bool repin(struct state *st) {
         return changed;
 }
 
+/* SIGTERM and SIGINT are blocked, and read from the signalfd once serving. While the plan is read,
+ * mapped and locked (seconds for a large one, or on slow storage), one pending means: stop now. */
+static bool stop_requested(void) {
+        sigset_t pending;
+        return sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
+/* Opens the plan and reads it, if only root or the user we run as can have written it: a root
+ * headstart-pind opens, maps and locks what the plan names, so a plan that another user could
+ * change (or could put in place, in a folder such as /tmp) would let that user choose. The plan
+ * is checked through the descriptor it is then read from. */
+static int read_plan(bool (*interrupted)(void), struct pin_plan *ret) {
+        _cleanup_close_ int fd = open(arg_plan, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return log_error_errno(errno, "cannot read the plan %s", arg_plan);
+        if (!S_ISREG(st.st_mode)) /* a FIFO or a device could be read forever */
+                return log_error("refusing the plan %s: not a regular file", arg_plan), -EPERM;
+        char why[PATH_MAX + 128];
+        int r = trusted_path_check_fd(fd, arg_plan, geteuid(), why, sizeof why);
+        if (r == -EPERM)
+                return log_error("refusing the plan %s: %s; only root or uid %u may be able to change it or the "
+                                 "folders above it",
+                                 arg_plan, why, (unsigned) geteuid()),
+                       r;
+        if (r < 0)
+                return log_error_errno(r, "cannot check who may change the plan %s", arg_plan);
+        return pin_plan_read_fd(TAKE_FD(fd), arg_plan, interrupted, ret);
+}
+
 /* Reads the plan and pins it, keeping the launch counts learned. A plan that cannot be read leaves
- * what is pinned as it is. */
+ * what is pinned as it is. Returns -EINTR when SIGTERM or SIGINT came meanwhile. */
 static int load(struct state *st) {
         struct pin_plan fresh;
         struct launch_counts counts;
-        int r = pin_plan_read(arg_plan, &fresh);
+        int r = read_plan(stop_requested, &fresh);
         if (r < 0)
                 return r;
         if (st->counts.n)
@@ -156,12 +190,14 @@ static int load(struct state *st) {
         pin_plan_done(&st->plan);
         st->plan = fresh;
         st->counts = counts;
-        r = pinner_map(&st->pins, &st->plan, arg_budget);
+        r = pinner_map(&st->pins, &st->plan, arg_budget, stop_requested);
         if (r < 0)
                 return r;
         if (st->exec_fd >= 0)
                 exec_watch_mark(st->exec_fd, &st->plan);
         (void) repin(st);
+        if (stop_requested())
+                return -EINTR;
         pinner_log_status(&st->pins, &st->plan, &st->counts);
         return 0;
 }
@@ -170,7 +206,7 @@ static int prefetch_only(void) {
         struct pin_plan plan;
         struct launch_counts counts;
         size_t n;
-        int r = pin_plan_read(arg_plan, &plan);
+        int r = read_plan(NULL, &plan);
         if (r < 0)
                 return r;
         r = launch_counts_init(&counts, &plan, NULL, NULL, arg_half_life);
@@ -195,14 +231,17 @@ static int64_t now_ms(void) {
         return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Every interval: pin again what was replaced, re-score and re-pin what launches changed. */
-static void tick(struct state *st) {
+/* Every interval: pin again what was replaced, re-score and re-pin what launches changed. Returns
+ * whether to stop (SIGTERM or SIGINT while loading). */
+static bool tick(struct state *st) {
         if (pinner_stale(&st->pins)) {
                 log_info("a pinned file changed on disk: pinning again");
-                (void) load(st);
-        } else if (repin(st))
+                return load(st) == -EINTR;
+        }
+        if (repin(st))
                 log_info("re-pinned after launch counts changed: %llu KiB pinned",
                          (unsigned long long) (st->pins.locked / 1024));
+        return false;
 }
 
 /* Handles one signal; returns whether to stop. */
@@ -211,8 +250,8 @@ static bool on_signal(struct state *st, int sfd) {
         if (read(sfd, &si, sizeof si) != (ssize_t) sizeof si)
                 return false;
         if (si.ssi_signo == SIGHUP)
-                (void) load(st);
-        else if (si.ssi_signo == SIGUSR1)
+                return load(st) == -EINTR;
+        if (si.ssi_signo == SIGUSR1)
                 pinner_log_status(&st->pins, &st->plan, &st->counts);
         return si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
 }
@@ -234,7 +273,8 @@ static void serve(struct state *st, int sfd, int launch_fd) {
                 if ((p[0].revents & POLLIN) && on_signal(st, sfd))
                         return;
                 if (now_ms() >= next_tick) {
-                        tick(st);
+                        if (tick(st))
+                                return;
                         next_tick = now_ms() + (int64_t) arg_interval * 1000;
                 }
         }
@@ -255,7 +295,10 @@ static int run(void) {
         struct state st = { .exec_fd = -1 };
         int launch_fd = -1;
         int r = load(&st);
-        if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
+        if (r == -EINTR) { /* stopped while loading: an ordinary stop */
+                log_info("stopped while loading the plan");
+                r = 0;
+        } else if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
                 launch_fd = arg_launch_socket ? served_launches_listen(arg_launch_socket) : -1;
                 if ((st.exec_fd = exec_watch_open()) >= 0)
                         exec_watch_mark(st.exec_fd, &st.plan);

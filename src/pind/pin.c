@@ -59,23 +59,37 @@ static int map_file(struct pinner *p, struct pinned_file *pf) {
         return 0;
 }
 
-int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget) {
+int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget, bool (*interrupted)(void)) {
         *p = (struct pinner){ .budget = budget, .dropped = p->dropped, .ndropped = p->ndropped,
-                              .repinned_at = time(NULL) };
+                              .repinned_at = time(NULL), .interrupted = interrupted };
         p->files = calloc(plan->nfiles ? plan->nfiles : 1, sizeof *p->files);
         if (!p->files)
                 return log_error("out of memory"), -ENOMEM;
         p->nfiles = plan->nfiles;
-        for (size_t i = 0; i < plan->nfiles; i++) {
+        for (size_t i = 0; i < plan->nfiles; i++)
                 p->files[i] = (struct pinned_file){ .plan = &plan->files[i], .held_fd = -1 };
+        for (size_t i = 0; i < plan->nfiles; i++) {
+                if (interrupted && interrupted())
+                        return -EINTR;
                 (void) map_file(p, &p->files[i]);
         }
         return 0;
 }
 
+/* Asked once per so many ranges locked: each lock may read from storage, a question is one
+ * system call. */
+#define RANGES_PER_CHECK 64
+
+static size_t page_size(void) {
+        static size_t page;
+        if (!page)
+                page = (size_t) sysconf(_SC_PAGESIZE);
+        return page;
+}
+
 /* The range in whole pages, clipped to the file; 0 when nothing of it is left. */
 static size_t page_span(const struct pinned_file *pf, const struct pin_range *r, size_t *ret_start) {
-        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        size_t page = page_size();
         *ret_start = 0;
         if (!pf->map || r->offset >= (uint64_t) pf->size)
                 return 0;
@@ -150,7 +164,9 @@ bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n) {
         for (size_t i = 0; i < n; i++) /* unlock first: what goes makes room for what comes */
                 if (!want[i])
                         changed |= set_locked(p, &ranked[i], false);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                if (p->interrupted && i % RANGES_PER_CHECK == 0 && p->interrupted())
+                        break; /* the caller stops: what is locked is released with the rest */
                 if (want[i] && !p->files[ranked[i].file].locked[ranked[i].range]) {
                         bool done = set_locked(p, &ranked[i], true);
                         changed |= done;
@@ -158,6 +174,7 @@ bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n) {
                                              (errno == ENOMEM && p->locked < p->wanted &&
                                               p->wanted > memlock_limit()));
                 }
+        }
         free(want);
         if (limited && !p->limit_told)
                 tell_limit(p);
@@ -213,16 +230,15 @@ bool pinner_stale(struct pinner *p) {
         return stale;
 }
 
-static uint64_t program_bytes(const struct pinner *p, uint32_t program) {
-        uint64_t total = 0;
+/* The bytes locked of each program's ranges, in one pass over the ranges (bytes[nprograms]). */
+static void program_bytes(const struct pinner *p, uint64_t *bytes) {
         for (size_t i = 0; i < p->nfiles; i++)
                 for (size_t j = 0; p->files[i].map && j < p->files[i].plan->nranges; j++) {
                         const struct pin_range *r = &p->files[i].plan->ranges[j];
                         size_t start, len = page_span(&p->files[i], r, &start);
                         for (size_t k = 0; p->files[i].locked[j] && k < r->nprograms; k++)
-                                total += r->programs[k] == program ? len : 0;
+                                bytes[r->programs[k]] += len;
                 }
-        return total;
 }
 
 void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c) {
@@ -230,9 +246,14 @@ void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, cons
                 if (p->files[i].map)
                         log_info("pinned %llu KiB of %s", (unsigned long long) (p->files[i].locked_bytes / 1024),
                                  p->files[i].plan->path);
-        for (size_t i = 0; i < plan->nprograms; i++)
+        /* Per program in one pass: asking each program's bytes of every range took minutes with
+         * thousands of programs and hundreds of thousands of ranges. */
+        _cleanup_free_ uint64_t *bytes = calloc(plan->nprograms ? plan->nprograms : 1, sizeof *bytes);
+        if (bytes)
+                program_bytes(p, bytes);
+        for (size_t i = 0; bytes && i < plan->nprograms; i++)
                 log_info("program %s: %.1f launches, %llu KiB of its pages pinned", plan->programs[i].path,
-                         c->count[i], (unsigned long long) (program_bytes(p, (uint32_t) i) / 1024));
+                         c->count[i], (unsigned long long) (bytes[i] / 1024));
         struct tm tm;
         char when[32] = "?";
         if (localtime_r(&p->repinned_at, &tm))

@@ -43,13 +43,16 @@ struct pinner {
         uint64_t wanted; /* what the ranking asks for within the budget, for the RLIMIT_MEMLOCK message */
         bool limit_told;
         time_t repinned_at; /* wall clock of the last change, for the status */
+        bool (*interrupted)(void); /* asked between files mapped and ranges locked; NULL: never */
 };
 
 /* Maps the plan's files (nothing locked yet). Files that are missing or of another size than
- * planned are reported and skipped. Returns 0 or -ENOMEM. */
-int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget);
-/* Locks the ranges ranked highest that fit the budget and unlocks those that no longer do.
- * Returns whether anything changed. */
+ * planned are reported and skipped. interrupted (or NULL) is asked between files, and between
+ * ranges locked later: when it says yes, mapping stops with -EINTR and locking stops where it is.
+ * Returns 0, -EINTR or -ENOMEM. */
+int pinner_map(struct pinner *p, const struct pin_plan *plan, uint64_t budget, bool (*interrupted)(void));
+/* Locks the ranges ranked highest that fit the budget and unlocks those that no longer do (each
+ * range of the plan is its own pages: plan.h). Returns whether anything changed. */
 bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n);
 /* Unlocks and unmaps everything (what was dropped is kept when keep_dropped). */
 void pinner_release(struct pinner *p, bool keep_dropped);

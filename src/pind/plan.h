@@ -13,6 +13,7 @@
  * docs/pinning.md describes it. A malformed line is reported and skipped; the rest is used. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,7 +44,14 @@ struct pin_plan {
         size_t nfiles;
 };
 
-/* Reads the plan at path. Returns 0 (bad lines logged and skipped), or a negative errno when the
- * file cannot be read or is not a plan (logged). */
+/* Reads the plan from fd (taken: closed in any case), the file at path (for messages). The ranges
+ * of each file come back as runs of whole pages that do not overlap, in file order, clipped to the
+ * file's planned size, each naming every program a range covering it named, once: a page of the
+ * plan is one page of the budget however many ranges list it. interrupted, unless NULL, is asked
+ * every few thousand lines; when it says yes, reading stops with -EINTR (not logged). Returns 0
+ * (bad lines logged and skipped), or a negative errno when the file cannot be read or is not a
+ * plan (logged). */
+int pin_plan_read_fd(int fd, const char *path, bool (*interrupted)(void), struct pin_plan *ret);
+/* The same for the file at path, opened here, never interrupted. */
 int pin_plan_read(const char *path, struct pin_plan *ret);
 void pin_plan_done(struct pin_plan *plan);
