@@ -26,7 +26,7 @@ HEADSTART = [sys.executable, "-m", "headstart"]
 
 
 def headstart(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*HEADSTART, *args], capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run([*HEADSTART, *args], capture_output=True, text=True, **{"timeout": 120, **kw})
 
 
 def one_line(done: subprocess.CompletedProcess[str], text: str, status: int = 1) -> None:
@@ -218,3 +218,35 @@ def test_check_exit_status_says_whether_everything_given_is_served(tmp_path):
 def test_the_man_page_gives_the_exit_status():
     page = (ROOT / "packaging/man/headstart.1").read_text()
     assert ".SH EXIT STATUS" in page and "\\fBheadstart check\\fR exits 0 when headstartd serves every program" in page
+
+
+# Success on bad input becomes failure (issue 25, item 10).
+
+
+def test_lazy_check_with_a_drop_in_directory_that_is_not_there_or_empty_fails(tmp_path):
+    done = headstart("lazy", "check", "--drop-in", "/nonexistent", "--runs", "1", "--", "/bin/true")
+    one_line(done, "--drop-in /nonexistent is not a directory", status=2)
+    done = headstart("lazy", "check", "--drop-in", str(tmp_path), "--runs", "1", "--", "/bin/true")
+    one_line(done, "holds no library: give the DIR of `headstart lazy build --drop-in -o DIR`", status=2)
+
+
+ONE_BOOT = ROOT / "tests/boot/fixtures/qemu-default.log"
+
+
+def test_boot_of_a_log_that_holds_one_boot_must_be_one():
+    one_line(headstart("boot", "analyze", str(ONE_BOOT), "--boot", "99"), "holds 1 boot: there is no boot 99")
+    one_line(headstart("boot", "compare", str(ONE_BOOT), str(ONE_BOOT), "--boot", "2"), "there is no boot 2")
+    assert headstart("boot", "analyze", str(ONE_BOOT), "--boot", "1").returncode == 0
+
+
+def test_bench_checks_every_program_before_running_any_and_writes_nothing(tmp_path):
+    results = tmp_path / "bench-results"
+    results.mkdir()
+    (results / "bench.json").write_text("the last run's results\n")
+    done = headstart("bench", "--programs", "fft", "/nonexistent", "/nope2", "-o", str(results), timeout=30)
+    one_line(done, "/nonexistent: no such sample app or file", status=2)
+    assert "not found either: /nope2" in done.stderr
+    assert sorted(p.name for p in results.iterdir()) == ["bench.json"]
+    assert (results / "bench.json").read_text() == "the last run's results\n"
+    one_line(headstart("bench", "--programs", "'a", "-o", str(results)), "no closing quotation", status=2)
+    one_line(headstart("bench", "--programs", "", "-o", str(results)), "an empty program", status=2)

@@ -83,7 +83,13 @@ def resolve(program: str, ready: Ready | None = None) -> Program:
     if program in SAMPLES:
         s = SAMPLES[program]
         return Program(program, binaries.find(program), s.args, s.ready, s.env, s.display)
-    path, *args = shlex.split(program)
+    try:
+        words = shlex.split(program)
+    except ValueError as e:  # an unclosed quote
+        raise UsageError(f"{program!r}: {e.args[0].lower()} (a program and its arguments in one word)") from e
+    if not words:
+        raise UsageError("an empty program: give a sample's name or a path")
+    path, *args = words
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such sample app or file (samples: {', '.join(SAMPLES)})")
     return Program(Path(path).name, Path(path).resolve(), args, ready or Ready())

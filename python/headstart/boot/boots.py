@@ -63,6 +63,8 @@ def _rebased(lines: list[Line], start: int, end: int) -> list[Line]:
 
 def choose(name: str, boots: list[list[Line]], boot: int | None) -> list[Line]:
     if len(boots) == 1:
+        if boot not in (None, 1):
+            raise HeadstartError(f"{name} holds 1 boot: there is no boot {boot} (leave --boot out, or give --boot 1)")
         return boots[0]
     if boot is None or not 1 <= boot <= len(boots):
         starts = ", ".join(f"boot {n} from line {b[0].source.rsplit(':', 1)[1]}" for n, b in enumerate(boots, 1) if b)

@@ -133,6 +133,13 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
     if args.programs:
         given = _ready(args)
         ready = {p: given for p in args.programs}
+        # Every program given must exist before anything runs or bench-results/ is written: found
+        # after an hour of launches, a typo would leave nothing but an empty result over the last one.
+        _, missing = suite.resolve_programs(list(ready), ready)
+        if missing:
+            first, *others = missing
+            also = f"; not found either: {', '.join(others)}" if others else ""
+            raise UsageError(f"{missing[first]}{also}")
     else:
         ready = default_programs()
     plan = suite.Plan(

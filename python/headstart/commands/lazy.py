@@ -113,6 +113,10 @@ def _libraries(objects: list[dict[str, Any]]) -> set[str]:
 def run_check(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
+    if args.drop_in and not any(args.drop_in.glob("*.so*")):
+        # LD_LIBRARY_PATH with nothing in it runs the program as it is: a result, but not of the stubs.
+        what = "holds no library" if args.drop_in.is_dir() else "is not a directory"
+        raise UsageError(f"--drop-in {args.drop_in} {what}: give the DIR of `headstart lazy build --drop-in -o DIR`")
     eager = launch_options(args, resolve_program(args.command))
     if args.after:
         lazy = replace(eager, argv=[*resolve_program(["--", str(args.after.absolute())]), *eager.argv[1:]])
