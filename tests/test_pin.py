@@ -220,6 +220,117 @@ def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinn
     assert done.returncode == 1 and "of another version" in done.stderr and done.stderr.count("\n") == 1
 
 
+def test_overlapping_ranges_count_and_lock_each_page_once(tmp_path):
+    data = data_file(tmp_path / "data.bin")
+    # The same 8 MiB listed for each of 8 programs (plans merged): 8192 KiB of the budget, not 65536.
+    programs: list[tuple[Path | str, float]] = [(f"/usr/bin/p{i}", 1) for i in range(8)]
+    plan = write_plan(tmp_path / "plan", [f"file {8 * MIB} {data}", *[f"range 0 {8 * MIB} {i}" for i in range(8)]],
+                      programs)  # fmt: skip
+    log = tmp_path / "log"
+    with pind(plan, "64M", log) as proc:
+        assert locked_kib(proc) == 8192
+    text = log.read_text()
+    assert "pinned 8192 KiB of the budget's 65536 KiB" in text and f"pinned 8192 KiB of {data}" in text, text
+    assert text.count(" launches, 8192 KiB of its pages pinned") == 8
+    # a needs [0, 6M), b needs [2M, 8M): the 4 MiB both need are worth 2 launches, the rest 1.
+    lines = [f"file {8 * MIB} {data}", f"range 0 {6 * MIB} 0", f"range {2 * MIB} {6 * MIB} 1"]
+    plan = write_plan(tmp_path / "plan", lines, [("/usr/bin/a", 1), ("/usr/bin/b", 1)])
+    assert resident_after_evict(data) == 0
+    with pind(plan, "4M", tmp_path / "log4") as proc:  # neither whole range fits; what both need does
+        assert locked_kib(proc) == 4096
+        files.evict([str(data)])
+        assert files.resident_pages(str(data)) == set(range(2 * MIB // PAGE, 6 * MIB // PAGE))
+    with pind(plan, "8M", tmp_path / "log8") as proc:  # each page once: all of it fits
+        assert locked_kib(proc) == 8192
+    assert "pinned 8192 KiB of the budget's 8192 KiB" in (tmp_path / "log8").read_text()
+
+
+def large_plan(folder: Path, nranges: int = 400_000, nfiles: int = 1000, nprograms: int = 4000) -> Path:
+    """Many one-page ranges over sparse files, each named by two of thousands of programs."""
+    per = nranges // nfiles
+    size = 2 * per * PAGE
+    lines = [f"program {i} {i % 7 + 1} /usr/bin/true" for i in range(nprograms)]
+    for f in range(nfiles):
+        with open(folder / f"f{f}", "wb") as out:
+            out.truncate(size)
+        lines.append(f"file {size} {folder / f'f{f}'}")
+        lines += [f"range {2 * j * PAGE} {PAGE} {(f + j) % nprograms},{(f + j + 1) % nprograms}" for j in range(per)]
+    path = folder / "plan"
+    path.write_text("\n".join(["headstart-pin-plan 2", *lines, "end"]) + "\n")
+    return path
+
+
+def sigterm_blocked(pid: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigBlk:"):
+            return bool(int(line.split()[1], 16) & (1 << (15 - 1)))
+    return False
+
+
+def test_a_large_plan_loads_fast_and_sigterm_stops_it_while_loading(tmp_path):
+    """400,000 ranges and 4,000 programs: the status asked each program's bytes of every range, about
+    16 s here. SIGTERM waited for the end of loading."""
+    plan = large_plan(tmp_path)
+    log = tmp_path / "log"
+    start = time.monotonic()
+    with pind(plan, "64M", log) as proc:
+        took = time.monotonic() - start
+        assert locked_kib(proc) == 65536
+    assert took < 4, f"{took:.1f} s to load"
+    cmd = [str(bin_path("headstart-pind")), "--plan", str(plan), "--launch-socket", "none"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=out)
+    try:
+        while not sigterm_blocked(proc.pid):  # from then on it reads, maps and locks the plan
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.001)
+        proc.terminate()
+        start = time.monotonic()
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - start < 1, f"{time.monotonic() - start:.1f} s from SIGTERM to exit"
+    finally:
+        proc.kill()
+    text = log.read_text()
+    assert "stopped while loading the plan" in text and "ready" not in text, text
+
+
+def test_a_plan_that_other_users_could_change_is_refused_in_one_line(tmp_path):
+    data = data_file(tmp_path / "data.bin", MIB)
+    lines = [f"file {MIB} {data}", f"range 0 {MIB} 0"]
+
+    def refused(plan: Path, reason: str, *extra: str) -> None:
+        cmd = [str(bin_path("headstart-pind")), "--plan", str(plan), "--launch-socket", "none", *extra]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert f"refusing the plan {plan}: {reason}" in done.stderr, done.stderr
+
+    plan = write_plan(tmp_path / "plan", lines)
+    plan.chmod(0o664)
+    refused(plan, f"{plan} is writable by its group (mode 0664)")
+    refused(plan, f"{plan} is writable by its group (mode 0664)", "--prefetch")
+    plan.chmod(0o646)
+    refused(plan, f"{plan} is writable by other users (mode 0646)")
+    plan.chmod(0o644)
+    if os.geteuid() == 0:
+        os.chown(plan, 65534, 65534)
+        refused(plan, f"{plan} is owned by uid 65534, neither root nor uid 0")
+        os.chown(plan, 0, 0)
+    shared = tmp_path / "shared"  # sticky like /tmp: anyone may put the plan there first
+    shared.mkdir()
+    shared.chmod(0o1777)
+    inside = write_plan(shared / "plan", lines)
+    refused(inside, f"{shared} is writable by other users (mode 1777)")
+    (tmp_path / "link").symlink_to(inside)  # a link leads through what it points to
+    refused(tmp_path / "link", f"{shared} is writable by other users")
+    (shared / "link").symlink_to(plan)  # and a link in a shared folder could point anywhere
+    refused(shared / "link", f"{shared} is writable by other users")
+    os.mkfifo(tmp_path / "fifo")
+    refused(tmp_path / "fifo", "not a regular file")
+    (tmp_path / "good").symlink_to("plan")  # a link from a trusted folder to a trusted plan is followed
+    with pind(tmp_path / "good", "64M", tmp_path / "log") as proc:
+        assert locked_kib(proc) == 1024
+
+
 def test_a_replaced_file_is_pinned_anew_and_one_changed_in_place_is_dropped(tmp_path):
     data = data_file(tmp_path / "lib.so", 2 * MIB)
     plan = write_plan(tmp_path / "plan", [f"file {2 * MIB} {data}", f"range 0 {2 * MIB} 0"])
@@ -324,7 +435,10 @@ def test_bench_cold_times_every_arm_side_by_side_and_locks_less_than_vmtouch(tmp
     cmd += ["--runs", "1", "--modes", "exec,pool", "-o", str(tmp_path), "--json"]
     if os.geteuid() == 0:
         cmd += ["--memory-max", "256M"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    # It makes its plan in a temporary folder, which headstart-pind refuses below /tmp.
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data == json.loads((tmp_path / "cold.json").read_text())
