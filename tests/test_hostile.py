@@ -20,7 +20,7 @@ from conftest import Served, base_env, bin_path, daemon_fd_count, run_exec, run_
 from headstart.daemon import private_daemon
 
 MAGIC = 0x52545348
-VERSION = 1
+VERSION = 2
 MSG_LAUNCH, MSG_DECLINED, MSG_ERROR = 1, 4, 5
 HEADER = struct.Struct("=IHHI")
 MAX_PAYLOAD = 16 * 1024 * 1024

@@ -49,7 +49,14 @@ struct hs_launch_options {
          * the launch is declined; the daemon then gives this process the program's configured
          * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way. */
         unsigned flags;
+        /* How long to wait for the daemon's first answer, in ms; 0: HS_LAUNCH_DEFAULT_TIMEOUT_MS.
+         * A daemon that does not answer in time (stopped, overloaded) gets -ETIMEDOUT: run the
+         * program yourself. It cannot run twice: the daemon's child calls main only once this
+         * function has accepted the launch. */
+        unsigned timeout_ms;
 };
+
+#define HS_LAUNCH_DEFAULT_TIMEOUT_MS 2000u
 
 #define HS_LAUNCH_TERMINAL_OK 0x2u
 #define HS_LAUNCH_EXECS_WHEN_DECLINED 0x4u
@@ -62,7 +69,8 @@ enum {
 
 /* Asks the daemon to start the program file `path` (absolute) with argv and envp, and waits until
  * it has started or declined. Returns 0 (running), HS_LAUNCH_DECLINED or HS_LAUNCH_REJECTED with
- * *ret set, or a negative errno with *ret NULL (-ENOENT or -ECONNREFUSED: no daemon). */
+ * *ret set, or a negative errno with *ret NULL (-ENOENT or -ECONNREFUSED: no daemon; -ETIMEDOUT:
+ * no answer within the options' timeout_ms). */
 int hs_launch_start(const char *path, char *const argv[], char *const envp[], const struct hs_launch_options *options,
                     struct hs_launch **ret);
 
@@ -88,7 +96,8 @@ int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
 void hs_launch_free(struct hs_launch *l);
 
 /* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.
- * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. */
+ * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. -ETIMEDOUT when the
+ * daemon does not answer within HS_LAUNCH_DEFAULT_TIMEOUT_MS. */
 int hs_daemon_status(const char *socket, char **ret_text);
 
 /* The same as one JSON object (a line), for scripts: each key once; a whole number as a number,

@@ -270,13 +270,16 @@ int hs_launch_start(const char *path, char *const argv[], char *const envp[],
          * write: its reply still says why. */
         if (r == -EPIPE || r == -ECONNRESET || r >= 0) {
                 struct reply reply;
-                r = read_reply(l, &reply);
+                r = hs_wait_readable(l->sock, (int) (o->timeout_ms ? o->timeout_ms : HS_LAUNCH_DEFAULT_TIMEOUT_MS));
+                if (r >= 0)
+                        r = read_reply(l, &reply);
                 if (r >= 0) {
                         switch (reply.type) {
                         case HS_MSG_LAUNCHED:
                                 l->pid = reply.pid;
                                 l->pidfd = reply.pidfd;
-                                r = 0;
+                                /* Only now may the program's main run (protocol.h, ACCEPT). */
+                                r = hs_send_message(l->sock, HS_MSG_ACCEPT, NULL, 0, NULL, 0, 0);
                                 break;
                         case HS_MSG_DECLINED:
                                 r = HS_LAUNCH_DECLINED;
@@ -350,6 +353,9 @@ int hs_daemon_status(const char *socket, char **ret_text) {
         if (sock < 0)
                 return sock;
         int r = hs_send_message(sock, HS_MSG_STATUS, NULL, 0, NULL, 0, 0);
+        /* A daemon that refuses us replies and hangs up, which can break our write: read why. */
+        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
+                r = hs_wait_readable(sock, HS_LAUNCH_DEFAULT_TIMEOUT_MS);
         if (r < 0)
                 return r;
         struct hs_header h;
@@ -359,6 +365,12 @@ int hs_daemon_status(const char *socket, char **ret_text) {
         r = hs_recv_message_alloc(sock, &h, &payload, fds, 0, &nfds);
         if (r < 0)
                 return r;
+        if (h.type == HS_MSG_ERROR && h.size >= sizeof(struct hs_reason)) {
+                struct hs_reason reason;
+                memcpy(&reason, payload, sizeof reason);
+                free(payload);
+                return reason.code > 0 ? -reason.code : -EPROTO; /* EPERM: another user's daemon */
+        }
         if (h.type != HS_MSG_STATUS_REPLY) {
                 free(payload);
                 return -EBADMSG;

@@ -31,6 +31,7 @@ static bool arg_exec = false;
 static bool arg_status = false;
 static bool arg_json = false;
 static bool arg_terminal = false;
+static unsigned arg_timeout_ms = HS_LAUNCH_DEFAULT_TIMEOUT_MS;
 
 /* Set once in main, read-only afterwards. */
 static bool debug = false;
@@ -38,11 +39,13 @@ static sigset_t original_mask;
 
 static void help(void) {
         static const char text[] =
-                "Usage: headstart-run [--socket PATH] [--exec | --terminal] PROGRAM [ARGS...]\n"
+                "Usage: headstart-run [--socket PATH] [--timeout MS] [--exec | --terminal] PROGRAM [ARGS...]\n"
                 "       headstart-run [--socket PATH] --status [--json]\n"
                 "Runs PROGRAM through headstartd when it can, and by exec otherwise.\n\n"
                 "  --socket PATH   the daemon's socket (default $HEADSTART_SOCKET,\n"
                 "                  else $XDG_RUNTIME_DIR/headstart/socket)\n"
+                "  --timeout MS    exec PROGRAM if the daemon has not answered within MS\n"
+                "                  milliseconds (default 2000); it never runs twice\n"
                 "  --exec          do not ask the daemon: exec PROGRAM directly\n"
                 "  --terminal      serve PROGRAM even from a terminal: it writes to it (colours and\n"
                 "                  all) but must not need /dev/tty or job control of its own, as a\n"
@@ -51,6 +54,18 @@ static void help(void) {
                 "  --json          with --status: as one JSON object (docs/protocol.md)\n"
                 "Set HEADSTART_DEBUG=1 to see why a launch went to exec.\n";
         (void) !write(STDOUT_FILENO, text, sizeof text - 1);
+}
+
+static int parse_timeout(const char *s) {
+        char *end;
+        errno = 0;
+        unsigned long ms = strtoul(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || ms == 0 || ms > 3600000) {
+                log_error("--timeout takes milliseconds, 1 to 3600000: %s", s);
+                return -1;
+        }
+        arg_timeout_ms = (unsigned) ms;
+        return 0;
 }
 
 /* Returns the index of PROGRAM in argv, 0 when done (help), or -1 on a usage error. */
@@ -72,6 +87,13 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_socket = argv[++i];
                 else if (strncmp(argv[i], "--socket=", 9) == 0)
                         arg_socket = argv[i] + 9;
+                else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+                        if (parse_timeout(argv[++i]) < 0)
+                                return -1;
+                } else if (strncmp(argv[i], "--timeout=", 10) == 0) {
+                        if (parse_timeout(argv[i] + 10) < 0)
+                                return -1;
+                }
                 else if (strcmp(argv[i], "--help") == 0) {
                         help();
                         return 0;
@@ -301,10 +323,15 @@ static _Noreturn void serve(struct hs_launch *l, int sigfd, char *argv[]) {
 static int print_status(void) {
         char *text;
         int r = arg_json ? hs_daemon_status_json(arg_socket, &text) : hs_daemon_status(arg_socket, &text);
-        if (r < 0) {
+        if (r == -EPERM)
+                log_error("the daemon refused: it serves only the user who runs it (each user runs their own)");
+        else if (r == -ETIMEDOUT)
+                log_error("the daemon did not answer within %u ms (stopped, or overloaded)",
+                          HS_LAUNCH_DEFAULT_TIMEOUT_MS);
+        else if (r < 0)
                 log_error_errno(r, "cannot get the daemon's status");
+        if (r < 0)
                 return EXIT_FAILURE;
-        }
         size_t len = strlen(text);
         bool ok = write(STDOUT_FILENO, text, len) == (ssize_t) len;
         free(text);
@@ -341,7 +368,7 @@ int main(int argc, char *argv[]) {
         /* With our terminal attached, the daemon serves only what the user said needs no more of it
          * than its stdio (--terminal, or the daemon's `terminal = PROGRAM`); the rest comes back
          * declined and is exec'd. */
-        struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask,
+        struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask, .timeout_ms = arg_timeout_ms,
                                        .flags = (arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0) |
                                                 HS_LAUNCH_EXECS_WHEN_DECLINED };
         struct hs_launch *l;
@@ -357,6 +384,11 @@ int main(int argc, char *argv[]) {
         }
         if (r == -ENOENT || r == -ECONNREFUSED || r == -ENXIO)
                 exec_program(prog_argv, "no daemon answers on the socket");
+        if (r == -ETIMEDOUT) {
+                /* Something is wrong with the daemon (stopped?): say it even without HEADSTART_DEBUG. */
+                log_error("the daemon did not answer within %u ms; running %s by exec", arg_timeout_ms, prog_argv[0]);
+                exec_program(prog_argv, NULL);
+        }
         char why[128];
         snprintf(why, sizeof why, "cannot ask the daemon: %s", strerror(-r));
         exec_program(prog_argv, why);

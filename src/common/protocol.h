@@ -12,6 +12,9 @@
  *   daemon -> client: for LAUNCH: LAUNCHED, then EXITED; or DECLINED (at any point before the
  *                     program's main); for STATUS: STATUS_REPLY; for anything malformed: ERROR,
  *                     after which the connection is closed.
+ *   client -> daemon: ACCEPT, in answer to LAUNCHED: the program's main runs only once the client
+ *                     has said it takes the launch, so a client that gave up waiting (and execs
+ *                     the program itself) never has it run twice. Version 2 added it.
  */
 #pragma once
 
@@ -20,7 +23,7 @@
 #include <stdint.h>
 
 #define HS_PROTOCOL_MAGIC 0x52545348u /* "HSTR" in little-endian memory order */
-#define HS_PROTOCOL_VERSION 1u
+#define HS_PROTOCOL_VERSION 2u
 
 /* Limits. The kernel allows at most 6 MiB of argument and environment strings (3/4 of the 8 MiB
  * stack limit cap, fs/exec.c), so 16 MiB of payload leaves room for the pointer-free encoding. */
@@ -43,6 +46,7 @@ enum hs_message_type {
         HS_MSG_ERROR = 5,
         HS_MSG_STATUS = 6,       /* empty payload */
         HS_MSG_STATUS_REPLY = 7, /* payload: human-readable text, "key: value" lines, not NUL-terminated */
+        HS_MSG_ACCEPT = 8,       /* empty payload */
 };
 
 struct hs_header {

@@ -2,6 +2,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -171,4 +172,17 @@ int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_pay
         *ret_header = h;
         *ret_payload = payload;
         return 0;
+}
+
+int hs_wait_readable(int sock, int timeout_ms) {
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        for (;;) {
+                int n = poll(&p, 1, timeout_ms);
+                if (n > 0)
+                        return 0;
+                if (n == 0)
+                        return -ETIMEDOUT;
+                if (errno != EINTR)
+                        return -errno;
+        }
 }

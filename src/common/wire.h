@@ -29,4 +29,8 @@ int hs_recv_message(int sock, struct hs_header *ret_header, void *payload, size_
 int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_payload, int *fds, size_t max_fds,
                           size_t *nfds);
 
+/* Waits until sock is readable (or at its end) for at most timeout_ms (-1: no limit). Returns 0,
+ * -ETIMEDOUT, or a negative errno. */
+int hs_wait_readable(int sock, int timeout_ms);
+
 void hs_close_fds(int *fds, size_t n);

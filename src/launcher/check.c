@@ -81,8 +81,9 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         bool preloaded = preload_resolve_closure(interp, path, &libs) >= 0 && preload_load(&libs, &loaded) >= 0;
         struct image_cache cache;
         struct stat st;
+        const char *why;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0 || image_cache_init(&cache, cache_dir, interp) < 0) {
+        if (fd < 0 || fstat(fd, &st) < 0 || image_cache_init(&cache, cache_dir, interp, &why) < 0) {
                 print_verdict(program, path, "exec", "cannot read the program", NULL);
                 _exit(2);
         }
@@ -96,7 +97,9 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 print_verdict(program, path, "exec", "its libraries cannot be preloaded (see the message above)",
                               NULL);
         else {
-                int w = preload_warm_program(path, e->image);
+                char image[64];
+                image_entry_load_name(e, image, sizeof image);
+                int w = preload_warm_program(path, image);
                 print_verdict(program, path, w == 0 ? "warm" : "preload", NULL, w == 0 ? NULL : warm_refusal(w));
         }
         image_cache_done(&cache);

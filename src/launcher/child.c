@@ -17,6 +17,7 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,20 +41,6 @@ int __lsan_is_turned_off(void) {
 #  define TURN_OFF_LEAK_CHECK() ((void) 0)
 #endif
 
-/* LAUNCHED, with our pidfd, said by the child itself right before main, not by the zygote: one
- * process both tells the client and runs the program, so whenever the zygote dies, the client
- * either knows the program runs (and reads its status from the pidfd) or, never told, execs it
- * while this child does not get this far. Said by the zygote, its death between the two let the
- * program run twice or not at all. */
-static void announce(int conn_fd) {
-        struct hs_launched msg = { .pid = getpid() };
-        int pidfd = pidfd_open(getpid(), 0);
-        (void) hs_send_message(conn_fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &pidfd, pidfd >= 0, 0);
-        if (pidfd >= 0)
-                close(pidfd);
-        close(conn_fd);
-}
-
 static _Noreturn void fail(int report_fd, const char *what, const char *detail) {
         char msg[HS_MAX_TEXT];
         int n = snprintf(msg, sizeof msg, "%s: %s", what, detail);
@@ -64,6 +51,43 @@ static _Noreturn void fail(int report_fd, const char *what, const char *detail) 
 
 static _Noreturn void fail_errno(int report_fd, const char *what) {
         fail(report_fd, what, strerror(errno));
+}
+
+/* Whether the client answered ACCEPT. The connection is non-blocking (its file description is the
+ * zygote's too), so we poll; no deadline: the client has one, and closes the connection when it
+ * gives up. */
+static bool client_accepts(int conn_fd) {
+        struct hs_header h;
+        size_t got = 0;
+        while (got < sizeof h) {
+                if (hs_wait_readable(conn_fd, -1) < 0)
+                        return false;
+                ssize_t n = recv(conn_fd, (char *) &h + got, sizeof h - got, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        continue;
+                if (n <= 0)
+                        return false;
+                got += (size_t) n;
+        }
+        return hs_header_check(&h) == 0 && h.type == HS_MSG_ACCEPT && h.size == 0;
+}
+
+/* LAUNCHED, with our pidfd, said by the child itself right before main, not by the zygote, and main
+ * runs only once the client has answered ACCEPT. One process both tells the client and runs the
+ * program, and the client decides: whenever the zygote dies or the client gives up waiting (a
+ * stopped zygote), either the client took the launch (and reads the status from the pidfd) or it
+ * execs the program while this child never calls main. Said by the zygote, its death between the
+ * two let the program run twice or not at all; without ACCEPT, a client that timed out would exec a
+ * program this child then ran too. */
+static void announce(int conn_fd, int report_fd) {
+        struct hs_launched msg = { .pid = getpid() };
+        int pidfd = pidfd_open(getpid(), 0);
+        int r = hs_send_message(conn_fd, HS_MSG_LAUNCHED, &msg, sizeof msg, &pidfd, pidfd >= 0, 0);
+        if (pidfd >= 0)
+                close(pidfd);
+        if (r < 0 || !client_accepts(conn_fd))
+                fail(report_fd, "the client did not take the launch", "it gave up waiting or went away");
+        close(conn_fd);
 }
 
 /* Dispositions as exec leaves them: handled signals back to default, ignored ones stay ignored. */
@@ -81,10 +105,13 @@ static int cmp_int(const void *a, const void *b) {
         return *(const int *) a - *(const int *) b;
 }
 
+/* The child's own fds, kept until main: the report pipe, the client's connection, the program file. */
+#define OWN_FDS 3
+
 /* Gives each passed fd its target number, without the close-on-exec flag, and closes every other
- * fd except *report_fd and *conn_fd, which are moved above the targets. The fds are first moved above
- * every target so that placing one never overwrites another still to be placed. */
-static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_fd, int *conn_fd) {
+ * fd except the child's own, which are moved above the targets. The fds are first moved above every
+ * target so that placing one never overwrites another still to be placed. */
+static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *own[OWN_FDS]) {
         int top = 3;
         for (uint32_t i = 0; i < n; i++)
                 if ((int) targets[i] >= top)
@@ -95,23 +122,22 @@ static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *report_
                 if (fds[i] < 0)
                         return -errno;
         }
-        *report_fd = fcntl(*report_fd, F_DUPFD_CLOEXEC, top);
-        *conn_fd = fcntl(*conn_fd, F_DUPFD_CLOEXEC, top);
-        if (*report_fd < 0 || *conn_fd < 0)
-                return -errno;
+        for (unsigned i = 0; i < OWN_FDS; i++)
+                if ((*own[i] = fcntl(*own[i], F_DUPFD_CLOEXEC, top)) < 0)
+                        return -errno;
         for (uint32_t i = 0; i < n; i++)
                 if (dup2(fds[i], (int) targets[i]) < 0)
                         return -errno;
 
-        int keep[HS_MAX_PASSED_FDS + 2];
+        int keep[HS_MAX_PASSED_FDS + OWN_FDS];
         for (uint32_t i = 0; i < n; i++)
                 keep[i] = (int) targets[i];
-        keep[n] = *report_fd;
-        keep[n + 1] = *conn_fd;
-        qsort(keep, n + 2, sizeof keep[0], cmp_int);
+        for (unsigned i = 0; i < OWN_FDS; i++)
+                keep[n + i] = *own[i];
+        qsort(keep, n + OWN_FDS, sizeof keep[0], cmp_int);
 
         unsigned lo = 0;
-        for (uint32_t i = 0; i < n + 2; i++) {
+        for (uint32_t i = 0; i < n + OWN_FDS; i++) {
                 if ((unsigned) keep[i] > lo)
                         (void) close_range(lo, (unsigned) keep[i] - 1, 0);
                 lo = (unsigned) keep[i] + 1;
@@ -140,6 +166,26 @@ static void set_names(const struct hs_launch_request *req) {
         program_invocation_name = req->argv[0];
         program_invocation_short_name = (char *) base_name(req->argv[0]);
         proc_title_set(req);
+}
+
+/* Loads exactly the file the daemon checked, through its fd: a path could name another file by
+ * now (a rename, a symlinked directory). Lazy binding, as exec would do unless the program asks for
+ * -z now itself. A warm program is already loaded and relocated in the daemon: dlopen finds it by
+ * its device and inode. */
+static void *load_program(int image_fd, const struct hs_launch_request *req, int report_fd,
+                          struct link_map **ret_program) {
+        char name[64];
+        snprintf(name, sizeof name, "/proc/self/fd/%d", image_fd);
+        void *handle = dlopen(name, RTLD_LAZY);
+        if (!handle)
+                fail(report_fd, "cannot load the program", dlerror());
+        close(image_fd);
+        if (dlinfo(handle, RTLD_DI_LINKMAP, ret_program) < 0)
+                fail(report_fd, "cannot find the loaded program", dlerror());
+        /* What dladdr and dl_iterate_phdr say the program is: its path, as exec would have it, not
+         * a descriptor that is closed by now. */
+        (*ret_program)->l_name = (char *) req->path;
+        return handle;
 }
 
 /* An executable's main is the one its _start hands to the C library, as under exec; a shared object
@@ -183,8 +229,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail_errno(report_fd, "setsid");
         if (fchdir(fds[HS_FD_CWD]) < 0)
                 fail_errno(report_fd, "cannot enter the working directory");
-        int conn_fd = spec->conn_fd;
-        if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds, &report_fd, &conn_fd) < 0)
+        int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
+        if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds,
+                      (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }) < 0)
                 fail_errno(report_fd, "cannot place the file descriptors");
         umask((mode_t) req->fixed.umask);
         if (apply_rlimits(req->fixed.rlimits) < 0)
@@ -200,20 +247,14 @@ _Noreturn void child_run(const struct child_spec *spec) {
                         sigaddset(&mask, sig);
         sigprocmask(SIG_SETMASK, &mask, NULL);
 
-        /* Lazy binding, as exec would do unless the program asks for -z now itself. A warm program
-         * is already loaded and relocated in the daemon: dlopen just finds it. */
-        void *handle = dlopen(spec->image, RTLD_LAZY);
-        if (!handle)
-                fail(report_fd, "cannot load the program", dlerror());
         struct link_map *program;
-        if (dlinfo(handle, RTLD_DI_LINKMAP, &program) < 0)
-                fail(report_fd, "cannot find the loaded program", dlerror());
+        void *handle = load_program(image_fd, req, report_fd, &program);
         int r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
-        announce(conn_fd);
+        announce(conn_fd, report_fd);
         close(report_fd);
         after_main_arm(spec->after_main);
         exit(main_fn((int) req->fixed.argc, req->argv, environ));

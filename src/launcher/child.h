@@ -25,7 +25,7 @@ enum {
 struct child_spec {
         const struct hs_launch_request *req;
         int *fds;          /* as received: program, working directory, passed fds */
-        const char *image; /* the file to dlopen */
+        int image_fd;      /* the file to load, open: exactly the one the daemon checked */
         struct image_start start;
         const struct bind_plan *plan; /* how to bind its libraries to it */
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */

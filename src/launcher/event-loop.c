@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/signalfd.h>
 #include <time.h>
 
@@ -10,6 +11,23 @@ uint64_t now_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+static bool is_fault_signal(int sig) {
+        return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;
+}
+
+int zygote_signals_open(void) {
+        sigset_t mask;
+        sigfillset(&mask); /* glibc leaves out its own two internal signals */
+        for (int sig = 1; sig < NSIG; sig++)
+                if (is_fault_signal(sig) || sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD)
+                        sigdelset(&mask, sig);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        return fd < 0 ? -errno : fd;
 }
 
 int stop_signals_open(void) {

@@ -11,3 +11,10 @@ uint64_t now_ms(void);
  * reads them, or a negative errno. Ignores SIGPIPE: we report write errors ourselves, and a child
  * restores the client's disposition. */
 int stop_signals_open(void);
+
+/* For a zygote, whose served programs can signal it (their getppid() is the zygote): blocks every
+ * signal that sent with kill() would end or stop the process, and returns a non-blocking signalfd
+ * that reads them all, so that the zygote decides who may stop it. The signals of real faults
+ * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) stay as they are: blocked, a fault would kill
+ * the process anyway, and the sanitizers handle them. */
+int zygote_signals_open(void);

@@ -16,6 +16,7 @@
 #include "eligibility.h"
 #include "preload.h"
 #include "macro.h"
+#include "private-dir.h"
 
 static bool same_file(const struct image_entry *e, const struct stat *st) {
         return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
@@ -24,10 +25,12 @@ static bool same_file(const struct image_entry *e, const struct stat *st) {
 }
 
 static void entry_clear(struct image_entry *e) {
-        free(e->image);
+        if (e->fd >= 0)
+                close(e->fd);
+        free(e->copy);
         free(e->reason);
         bind_plan_done(&e->plan);
-        *e = (struct image_entry){ 0 };
+        *e = (struct image_entry){ .fd = -1 };
 }
 
 /* Empties and removes the directory `name` under dirfd, which holds only files. */
@@ -70,27 +73,29 @@ static void remove_left_overs(int dirfd) {
         closedir(d);
 }
 
-int image_cache_init(struct image_cache *c, const char *dir, const char *interp) {
-        *c = (struct image_cache){ .interp = interp };
+int image_cache_init(struct image_cache *c, const char *dir, const char *interp, const char **ret_why) {
+        *c = (struct image_cache){ .interp = interp, .dir_fd = -1 };
+        for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
+                c->entries[i].fd = -1;
+        *ret_why = NULL;
         /* Under socket activation nobody has created the socket's directory for us. */
         _cleanup_free_ char *parent = strdup(dir);
         if (!parent)
                 return -ENOMEM;
         if (mkdir(dirname(parent), 0700) < 0 && errno != EEXIST)
                 return -errno;
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* What we load is copied here: a directory someone else can write to would let them swap
+         * in a file of their own. */
+        int fd = private_dir_open(dir, ret_why);
         if (fd < 0)
-                return -errno;
+                return fd;
         remove_left_overs(fd);
         if (asprintf(&c->dir, "%s/%d", dir, (int) getpid()) < 0) {
                 c->dir = NULL;
                 return -ENOMEM;
         }
-        if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+        c->dir_fd = private_dir_open(c->dir, ret_why);
+        return c->dir_fd < 0 ? c->dir_fd : 0;
 }
 
 void image_cache_done(struct image_cache *c) {
@@ -101,8 +106,15 @@ void image_cache_done(struct image_cache *c) {
                 if (copy)
                         remove_dir(AT_FDCWD, copy);
         }
+        if (c->dir_fd >= 0)
+                close(c->dir_fd);
+        c->dir_fd = -1;
         free(c->dir);
         c->dir = NULL;
+}
+
+void image_entry_load_name(const struct image_entry *e, char *buf, size_t size) {
+        snprintf(buf, size, "/proc/%d/fd/%d", (int) getpid(), e->fd);
 }
 
 static int copy_fd(int from, int to, off_t size) {
@@ -128,19 +140,20 @@ static int clear_pie_flag(int fd, off_t offset) {
 }
 
 /* Writes a loadable copy under a temporary name and renames it into place only if the source did
- * not change while we copied it, so that a copy never mixes two versions of a file. */
+ * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
+ * loaded through the fd returned, never by its name. */
 static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st, off_t flags_offset,
-                     char **ret_image) {
+                     struct image_entry *e) {
         _cleanup_free_ char *base_copy = strdup(path);
         if (!base_copy)
                 return -ENOMEM;
-        char final[4096], temp[4096];
-        snprintf(final, sizeof final, "%s/%lx-%lx-%lx-%lx.%09ld-%lx.%09ld-%s", c->dir, (unsigned long) st->st_dev,
+        char final[4096], temp[64];
+        snprintf(final, sizeof final, "%lx-%lx-%lx-%lx.%09ld-%lx.%09ld-%s", (unsigned long) st->st_dev,
                  (unsigned long) st->st_ino, (unsigned long) st->st_size, (unsigned long) st->st_mtim.tv_sec,
                  st->st_mtim.tv_nsec, (unsigned long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec, basename(base_copy));
-        snprintf(temp, sizeof temp, "%s/.tmp-%d", c->dir, (int) getpid());
+        snprintf(temp, sizeof temp, ".tmp-%d", (int) getpid());
 
-        _cleanup_close_ int out = open(temp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0500);
+        _cleanup_close_ int out = openat(c->dir_fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0500);
         if (out < 0)
                 return -errno;
         int r = copy_fd(fd, out, st->st_size);
@@ -153,14 +166,17 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
                        now.st_ctim.tv_sec != st->st_ctim.tv_sec || now.st_ctim.tv_nsec != st->st_ctim.tv_nsec ||
                        now.st_size != st->st_size))
                 r = -ESTALE;
-        if (r >= 0 && rename(temp, final) < 0)
+        if (r >= 0 && renameat(c->dir_fd, temp, c->dir_fd, final) < 0)
                 r = -errno;
         if (r < 0) {
-                (void) unlink(temp);
+                (void) unlinkat(c->dir_fd, temp, 0);
                 return r;
         }
-        *ret_image = strdup(final);
-        return *ret_image ? 0 : -ENOMEM;
+        e->copy = strdup(final);
+        if (!e->copy)
+                return -ENOMEM;
+        e->fd = TAKE_FD(out);
+        return 0;
 }
 
 /* Plans how its libraries bind to the program (see bind-plan.h). Returns NULL or why not. */
@@ -200,18 +216,24 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
         if (!reason)
                 reason = plan_binding(c, fd, path, e, buf, sizeof buf);
+        /* The dynamic loader resolved the closure by path: it must have been this file. If the path
+         * names another one now (just replaced, another mount namespace), this launch is declined
+         * and nothing is kept. */
+        struct stat now;
+        if (!reason && (stat(path, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino))
+                return -ESTALE;
         if (reason)
                 e->reason = strdup(reason);
         else if (facts.elf.pie_flag)
-                r = make_copy(c, fd, path, st, facts.elf.flags_1_offset, &e->image);
-        else
-                e->image = strdup(path);
+                r = make_copy(c, fd, path, st, facts.elf.flags_1_offset, e);
+        else if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                r = -errno;
         if (r < 0)
                 return r;
         e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
                                          .phnum = facts.elf.phnum,
                                          .executable = eligibility_has_entry(&facts.elf) };
-        if (!e->reason && !e->image)
+        if (!e->reason && e->fd < 0)
                 return -ENOMEM;
         e->dev = st->st_dev;
         e->ino = st->st_ino;
@@ -224,7 +246,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret) {
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
-                if ((c->entries[i].image || c->entries[i].reason) && same_file(&c->entries[i], st)) {
+                if ((c->entries[i].fd >= 0 || c->entries[i].reason) && same_file(&c->entries[i], st)) {
                         *ret = &c->entries[i];
                         return 0;
                 }
@@ -235,8 +257,8 @@ int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const 
         struct image_entry *e = &c->entries[c->next];
         if (e->warm)
                 return -ENOSPC;
-        if (e->image && strncmp(e->image, c->dir, strlen(c->dir)) == 0)
-                (void) unlink(e->image);
+        if (e->copy)
+                (void) unlinkat(c->dir_fd, e->copy, 0);
         entry_clear(e);
         int r = build_entry(c, fd, path, registered, st, e);
         if (r < 0) {

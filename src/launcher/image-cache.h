@@ -18,7 +18,9 @@ struct image_entry {
         ino_t ino;
         off_t size;
         struct timespec mtime, ctime;
-        char *image;  /* the file to dlopen; NULL when not served */
+        int fd;       /* the file to load, open: exactly the file that was checked (the client's
+                       * program, or our copy of it); -1 when not served */
+        char *copy;   /* our copy's name in the cache directory, or NULL */
         char *reason; /* why not served; NULL when served */
         bool warm;    /* the image is loaded in the daemon: children only call main */
         struct image_start start;
@@ -26,7 +28,8 @@ struct image_entry {
 };
 
 struct image_cache {
-        char *dir;
+        char *dir;   /* this process's copies: DIR/PID */
+        int dir_fd;  /* the same directory, open: copies are made through it, never through a path */
         const char *interp; /* the daemon's own dynamic loader */
         const struct string_list *also_loaded; /* objects preloaded beyond the closures (learned after
                                                 * main): bound to a program as exec binds them; or NULL */
@@ -34,9 +37,10 @@ struct image_cache {
         unsigned next; /* round-robin eviction */
 };
 
-/* Creates dir (0700) if needed, removes what daemons that are gone left there, and keeps this
- * process's copies in dir/PID (an old zygote and a new one run side by side). */
-int image_cache_init(struct image_cache *c, const char *dir, const char *interp);
+/* Creates dir (0700) if needed, or checks that an existing one is ours, private and not a symlink;
+ * removes what daemons that are gone left there, and keeps this process's copies in dir/PID (an old
+ * zygote and a new one run side by side). On -EPERM, *ret_why says what is wrong with dir. */
+int image_cache_init(struct image_cache *c, const char *dir, const char *interp, const char **ret_why);
 /* Forgets every entry and removes this process's copies. */
 void image_cache_done(struct image_cache *c);
 
@@ -44,3 +48,8 @@ void image_cache_done(struct image_cache *c);
  * clients as path. Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret);
+
+/* The name under which this process loads a served entry's file ("/proc/PID/fd/N"): the checked file
+ * itself, whatever its path now names. The pid keeps it apart from the names a forked child, whose
+ * fd numbers differ, loads its program under. */
+void image_entry_load_name(const struct image_entry *e, char *buf, size_t size);

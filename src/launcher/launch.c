@@ -103,7 +103,7 @@ static const char *registered_path(const struct server *s, dev_t dev, ino_t ino)
         return NULL;
 }
 
-/* Finds what to dlopen. Returns NULL with *ret_image set, or why the program cannot be served. */
+/* Finds what to load. Returns NULL with *ret_entry set, or why the program cannot be served. */
 static const char *resolve_image(struct server *s, const struct hs_launch_request *req, int program_fd,
                                  const struct image_entry **ret_entry, char *buf, size_t size) {
         char proc[64];
@@ -123,21 +123,16 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
 
         struct image_entry *e;
         int r = image_cache_get(&s->cache, fd, &st, req->path, registered_path(s, st.st_dev, st.st_ino) != NULL, &e);
+        if (r == -ESTALE)
+                return "the file changed while the daemon read it, or the daemon sees another file at its path "
+                       "(another mount namespace)";
         if (r < 0) {
                 snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
                 return buf;
         }
         if (e->reason)
                 return e->reason;
-
-        /* When we dlopen the client's path itself, it must be the file the client meant: the
-         * daemon may live in another mount namespace, or the file may have been replaced. */
-        if (strcmp(e->image, req->path) == 0) {
-                struct stat now;
-                if (stat(req->path, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino)
-                        return "the daemon sees a different file at this path than the client";
-        }
-        *ret_entry = e;
+        *ret_entry = e; /* its fd is the file checked, which the child loads, whatever the path names now */
         return NULL;
 }
 
@@ -150,7 +145,7 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
                 return NULL;
         }
         if (pid == 0) {
-                struct child_spec spec = { .req = req, .fds = c->fds, .image = image->image, .start = image->start,
+                struct child_spec spec = { .req = req, .fds = c->fds, .image_fd = image->fd, .start = image->start,
                                            .plan = &image->plan, .report_fd = report_fd, .after_main = page,
                                            .schedule = schedule_for(s->schedules, s->nschedules, image->dev,
                                                                     image->ino),

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "private-dir.h"
 
 int listen_default_path(char *buf, size_t size) {
         const char *dir = getenv("XDG_RUNTIME_DIR");
@@ -24,23 +25,18 @@ int listen_default_path(char *buf, size_t size) {
 }
 
 /* The directory holds the socket, so its mode is what keeps other users out (alongside the
- * SO_PEERCRED check). We create it 0700; an existing one must be ours and not open to others. */
+ * SO_PEERCRED check). */
 static int ensure_private_dir(const char *socket_path) {
         _cleanup_free_ char *copy = strdup(socket_path);
         if (!copy)
                 return -ENOMEM;
-        const char *dir = dirname(copy);
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "cannot create %s", dir);
-        struct stat st;
-        if (stat(dir, &st) < 0)
-                return log_error_errno(errno, "cannot stat %s", dir);
-        if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
-                return log_error("%s is not a directory of ours; pick another --socket", dir), -EPERM;
-        if (st.st_mode & 0022)
-                return log_error("%s is writable by others; make it private (chmod 700) or pick another --socket",
-                                 dir),
-                       -EPERM;
+        const char *dir = dirname(copy), *why;
+        int fd = private_dir_open(dir, &why);
+        if (fd == -EPERM)
+                return log_error("cannot use %s: %s; pick another --socket", dir, why), -EPERM;
+        if (fd < 0)
+                return log_error_errno(fd, "cannot create or open %s", dir);
+        close(fd);
         return 0;
 }
 

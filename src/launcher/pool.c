@@ -17,10 +17,10 @@
 #include "log.h"
 #include "wire.h"
 
-/* The two messages on a waiting child's channel: the image to load with the report pipe, then the
- * client's LAUNCH payload with the client's fds, as received. Two, because the client may send the
- * most fds one message can carry. The image message is an image_header, the bind plan's bytes and
- * the path with its NUL. */
+/* The two messages on a waiting child's channel: the image to load, with the report pipe, the
+ * client's connection and the image's fd; then the client's LAUNCH payload with the client's fds, as
+ * received. Two, because the client may send the most fds one message can carry. The image message
+ * is an image_header and the bind plan's bytes. */
 #define POOL_MSG_IMAGE 100
 #define POOL_MSG_REQUEST 101
 
@@ -39,12 +39,8 @@ static int parse_image(const struct server *s, void *payload, size_t size, struc
         memcpy(&h, payload, sizeof h);
         char *rest = (char *) payload + sizeof h;
         size -= sizeof h;
-        if (h.plan_size >= size || bind_plan_parse(rest, h.plan_size, plan) < 0)
+        if (h.plan_size != size || bind_plan_parse(rest, h.plan_size, plan) < 0)
                 return -EBADMSG;
-        const char *path = rest + h.plan_size;
-        if (path[size - h.plan_size - 1] != '\0')
-                return -EBADMSG;
-        spec->image = path;
         spec->start = h.start;
         spec->plan = plan;
         spec->schedule = schedule_for(s->schedules, s->nschedules, (dev_t) h.dev, (ino_t) h.ino);
@@ -63,13 +59,12 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
                 _exit(0);
 
         struct hs_header h;
-        int report_fds[2] = { -1, -1 }, fds[HS_MAX_FDS];
-        size_t nreport = 0, nfds = 0;
+        int own[3] = { -1, -1, -1 }, fds[HS_MAX_FDS];
+        size_t nown = 0, nfds = 0;
         void *image = NULL, *payload = NULL;
-        if (hs_recv_message_alloc(channel, &h, &image, report_fds, 2, &nreport) < 0 || h.type != POOL_MSG_IMAGE ||
-            nreport != 2)
+        if (hs_recv_message_alloc(channel, &h, &image, own, 3, &nown) < 0 || h.type != POOL_MSG_IMAGE || nown != 3)
                 _exit(0); /* the daemon let us go */
-        struct child_spec spec = { .report_fd = report_fds[0], .conn_fd = report_fds[1], .after_main = page };
+        struct child_spec spec = { .report_fd = own[0], .conn_fd = own[1], .image_fd = own[2], .after_main = page };
         struct bind_plan plan;
         if (parse_image(s, image, h.size, &spec, &plan) < 0)
                 _exit(127);
@@ -148,15 +143,14 @@ void pool_fill(struct server *s) {
 
 static int send_image(int channel, const struct image_entry *e, int report_fd, int conn_fd) {
         struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan) };
-        size_t len = strlen(e->image) + 1, size = sizeof h + h.plan_size + len;
+        size_t size = sizeof h + h.plan_size;
         uint8_t *buf = malloc(size);
         if (!buf)
                 return -ENOMEM;
         memcpy(buf, &h, sizeof h);
         bind_plan_write(&e->plan, buf + sizeof h);
-        memcpy(buf + sizeof h + h.plan_size, e->image, len);
-        int fds[2] = { report_fd, conn_fd };
-        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 2, 0);
+        int fds[3] = { report_fd, conn_fd, e->fd };
+        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 3, 0);
         free(buf);
         return r;
 }

@@ -431,13 +431,41 @@ static void begin_shutdown(struct server *s) {
         stop_listening(s);
 }
 
+/* At most one line a second: a program may signal us in a loop. */
+static void log_signal_ignored(struct server *s, int sig, pid_t from, const char *why) {
+        uint64_t now = now_ms();
+        if (now < s->signal_logged_ms + 1000 && s->signal_logged_ms)
+                return;
+        s->signal_logged_ms = now;
+        const char *name = sigabbrev_np(sig);
+        log_warning("ignoring SIG%s from pid %d: %s", name ? name : "?", (int) from, why);
+}
+
+static bool is_our_child(const struct server *s, pid_t pid) {
+        for (const struct child *ch = s->children; ch; ch = ch->next)
+                if (ch->pid == pid)
+                        return true;
+        for (const struct child *ch = s->pool; ch; ch = ch->next)
+                if (ch->pid == pid)
+                        return true;
+        return false;
+}
+
+/* A served program's getppid() is this zygote, so it can signal us (an X server says it is ready
+ * with SIGUSR1 to its parent): what our own children send is ignored, never obeyed. */
 static void on_signal(struct server *s) {
         struct signalfd_siginfo si;
         while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
-                if (si.ssi_signo == SIGHUP)
+                int sig = (int) si.ssi_signo;
+                pid_t from = (pid_t) si.ssi_pid;
+                if (from > 0 && is_our_child(s, from))
+                        log_signal_ignored(s, sig, from, "a program this zygote started");
+                else if (sig == SIGHUP)
                         server_request_refresh(s, "SIGHUP to the zygote");
-                else
+                else if (sig == SIGTERM || sig == SIGINT)
                         begin_shutdown(s);
+                else
+                        log_signal_ignored(s, sig, from, "not one a zygote takes (SIGTERM, SIGINT, SIGHUP)");
         }
 }
 
@@ -545,13 +573,16 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         s->loader_env = loader_env_snapshot(environ);
         if (!s->loader_env)
                 return log_error("out of memory");
-        int r = image_cache_init(&s->cache, cache_dir, s->interp);
+        const char *why;
+        int r = image_cache_init(&s->cache, cache_dir, s->interp, &why);
+        if (r == -EPERM)
+                return log_error("cannot use the cache directory %s: %s; pick another --cache-dir", cache_dir, why);
         if (r < 0)
                 return log_error_errno(r, "cannot use the cache directory %s", cache_dir);
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return log_error_errno(errno, "epoll_create1");
-        s->signal_fd = stop_signals_open();
+        s->signal_fd = zygote_signals_open();
         if (s->signal_fd < 0)
                 return log_error_errno(s->signal_fd, "cannot set up signal handling");
         if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)

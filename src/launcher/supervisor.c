@@ -247,11 +247,28 @@ static void reap_orphans(const struct supervisor *s) {
         }
 }
 
+/* A stopped zygote answers no one: its clients would wait for their deadline and exec. Any process
+ * of the user can stop it (a served program only has to SIGSTOP its parent), and SIGSTOP cannot be
+ * blocked, so we, its parent, are told (SIGCHLD) and continue it at once. */
+static void continue_stopped(const struct supervisor *s) {
+        for (const struct zygote *z = s->zygotes; z; z = z->next) {
+                siginfo_t si = { 0 };
+                if (z->ended || waitid(P_PIDFD, (id_t) z->pidfd, &si, WSTOPPED | WNOHANG) < 0 || si.si_pid == 0)
+                        continue;
+                const char *name = sigabbrev_np(si.si_status);
+                log_warning("zygote %u (pid %d) was stopped by SIG%s; continuing it", z->generation, (int) z->pid,
+                            name ? name : "?");
+                (void) pidfd_send_signal(z->pidfd, SIGCONT, NULL, 0);
+        }
+}
+
 static void on_signal(struct supervisor *s) {
         struct signalfd_siginfo si;
         while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
-                if (si.ssi_signo == SIGCHLD)
+                if (si.ssi_signo == SIGCHLD) {
+                        continue_stopped(s);
                         reap_orphans(s);
+                }
                 else if (si.ssi_signo == SIGHUP)
                         refresh(s, "SIGHUP");
                 else

@@ -121,6 +121,12 @@ static void preload_learned(struct learned *l, const struct string_list *apps) {
         free(objects);
 }
 
+static int load_warm(const char *program, const struct image_entry *e) {
+        char image[64];
+        image_entry_load_name(e, image, sizeof image);
+        return preload_warm_program(program, image);
+}
+
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
  * `nwarm` of apps) into the daemon. */
 static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm) {
@@ -146,7 +152,7 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                 } else if (e->reason) {
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
                         reg->reason = strdup(e->reason);
-                } else if (i >= apps->n - nwarm && preload_warm_program(apps->items[i], e->image) == 0) {
+                } else if (i >= apps->n - nwarm && load_warm(apps->items[i], e) == 0) {
                         e->warm = true;
                         reg->mode = MODE_WARM;
                 } else

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+#include "private-dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+int private_dir_open(const char *path, const char **ret_why) {
+        *ret_why = NULL;
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        /* O_NOFOLLOW: a symlink planted where the directory should be would send our files, and
+         * what we load from them, wherever its owner wants. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOTDIR || errno == ELOOP) {
+                        *ret_why = "it is not a directory (or is a symlink)";
+                        return -EPERM;
+                }
+                return -errno;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != geteuid())
+                *ret_why = "it belongs to another user";
+        else if (st.st_mode & (S_IWGRP | S_IWOTH))
+                *ret_why = "it is writable by other users (chmod 700 it)";
+        return *ret_why ? -EPERM : TAKE_FD(fd);
+}

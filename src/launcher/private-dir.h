@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's own directories (the socket's, the cache of PIE copies): what is in them is trusted,
+ * so nobody else may be able to put anything there. */
+#pragma once
+
+/* Creates `path` (0700) if it is missing, then opens it: it must be a directory (not a symlink to
+ * one), owned by our effective user, and writable by nobody else. Returns the directory fd, or a
+ * negative errno; -EPERM with *ret_why saying what is wrong. */
+int private_dir_open(const char *path, const char **ret_why);

@@ -1,0 +1,235 @@
+"""The attacks of the red-team review (issue 25), replayed against the real daemon.
+
+Each test reproduces one way another local user, a served program, a race or an exhausted resource
+made the daemon run the wrong code, hang its clients or stop serving, and checks that it no longer
+does. docs/reliability.md lists them with what was found.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import base_env, bin_path, run_served
+from headstart.daemon import private_daemon
+from elftools.elf.elffile import ELFFile
+
+DF_1_PIE = 0x08000000
+
+
+def build_program(tmp: Path, name: str, says: str) -> Path:
+    """A PIE that prints `says` and whether it was served (its parent is the daemon, by its command line) or exec'd.
+    Its DF_1_PIE flag is cleared, as in programs linked before binutils 2.26 set it: the daemon then
+    loads the file itself rather than a copy, which is where a path could name another file."""
+    src = tmp / f"{name}.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n"
+        "int main(void) {\n"
+        "  char path[64], parent[64] = \"\";\n"
+        "  snprintf(path, sizeof path, \"/proc/%d/cmdline\", (int) getppid());\n"
+        "  FILE *f = fopen(path, \"r\");\n"
+        "  if (f && fgets(parent, sizeof parent, f)) fclose(f);\n"
+        f'  printf("{says} %s\\n", strstr(parent, "headstartd") ? "served" : "exec");\n'
+        "  return 0;\n}\n"
+    )
+    out = tmp / name
+    subprocess.run(["gcc", "-O1", "-fPIE", "-pie", "-rdynamic", "-o", str(out), str(src)], check=True)
+    clear_pie_flag(out)
+    return out
+
+
+def clear_pie_flag(path: Path) -> None:
+    with open(path, "r+b") as f:
+        elf = ELFFile(f)
+        dynamic = elf.get_section_by_name(".dynamic")
+        entry_size = dynamic["sh_entsize"]
+        for i, tag in enumerate(dynamic.iter_tags()):
+            if tag.entry.d_tag == "DT_FLAGS_1":
+                offset = dynamic["sh_offset"] + i * entry_size + entry_size // 2
+                f.seek(offset)
+                value = int.from_bytes(f.read(8), "little") & ~DF_1_PIE
+                f.seek(offset)
+                f.write(value.to_bytes(8, "little"))
+                return
+    raise AssertionError(f"{path} has no DT_FLAGS_1")
+
+
+def served_output(daemon, argv: list[str]) -> bytes:
+    got = run_served(daemon, argv, env=base_env())
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_a_path_through_a_symlinked_directory_never_serves_another_file(tmp_path):
+    """The cache kept the first request's path for a file identity: after the symlinked directory
+    was pointed elsewhere, a request for the first file loaded the other one."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    build_program(a, "prog", "A")
+    build_program(b, "prog", "B")
+    link = tmp_path / "link"
+    link.symlink_to(a)
+    with private_daemon([]) as d:
+        assert served_output(d, [str(link / "prog")]) == b"A served\n"
+        link.unlink()
+        link.symlink_to(b)
+        assert served_output(d, [str(a / "prog")]) == b"A served\n"
+        assert served_output(d, [str(link / "prog")]) == b"B served\n"
+
+
+def test_a_rename_race_never_serves_a_file_that_must_be_execd(tmp_path):
+    """A file that must be exec'd (set-user-ID here; file capabilities are the same case) renamed
+    back and forth over the path being launched: whatever the client opened is what runs, so the
+    set-user-ID file never runs served."""
+    plain = build_program(tmp_path, "plain", "plain")
+    setuid = build_program(tmp_path, "setuid", "setuid")
+    setuid.chmod(0o4755)
+    target = tmp_path / "prog"
+    os.link(plain, target)
+    stop = threading.Event()
+
+    def swap() -> None:
+        for i in range(1_000_000):
+            if stop.is_set():
+                return
+            temp = tmp_path / "swap"
+            os.link(setuid if i % 2 == 0 else plain, temp)
+            os.replace(temp, target)
+
+    with private_daemon([]) as d:
+        served_output(d, [str(target)])  # the plain file's identity is cached with this path
+        swapper = threading.Thread(target=swap)
+        swapper.start()
+        try:
+            outputs = [served_output(d, [str(target)]) for _ in range(150)]
+        finally:
+            stop.set()
+            swapper.join()
+    assert b"setuid served\n" not in outputs
+    assert set(outputs) <= {b"plain served\n", b"plain exec\n", b"setuid exec\n"}
+
+
+@pytest.mark.parametrize("problem", ["world-writable", "symlink", "other-owner"])
+def test_a_cache_directory_others_could_write_is_refused(tmp_path, problem):
+    cache = tmp_path / "cache"
+    if problem == "symlink":
+        real = tmp_path / "real"
+        real.mkdir(mode=0o700)
+        cache.symlink_to(real)
+    else:
+        cache.mkdir(mode=0o700)
+        if problem == "world-writable":
+            cache.chmod(0o777)
+        else:
+            os.chown(cache, 65534, 65534)
+    with pytest.raises(Exception, match="cache directory"):
+        with private_daemon([bin_path("observe")], extra_args=["--cache-dir", str(cache)], timeout=20):
+            pass
+
+
+def test_a_copy_swapped_in_the_cache_is_never_loaded(tmp_path):
+    """Copies were loaded by a predictable path: replacing one between launches ran the new file.
+    They are loaded through the descriptor the daemon wrote them with."""
+    cache = tmp_path / "cache"
+    with private_daemon([bin_path("observe")], extra_args=["--cache-dir", str(cache)]) as d:
+        observe = str(bin_path("observe"))
+        first = run_served(d, [observe, "exit", "3"], env=base_env())
+        assert first.returncode == 3
+        copies = [p for p in cache.rglob("*") if p.is_file() and "observe" in p.name]
+        assert copies, list(cache.rglob("*"))
+        for copy in copies:
+            planted = copy.with_name("planted")
+            planted.write_bytes(b"\x7fELF garbage that must never be loaded")
+            os.replace(planted, copy)
+        again = run_served(d, [observe, "exit", "4"], env=base_env(HEADSTART_DEBUG="1"))
+        assert again.returncode == 4, again.stderr
+        assert b"by exec" not in again.stderr  # served, from the copy the daemon wrote
+
+
+def zygote_state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_a_stopped_daemon_gets_its_clients_execd_after_the_deadline_and_nothing_runs_twice(tmp_path):
+    """A stopped zygote (and a stopped supervisor, which would otherwise continue it) hung every
+    client forever. The client now execs after its deadline; when the daemon runs again it must not
+    start the program too: its child calls main only once the client has accepted the launch."""
+    log = tmp_path / "runs"
+    program = build_appender(tmp_path)
+    with private_daemon([program]) as d:
+        zygote = d.zygote_pid()
+        os.kill(d.process.pid, signal.SIGSTOP)
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            client = [str(bin_path("headstart-run")), "--socket", str(d.socket), "--timeout", "300"]
+            started = time.monotonic()
+            # Not a pipe: the fds sent with the request stay in the stopped daemon's socket queue,
+            # so a pipe would see no end of file until the daemon runs again (docs/limitations.md).
+            with open(tmp_path / "stderr", "wb") as err:
+                got = subprocess.run([*client, str(program), str(log)], env=base_env(), stderr=err, timeout=30)
+            waited = time.monotonic() - started
+        finally:
+            os.kill(zygote, signal.SIGCONT)
+            os.kill(d.process.pid, signal.SIGCONT)
+        assert got.returncode == 7
+        assert b"did not answer within 300 ms" in (tmp_path / "stderr").read_bytes()
+        assert waited < 20
+        # The daemon now reads the request the client gave up on: the program still runs once.
+        again = run_served(d, [str(program), str(log)], env=base_env(HEADSTART_DEBUG="1"))
+        assert again.returncode == 7 and b"by exec" not in again.stderr, again.stderr
+        time.sleep(0.5)
+        assert log.read_text() == "ran\nran\n"
+        assert d.zygote_pid() == zygote
+
+
+def build_appender(tmp: Path) -> Path:
+    src = tmp / "appender.c"
+    src.write_text(
+        "#include <stdio.h>\n"
+        "int main(int argc, char **argv) {\n"
+        '  FILE *f = fopen(argv[1], "a");\n'
+        '  fputs("ran\\n", f);\n'
+        "  fclose(f);\n"
+        "  return 7;\n}\n"
+    )
+    out = tmp / "appender"
+    subprocess.run(["gcc", "-O1", "-fPIE", "-pie", "-o", str(out), str(src)], check=True)
+    return out
+
+
+def build_parent_signaller(tmp: Path) -> Path:
+    src = tmp / "signal-parent.c"
+    src.write_text(
+        "#include <signal.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
+        "int main(int argc, char **argv) { return kill(getppid(), atoi(argv[1])) == 0 ? 0 : 1; }\n"
+    )
+    out = tmp / "signal-parent"
+    subprocess.run(["gcc", "-O1", "-fPIE", "-pie", "-o", str(out), str(src)], check=True)
+    return out
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGTERM, signal.SIGSTOP, signal.SIGTSTP]
+)
+def test_a_served_program_cannot_stop_or_kill_its_zygote_through_getppid(tmp_path, sig):
+    program = build_parent_signaller(tmp_path)
+    observe = str(bin_path("observe"))
+    with private_daemon([program, bin_path("observe")]) as d:
+        zygote = d.zygote_pid()
+        got = run_served(d, [str(program), str(int(sig))], env=base_env(HEADSTART_DEBUG="1"))
+        assert got.returncode == 0 and b"by exec" not in got.stderr, got.stderr
+        deadline = time.monotonic() + 5
+        while zygote_state(zygote) in "Tt" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert zygote_state(zygote) not in "Tt"
+        after = run_served(d, [observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"))
+        assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
+        assert d.zygote_pid() == zygote
+        assert d.process.poll() is None
