@@ -18,8 +18,12 @@ import jsonschema
 import pytest
 from conftest import bin_path
 from headstart import inputfile, jsonfile
+from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.errors import HeadstartError
 from headstart.ordering.record import SCHEMA as ORDER_SCHEMA
+from headstart.report import bench_charts, profile_charts
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADSTART = [sys.executable, "-m", "headstart"]
@@ -250,3 +254,58 @@ def test_bench_checks_every_program_before_running_any_and_writes_nothing(tmp_pa
     assert (results / "bench.json").read_text() == "the last run's results\n"
     one_line(headstart("bench", "--programs", "'a", "-o", str(results)), "no closing quotation", status=2)
     one_line(headstart("bench", "--programs", "", "-o", str(results)), "an empty program", status=2)
+
+
+# The HTML report's charts (issue 25, smaller items).
+
+
+def _bench(programs: dict[str, float | None]) -> dict[str, Any]:
+    """A bench.json as the charts read it: every mode, each program with its exit ratio (None: no exit)."""
+    keys = mode_keys(list(MODES), list(LAUNCHERS))
+    rows = [{"program": name, "modes": {k: {"ratio_to_exec": 1.0 + i / 10, "exit_ratio_to_exec": exit_ratio}
+                                        for i, k in enumerate(keys)}}
+            for name, exit_ratio in programs.items()]  # fmt: skip
+    totals = {k: [1.0, 2.0] for k in keys}
+    return {"modes": keys, "programs": rows, "repeated_launches": {"program": "fft", "total_ms": totals}}
+
+
+def _bar_colours(fig: Any) -> dict[str, str]:
+    (ax,) = fig.axes
+    return {c.get_label(): to_hex(c.patches[0].get_facecolor()) for c in ax.containers}
+
+
+def test_every_mode_has_its_own_colour_the_same_in_every_chart():
+    data = _bench({"fft": 1.0, "galculator": None})
+    colours = _bar_colours(bench_charts.launch_ratios(data))
+    assert len(colours) == len(data["modes"]) == 11
+    assert len(set(colours.values())) == 11, colours  # exec and the 11th series shared one before
+    again = _bar_colours(bench_charts.launch_ratios(data, "exit_ratio_to_exec"))
+    assert again == colours
+    (ax,) = bench_charts.repeated(data).axes
+    assert {line.get_label(): to_hex(line.get_color()) for line in ax.lines} == colours
+
+
+def test_programs_without_an_exit_are_left_out_of_the_exit_chart():
+    data = _bench({"fft": 1.0, "galculator": None, "featherpad": None, "exiv2": 0.9})
+    (main,) = bench_charts.launch_ratios(data).axes
+    (exit_,) = bench_charts.launch_ratios(data, "exit_ratio_to_exec").axes
+    assert [t.get_text() for t in main.get_xticklabels()] == ["fft", "galculator", "featherpad", "exiv2"]
+    assert [t.get_text() for t in exit_.get_xticklabels()] == ["fft", "exiv2"]  # no empty slot
+    assert bench_charts.launch_ratios(_bench({"galculator": None}), "exit_ratio_to_exec") is None
+
+
+def _legend_clear_of_axes(fig: Any) -> None:
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            box, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert box.x0 >= axes.x1, (ax.get_title(), box, axes)  # right of the axes: it covers no bar
+
+
+def test_no_legend_covers_a_bar(profile):
+    for fig in (profile_charts.phases([profile, profile]), profile_charts.warm_cold([profile]),
+                profile_charts.waterfall(profile), profile_charts.pages(profile)):  # fmt: skip
+        _legend_clear_of_axes(fig)
+    data = _bench({"fft": 1.0})
+    _legend_clear_of_axes(bench_charts.launch_ratios(data))
+    _legend_clear_of_axes(bench_charts.repeated(data))

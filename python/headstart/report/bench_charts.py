@@ -5,31 +5,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from matplotlib import colormaps
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from headstart.benchmark.timing import daemon_mode, mode_title
+from headstart.benchmark.timing import LAUNCHERS, MODE_NAMES, daemon_mode, mode_title
+from headstart.report import legend
 
 DAEMON_MODES = ("exec", "preload", "warm", "pool", "learned", "warm-up")
 
+# One colour per mode, the same in every chart: exec grey; each daemon mode a hue of tab20, dark
+# through headstart-run and light through the client library (11 series; matplotlib's own cycle has
+# 10 colours, so the 11th took exec's). Charts by daemon mode alone take the dark one.
+_TAB20 = [to_hex(c) for c in colormaps["tab20"].colors]
+EXEC_COLOUR = "#4d4d4d"
+MODE_COLOURS = {"exec": EXEC_COLOUR} | {
+    f"{launcher}@{mode}": _TAB20[2 * i + j] for i, mode in enumerate(MODE_NAMES) for j, launcher in enumerate(LAUNCHERS)
+}
+DAEMON_MODE_COLOURS = {"exec": EXEC_COLOUR} | {mode: _TAB20[2 * i] for i, mode in enumerate(MODE_NAMES)}
 
-def _grouped_bars(ax: Any, groups: list[str], series: dict[str, list[float | None]]) -> None:
+
+def _grouped_bars(ax: Any, groups: list[str], series: dict[str, tuple[str, list[float | None]]]) -> None:
+    """Bars per group, one per series: name -> (colour, a value per group)."""
     width = 0.8 / max(len(series), 1)
-    for i, (name, values) in enumerate(series.items()):
+    for i, (name, (colour, values)) in enumerate(series.items()):
         xs = [g + i * width - 0.4 + width / 2 for g in range(len(groups))]
-        ax.bar(xs, [v if v is not None else 0 for v in values], width, label=name)
+        ax.bar(xs, [v if v is not None else 0 for v in values], width, label=name, color=colour)
     ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
 
 
-def launch_ratios(data: dict[str, Any], metric: str = "ratio_to_exec") -> Figure:
-    """Each mode's median time to main (or to ready, or to exit) over exec's, per program; 1 is exec."""
-    programs = data["programs"]
+def launch_ratios(data: dict[str, Any], metric: str = "ratio_to_exec") -> Figure | None:
+    """Each mode's median time to main (or to ready, or to exit) over exec's, per program; 1 is exec.
+    Programs without the number in any mode (a GUI program stopped once its window shows has no
+    exit) are left out, not drawn as an empty slot; None when no program has it."""
+    programs = [p for p in data["programs"] if any(p["modes"][k][metric] is not None for k in data["modes"])]
+    if not programs:
+        return None
     fig = Figure(figsize=(10, 4.5))
     ax = fig.subplots()
-    series = {mode_title(k): [p["modes"][k][metric] for p in programs] for k in data["modes"]}
+    series = {mode_title(k): (MODE_COLOURS[k], [p["modes"][k][metric] for p in programs]) for k in data["modes"]}
     _grouped_bars(ax, [p["program"] for p in programs], series)
     ax.axhline(1.0, color="#333", linewidth=0.8)
     ax.set_ylabel("time / exec's time (median)")
-    ax.legend(fontsize=7, ncols=2)
+    legend.outside(ax, 7)
     return fig
 
 
@@ -40,14 +58,14 @@ def relocations(data: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(10, 4.5))
     axes = fig.subplots(1, 2, sharey=True)
     for ax, kind, title in ((axes[0], "symbolic", "symbol lookups"), (axes[1], "relative", "relative relocations")):
-        series: dict[str, list[float | None]] = {}
+        series: dict[str, tuple[str, list[float | None]]] = {}
         for mode in modes:
             key = next(k for k in data["modes"] if daemon_mode(k) == mode)
-            series[mode] = [_over_exec(p, key, kind) for p in programs]
+            series[mode] = (DAEMON_MODE_COLOURS[mode], [_over_exec(p, key, kind) for p in programs])
         _grouped_bars(ax, [p["program"] for p in programs], series)
         ax.set_title(title)
     axes[0].set_ylabel("count / exec's count")
-    axes[0].legend(fontsize=7)
+    legend.outside(axes[1], 7)
     return fig
 
 
@@ -66,14 +84,15 @@ def memory(data: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(10, 4.5))
     axes = fig.subplots(1, 2)
     for ax, field, title in ((axes[0], "pss_kb", "PSS"), (axes[1], "private_dirty_kb", "private dirty")):
-        series: dict[str, list[float | None]] = {}
+        series: dict[str, tuple[str, list[float | None]]] = {}
         for mode in modes:
             key = next(k for k in data["modes"] if daemon_mode(k) == mode)
-            series[mode] = [(p["modes"][key]["memory_at_main"] or {}).get(field) for p in programs]
+            values = [(p["modes"][key]["memory_at_main"] or {}).get(field) for p in programs]
+            series[mode] = (DAEMON_MODE_COLOURS[mode], values)
         _grouped_bars(ax, [p["program"] for p in programs], series)
         ax.set_title(title)
         ax.set_ylabel("KiB")
-    axes[0].legend(fontsize=7)
+    legend.outside(axes[1], 7)
     return fig
 
 
@@ -104,9 +123,9 @@ def repeated(data: dict[str, Any]) -> Figure:
     fig = Figure(figsize=(7, 4))
     ax = fig.subplots()
     for key, totals in r["total_ms"].items():
-        ax.plot(range(1, len(totals) + 1), totals, label=mode_title(key))
+        ax.plot(range(1, len(totals) + 1), totals, label=mode_title(key), color=MODE_COLOURS[key])
     ax.set_xlabel("launches")
     ax.set_ylabel("total ms")
     ax.set_title(r["program"])
-    ax.legend(fontsize=7)
+    legend.outside(ax, 7)
     return fig

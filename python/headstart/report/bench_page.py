@@ -19,19 +19,15 @@ def build(data: dict[str, Any]) -> Page:
     )
     page.heading("Time to ready, normalized to exec")
     _table(page, table.ready_normalized(data))
-    if data["programs"]:
-        page.chart(
-            bench_charts.launch_ratios(data, "ready_ratio_to_exec"),
-            "Time to ready (window shown, ready line, or exit) over exec's, per program and mode (1 = exec)",
-        )
+    ready = "Time to ready (window shown, ready line, or exit) over exec's, per program and mode (1 = exec)"
+    _ratios(page, data, "ready_ratio_to_exec", ready)
     page.heading("Time to main, normalized to exec")
     _table(page, table.normalized(data))
     if data["programs"]:
-        page.chart(bench_charts.launch_ratios(data), "Time to main over exec's, per program and mode (1 = exec)")
-        page.chart(
-            bench_charts.launch_ratios(data, "exit_ratio_to_exec"),
-            "Time to exit over exec's: the program's own work is the same in every mode",
-        )
+        _ratios(page, data, "ratio_to_exec", "Time to main over exec's, per program and mode (1 = exec)")
+        _ratios(page, data, "exit_ratio_to_exec",
+                "Time to exit over exec's: the program's own work is the same in every mode (programs stopped "
+                "at their window have no exit and are left out)")  # fmt: skip
         page.heading("Relocations and memory")
         page.chart(bench_charts.relocations(data), "Relocations left to the launched process, over exec's")
         page.chart(bench_charts.memory(data), "PSS and private dirty of the launched program at main")
@@ -57,6 +53,12 @@ def build(data: dict[str, Any]) -> Page:
         for line in problems:
             page.text(line)
     return page
+
+
+def _ratios(page: Page, data: dict[str, Any], metric: str, caption: str) -> None:
+    fig = bench_charts.launch_ratios(data, metric)
+    if fig is not None:
+        page.chart(fig, caption)
 
 
 def _table(page: Page, t: table.Table) -> None:

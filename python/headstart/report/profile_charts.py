@@ -8,6 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from headstart.profiling.timeline import PHASES
+from headstart.report import legend
 
 PHASE_COLOURS = {"exec": "#9e9e9e", "load": "#4e79a7", "relocate": "#f28e2b", "constructors": "#59a14f"}
 TOP_FILES = 25
@@ -38,7 +39,7 @@ def waterfall(profile: dict[str, Any]) -> Figure:
     ax.set_yticks(range(len(libs)), [lib["name"] for lib in libs], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("µs from the launch request (warm, medians)")
-    ax.legend(loc="lower right", fontsize=8)
+    legend.outside(ax)
     ax.set_title(f"Launch waterfall: {label(profile)}")
     return fig
 
@@ -57,7 +58,7 @@ def phases(profiles: list[dict[str, Any]]) -> Figure:
     ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("µs to main (medians)")
-    ax.legend(fontsize=8)
+    legend.outside(ax)
     ax.set_title("Phases of the launch")
     return fig
 
@@ -76,7 +77,7 @@ def warm_cold(profiles: list[dict[str, Any]]) -> Figure:
     ax.set_yticks([i + 0.4 - height / 2 for i in range(len(profiles))], [label(p) for p in profiles], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("µs (medians)")
-    ax.legend(fontsize=8)
+    legend.outside(ax)
     ax.set_title("Warm and cold launches")
     return fig
 
@@ -99,6 +100,6 @@ def pages(profile: dict[str, Any]) -> Figure | None:
     ax.invert_yaxis()
     ax.set_xscale("symlog")
     ax.set_xlabel("pages (4 KiB)")
-    ax.legend(fontsize=8, loc="lower right")
+    legend.outside(ax)
     ax.set_title(f"Pages per file in a cold launch: {label(profile)}")
     return fig
