@@ -14,11 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int fd = fuzz_input_fd(data, size);
         if (fd < 0)
                 return 0;
-        char path[64];
-        fuzz_input_path(fd, path, sizeof path);
+        FILE *f = fdopen(fd, "r");
+        if (!f) {
+                close(fd);
+                return 0;
+        }
         struct daemon_options o = { 0 };
-        (void) options_parse_config(&o, path);
+        (void) options_parse_config_stream(&o, f, "fuzz-input");
         options_done(&o);
-        close(fd);
+        fclose(f);
         return 0;
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +32,38 @@ class Result:
     returncode: int
     stdout: bytes
     stderr: bytes
+
+
+def _trusted(folder: Path) -> bool:
+    """The rule of src/common/trusted-path.h: the folder and each one above it owned by root or us,
+    and writable by no one else."""
+    for f in [folder, *folder.parents]:
+        st = f.stat()
+        if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+            return False
+    return True
+
+
+def trusted_folder() -> Path:
+    """A new folder that the daemons trust files in and that every user can read (pytest's tmp_path
+    is root's alone), for a daemon run as another user. The caller removes it."""
+    candidates = [os.environ.get("XDG_RUNTIME_DIR", ""), "/run", os.path.expanduser("~")]
+    for base in (Path(c) for c in candidates if c):
+        if base.is_dir() and os.access(base, os.W_OK) and _trusted(base.resolve()):
+            folder = Path(tempfile.mkdtemp(prefix="headstart-test-", dir=base.resolve()))
+            folder.chmod(0o755)  # some daemons under test run as nobody
+            return folder
+    pytest.skip("no folder here that only root or this user can write to")
+
+
+@pytest.fixture
+def trusted_tmp() -> Iterator[Path]:
+    """A temporary folder every user can read, in a folder the daemons trust (trusted_folder)."""
+    folder = trusted_folder()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def bin_path(name: str) -> Path:

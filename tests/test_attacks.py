@@ -8,6 +8,7 @@ does. docs/reliability.md lists them with what was found.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -15,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import base_env, bin_path, run_served
-from headstart.daemon import private_daemon
+from conftest import base_env, bin_path, helper_path, run_served
 from elftools.elf.elffile import ELFFile
+from headstart.daemon import private_daemon
 
 DF_1_PIE = 0x08000000
 
@@ -30,9 +31,9 @@ def build_program(tmp: Path, name: str, says: str) -> Path:
     src.write_text(
         "#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n"
         "int main(void) {\n"
-        "  char path[64], parent[64] = \"\";\n"
-        "  snprintf(path, sizeof path, \"/proc/%d/cmdline\", (int) getppid());\n"
-        "  FILE *f = fopen(path, \"r\");\n"
+        '  char path[64], parent[64] = "";\n'
+        '  snprintf(path, sizeof path, "/proc/%d/cmdline", (int) getppid());\n'
+        '  FILE *f = fopen(path, "r");\n'
         "  if (f && fgets(parent, sizeof parent, f)) fclose(f);\n"
         f'  printf("{says} %s\\n", strstr(parent, "headstartd") ? "served" : "exec");\n'
         "  return 0;\n}\n"
@@ -233,3 +234,89 @@ def test_a_served_program_cannot_stop_or_kill_its_zygote_through_getppid(tmp_pat
         assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
         assert d.zygote_pid() == zygote
         assert d.process.poll() is None
+
+
+HEADER = "# headstart: objects loaded after main, learned by headstartd (version 1)"
+
+
+def shared_folder(tmp: Path) -> Path:
+    """A folder every user may write to (not sticky): whoever can, may put a file of theirs there."""
+    folder = tmp / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    return folder
+
+
+def test_an_object_loaded_from_a_folder_others_can_write_is_never_learned(tmp_path):
+    """A served program loaded a plugin from a folder any user may write to; the daemon learned the
+    path and preloaded whatever was there in its next zygotes, planted or not."""
+    plugin = shared_folder(tmp_path) / "plugin.so"
+    shutil.copy(helper_path("hs-plugin.so"), plugin)
+    uses_plugin = helper_path("uses-plugin")
+    state = tmp_path / "learned"
+    with private_daemon([uses_plugin], extra_args=["--learn-file", str(state)]) as d:
+        got = run_served(d, [str(uses_plugin), str(plugin)], env=base_env())
+        assert got.returncode == 0 and got.stdout == b"hello from the plugin\n", got.stderr
+        deadline = time.monotonic() + 10
+        while "not learning" not in d.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert f"not learning {plugin}, loaded after main: {plugin.parent} is writable by other users" in d.log_text()
+        assert "learned" not in d.status()
+        assert d.status()["generation"] == ["1"]  # no zygote started for it
+
+
+def test_a_learned_object_others_could_have_replaced_is_not_preloaded(tmp_path):
+    """The state file outlives the folder's safety (/tmp after a reboot, a folder opened to all):
+    the object it names is refused, and its constructor never runs in the daemon."""
+    plugin = shared_folder(tmp_path) / "plugin.so"
+    shutil.copy(helper_path("hs-plugin.so"), plugin)
+    uses_plugin = helper_path("uses-plugin")
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {uses_plugin}\nobject {plugin}\nend\n")
+    with private_daemon([uses_plugin], extra_args=["--learn-file", str(state)]) as d:
+        why = f"{plugin.parent} is writable by other users (mode 0777)"
+        assert d.status()["learned"] == [f"skipped {uses_plugin} {plugin} -- {why}"]
+        assert str(plugin) not in Path(f"/proc/{d.zygote_pid()}/maps").read_text()
+
+
+def test_a_preload_others_could_have_replaced_is_refused(tmp_path):
+    library = shared_folder(tmp_path) / "plugin.so"
+    shutil.copy(helper_path("hs-plugin.so"), library)
+    with private_daemon([bin_path("observe")], extra_args=["--preload", str(library)]) as d:
+        why = f"{library.parent} is writable by other users (mode 0777)"
+        assert d.status()["preload"] == [f"refused {library} -- {why}"]
+        assert str(library) not in Path(f"/proc/{d.zygote_pid()}/maps").read_text()
+        assert run_served(d, [str(bin_path("observe")), "exit", "3"]).returncode == 3
+
+
+def test_a_registered_program_with_a_library_others_could_replace_is_execd(tmp_path):
+    """Preloading runs a registered program's libraries in the daemon whenever one changes on disk
+    (a refresh): a library planted in a folder others can write to would run as the daemon's user
+    without anyone launching the program."""
+    shared = shared_folder(tmp_path)
+    helpers = helper_path("uses-versioned").parent
+    shutil.copy(helpers / "uses-versioned", shared / "uses-versioned")
+    shutil.copy(helpers / "libversioned-1.so", shared / "libversioned.so")
+    program = shared / "uses-versioned"
+    with private_daemon([program]) as d:
+        assert f"--app {program}: {shared} is writable by other users" in d.log_text()
+        assert str(shared) not in Path(f"/proc/{d.zygote_pid()}/maps").read_text()
+
+
+def test_a_configuration_file_others_could_change_is_refused(tmp_path):
+    conf = shared_folder(tmp_path) / "headstart.conf"
+    conf.write_text(f"app = {bin_path('observe')}\n")
+    got = subprocess.run(
+        [
+            str(bin_path("headstartd")),
+            "--config",
+            str(conf),
+            "--allow-root",
+            "--socket",
+            str(tmp_path / "s" / "socket"),
+        ],
+        capture_output=True,
+        timeout=30,
+    )
+    assert got.returncode != 0
+    assert f"refusing the configuration file {conf}: {conf.parent} is writable by other users".encode() in got.stderr

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from conftest import SANITIZED, base_env, bin_path, run_served
-from headstart import binaries
 from headstart.daemon import private_daemon
 from headstart.profiling import files
 
@@ -28,25 +26,6 @@ pytestmark = pytest.mark.skipif(SANITIZED, reason="ASan makes mlock a no-op; the
 
 MIB = 1 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def trusted_folder() -> Path:
-    """A new folder below the build folder, whose folders only root or we can write to here, so that
-    headstart-pind trusts a plan in it: it refuses one below a folder that other users may write to,
-    as pytest's own tmp_path is (below /tmp)."""
-    folder = Path(tempfile.mkdtemp(prefix="pind-test-", dir=binaries.build_dir().resolve()))
-    folder.chmod(0o755)  # the memlock test's daemon runs as nobody
-    return folder
-
-
-@pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    """pytest's tmp_path, but in a folder headstart-pind trusts (trusted_folder)."""
-    folder = trusted_folder()
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def data_file(path: Path, size: int = 8 * MIB) -> Path:
@@ -315,15 +294,23 @@ def test_a_plan_that_other_users_could_change_is_refused_in_one_line(tmp_path):
         os.chown(plan, 65534, 65534)
         refused(plan, f"{plan} is owned by uid 65534, neither root nor uid 0")
         os.chown(plan, 0, 0)
-    shared = tmp_path / "shared"  # sticky like /tmp: anyone may put the plan there first
+    shared = tmp_path / "shared"  # writable by all, not sticky: anyone may replace the plan
     shared.mkdir()
-    shared.chmod(0o1777)
+    shared.chmod(0o777)
     inside = write_plan(shared / "plan", lines)
-    refused(inside, f"{shared} is writable by other users (mode 1777)")
+    refused(inside, f"{shared} is writable by other users (mode 0777)")
     (tmp_path / "link").symlink_to(inside)  # a link leads through what it points to
     refused(tmp_path / "link", f"{shared} is writable by other users")
-    (shared / "link").symlink_to(plan)  # and a link in a shared folder could point anywhere
-    refused(shared / "link", f"{shared} is writable by other users")
+    if os.geteuid() == 0:
+        sticky = tmp_path / "sticky"  # like /tmp: a name another user made there first is theirs
+        sticky.mkdir()
+        sticky.chmod(0o1777)
+        theirs = write_plan(sticky / "plan", lines)
+        os.chown(theirs, 65534, 65534)
+        refused(theirs, f"{theirs} is owned by uid 65534, neither root nor uid 0")
+        (sticky / "link").symlink_to(plan)  # and a link there is whoever made it's choice
+        os.lchown(sticky / "link", 65534, 65534)
+        refused(sticky / "link", f"{sticky / 'link'} is owned by uid 65534")
     os.mkfifo(tmp_path / "fifo")
     refused(tmp_path / "fifo", "not a regular file")
     (tmp_path / "good").symlink_to("plan")  # a link from a trusted folder to a trusted plan is followed
@@ -359,8 +346,8 @@ def test_a_replaced_file_is_pinned_anew_and_one_changed_in_place_is_dropped(tmp_
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
-def test_a_small_memlock_limit_is_one_clear_line_and_what_fits_is_pinned(tmp_path):
-    small_memlock(tmp_path)  # tmp_path is open to other users (trusted_folder)
+def test_a_small_memlock_limit_is_one_clear_line_and_what_fits_is_pinned(trusted_tmp):
+    small_memlock(trusted_tmp)  # not tmp_path, which is root's alone: the daemon runs as nobody
 
 
 def small_memlock(tmp_path: Path) -> None:
@@ -435,10 +422,8 @@ def test_bench_cold_times_every_arm_side_by_side_and_locks_less_than_vmtouch(tmp
     cmd += ["--runs", "1", "--modes", "exec,pool", "-o", str(tmp_path), "--json"]
     if os.geteuid() == 0:
         cmd += ["--memory-max", "256M"]
-    # It makes its plan in a temporary folder, which headstart-pind refuses below /tmp.
-    (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    # Its plan goes below -o, which must be a folder headstart-pind trusts (not below /tmp).
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data == json.loads((tmp_path / "cold.json").read_text())

@@ -22,8 +22,13 @@ static int judge(const struct stat *st, const char *name, uid_t owner, char *why
                          (unsigned) owner);
                 return -EPERM;
         }
+        /* A sticky folder of root's, like /tmp: others may add names to it, but not remove or
+         * rename ours, and every name below it is judged here by its owner (a name another user
+         * made first is theirs, and refused). */
+        if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && st->st_uid == 0)
+                return 0;
         /* Group-writable counts too: who is in the group is not ours to know. */
-        if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        if (!S_ISLNK(st->st_mode) && (st->st_mode & (S_IWGRP | S_IWOTH))) {
                 snprintf(why, why_size, "%s is writable by %s (mode %04o)", name,
                          st->st_mode & S_IWOTH ? "other users" : "its group", (unsigned) (st->st_mode & 07777));
                 return -EPERM;
@@ -124,8 +129,12 @@ static int walk(const char *path, uid_t owner, char *why, size_t why_size, struc
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return -errno;
                 if (S_ISLNK(st.st_mode)) {
-                        /* The link itself needs no judging: it is in dir, which passed, so only owner
-                         * or root could have made it. Where it leads is walked and judged. */
+                        /* Whoever made the link chose where it leads: in a sticky folder that could
+                         * be another user. Then where it leads is walked and judged. */
+                        char link_name[PATH_MAX];
+                        snprintf(link_name, sizeof link_name, "%s%s%s", done, strcmp(done, "/") ? "/" : "", name);
+                        if ((r = judge(&st, link_name, owner, why, why_size)) < 0)
+                                return r;
                         bool absolute = false;
                         if (++links > MAX_LINKS)
                                 return -ELOOP;
@@ -166,4 +175,13 @@ int trusted_path_check_fd(int fd, const char *path, uid_t owner, char *why, size
                 return -EPERM;
         }
         return judge(&opened, path, owner, why, why_size);
+}
+
+const char *trusted_path_refusal(const char *path, char *buf, size_t size) {
+        int r = trusted_path_check(path, geteuid(), buf, size);
+        if (r == 0)
+                return NULL;
+        if (r != -EPERM)
+                snprintf(buf, size, "%s cannot be checked: %s", path, strerror(-r));
+        return buf;
 }

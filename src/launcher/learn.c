@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "elf-info.h"
 #include "log.h"
 #include "macro.h"
+#include "trusted-path.h"
 
 #define STATE_HEADER "# headstart: objects loaded after main, learned by headstartd (version 1)"
 
@@ -253,6 +255,16 @@ static bool worth_learning(const char *path) {
         return info.is_elf && info.machine_matches && info.is_dyn && info.has_dynamic && !info.pie_flag;
 }
 
+/* A later zygote would load it into itself: it must be a file only we or root could have put there
+ * (trusted-path.h). Said once per file: a file is judged once. */
+static bool trusted(const char *path) {
+        char why[PATH_MAX + 128];
+        if (!trusted_path_refusal(path, why, sizeof why))
+                return true;
+        log_warning("not learning %s, loaded after main: %s", path, why);
+        return false;
+}
+
 int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id,
                  const char *cache_dir) {
         if (path[0] != '/' || strchr(path, '\n') || strncmp(path, cache_dir, strlen(cache_dir)) == 0)
@@ -268,7 +280,7 @@ int learned_note(struct learned *l, const char *program, const char *path, const
         if (is_known(l, id->dev, id->ino))
                 return 0;
         struct learned_program *p = NULL;
-        int r = worth_learning(path) && (p = add_program(l, program)) ? add_object(p, path) : 0;
+        int r = worth_learning(path) && trusted(path) && (p = add_program(l, program)) ? add_object(p, path) : 0;
         if (r == 0)
                 r = add_known(l, id->dev, id->ino); /* judged once */
         if (r > 0)

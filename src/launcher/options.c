@@ -2,14 +2,17 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
 #include "pind-report.h"
+#include "trusted-path.h"
 #include "warm-up.h"
 
 #define DEFAULT_MAX_CHILDREN 1024u
@@ -136,10 +139,30 @@ static char *strip(char *s) {
 }
 
 int options_parse_config(struct daemon_options *o, const char *path) {
-        FILE *f = fopen(path, "re");
-        if (!f)
+        /* It names what the daemon loads into every program: a file someone else could change would
+         * let them run code as us. Opened first, then checked, then read from the same fd. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return log_error_errno(errno, "cannot open configuration file %s", path);
+        char why[PATH_MAX + 128];
+        int r = trusted_path_check_fd(fd, path, geteuid(), why, sizeof why);
+        if (r == -EPERM)
+                return log_error("refusing the configuration file %s: %s; only root or its user may be able to "
+                                 "change it or the folders above it",
+                                 path, why),
+                       -EPERM;
+        if (r < 0)
+                return log_error_errno(r, "cannot check the configuration file %s", path);
+        FILE *f = fdopen(fd, "re");
+        if (!f)
+                return log_error_errno(errno, "cannot read configuration file %s", path);
+        TAKE_FD(fd);
+        r = options_parse_config_stream(o, f, path);
+        fclose(f);
+        return r;
+}
 
+int options_parse_config_stream(struct daemon_options *o, FILE *f, const char *path) {
         char *line = NULL;
         size_t cap = 0;
         unsigned lineno = 0;
@@ -161,7 +184,6 @@ int options_parse_config(struct daemon_options *o, const char *path) {
                         log_error("%s:%u: setting rejected", path, lineno);
         }
         free(line);
-        fclose(f);
         return r;
 }
 

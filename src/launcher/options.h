@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "string-list.h"
 
@@ -39,6 +40,9 @@ struct daemon_options {
 
 /* Returns 1 to go on, 0 when done (--help, --version), a negative errno after logging the error. */
 int options_parse_argv(struct daemon_options *o, int argc, char *argv[]);
-/* Reads a file with one `key = value` setting per line; keys are the long option names. */
+/* Reads a file with one `key = value` setting per line; keys are the long option names. The file
+ * must be one only root or our user could have written (trusted-path.h). */
 int options_parse_config(struct daemon_options *o, const char *path);
+/* The same from an open stream, already judged; `path` names it in messages. */
+int options_parse_config_stream(struct daemon_options *o, FILE *f, const char *path);
 void options_done(struct daemon_options *o);

@@ -100,6 +100,7 @@ struct server {
         struct zygote_info zygote;
         struct learned *learned; /* adaptive preload; NULL with --no-learn */
         const struct warm_up_result *warm_up; /* one per --warm-up step */
+        const struct string_list *refused_preloads; /* "PATH -- why" for each --preload refused */
         struct file_id *terminal_ok; /* --terminal programs, served to a client with a terminal */
         size_t nterminal_ok;
         struct schedule *schedules; /* --schedule, by program file (schedule.h) */

@@ -97,6 +97,8 @@ static void compose(const struct server *s, struct text *t) {
                 schedule_describe(&s->schedules[i], what, sizeof what);
                 add(t, "schedule: %s -- %s\n", s->schedules[i].program, what);
         }
+        for (size_t i = 0; s->refused_preloads && i < s->refused_preloads->n; i++)
+                add(t, "preload: refused %s\n", s->refused_preloads->items[i]);
         compose_learned(s, t);
         for (size_t i = 0; i < o->warm_up.n; i++)
                 add(t, "warm-up: %s %s%s%s\n", s->warm_up[i].refused ? "refused" : "done", s->warm_up[i].step,

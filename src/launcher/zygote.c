@@ -22,23 +22,39 @@
 #include "pool.h"
 #include "preload.h"
 #include "server.h"
+#include "trusted-path.h"
 #include "warm-up.h"
 
+/* The first file of a program and its closure that anyone but us or root could have put there, as
+ * "why" in buf; NULL when none. Preloading runs their code in the zygote, unasked, whenever one
+ * changes on disk (a refresh): a file planted in a folder others can write to must not get that. */
+static const char *untrusted_file(const char *program, const struct string_list *closure, char *buf, size_t size) {
+        if (trusted_path_refusal(program, buf, size))
+                return buf;
+        for (size_t k = 0; k < closure->n; k++)
+                if (trusted_path_refusal(closure->items[k], buf, size))
+                        return buf;
+        return NULL;
+}
+
 /* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
- * A program that is missing, or whose libraries the loader cannot resolve, is left out with a log
- * line: its clients exec it, and the others are served. The closures go into libs. */
+ * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
+ * another user could replace, is left out with a log line: its clients exec it, and the others are
+ * served. The closures go into libs. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
                          struct string_list *libs, size_t *ret_nwarm) {
         size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 bool warm = i >= o->apps.n;
                 const char *name = warm ? o->warm.items[i - o->apps.n] : o->apps.items[i];
-                char path[PATH_MAX];
+                char path[PATH_MAX], why[PATH_MAX + 128];
                 const char *problem = preload_find_program(name, path) < 0 ? "cannot find the program"
                                                                           : preload_program_problem(path);
                 struct string_list closure = { 0 };
                 if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
+                if (!problem)
+                        problem = untrusted_file(path, &closure, why, sizeof why);
                 for (size_t k = 0; !problem && k < closure.n; k++)
                         if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
@@ -72,6 +88,23 @@ static int preload_all(const struct string_list *apps, const struct string_list 
         return r;
 }
 
+/* What is preloaded runs in every program, so a file that anyone but us or root could have put there
+ * is refused ("PATH -- why" in *refused), as ld.so refuses untrusted paths for set-user-ID programs. */
+static int add_preloads(const struct string_list *preloads, struct string_list *libs, struct string_list *refused) {
+        for (size_t i = 0; i < preloads->n; i++) {
+                char why[PATH_MAX + 128], line[2 * PATH_MAX + 160];
+                const char *path = preloads->items[i];
+                if (trusted_path_refusal(path, why, sizeof why)) {
+                        log_warning("not preloading %s: %s", path, why);
+                        snprintf(line, sizeof line, "%s -- %s", path, why);
+                        if (string_list_add(refused, line) < 0)
+                                return log_error("out of memory");
+                } else if (string_list_add(libs, path) < 0)
+                        return log_error("out of memory");
+        }
+        return 0;
+}
+
 /* The --terminal programs, by identity: a client may name them by another path. */
 static int find_terminal_programs(struct server *s, const struct string_list *names) {
         s->terminal_ok = calloc(names->n ? names->n : 1, sizeof *s->terminal_ok);
@@ -99,14 +132,28 @@ static void preload_learned(struct learned *l, const struct string_list *apps) {
                 log_warning("out of memory: preloading nothing learned");
                 n = 0;
         }
-        for (size_t i = 0; i < n; i++)
-                paths[i] = objects[i]->path;
-        size_t loaded = n ? preload_tested(paths, n, reasons) : 0, skipped = 0;
+        /* Learned from what programs did, not from our configuration: what they loaded from a place
+         * another user can write to, that user could replace by the time we load it. Those are left
+         * out; the others (objects[0..ntested)) are tested. */
+        size_t ntested = 0, skipped = 0;
         for (size_t i = 0; i < n; i++) {
+                char why[PATH_MAX + 128];
+                struct learned_object *o = objects[i];
+                if (!trusted_path_refusal(o->path, why, sizeof why)) {
+                        objects[ntested] = o;
+                        paths[ntested++] = o->path;
+                } else if (!o->skipped) { /* one object learned for two programs is judged once */
+                        o->skipped = strdup(why);
+                        skipped++;
+                        log_warning("not preloading %s, learned after main: %s", o->path, why);
+                }
+        }
+        size_t loaded = ntested ? preload_tested(paths, ntested, reasons) : 0;
+        for (size_t i = 0; i < ntested; i++) {
                 struct learned_object *o = objects[i];
                 if (!reasons[i])
                         o->preloaded = true;
-                else if (!o->skipped) { /* one object learned for two programs is tested once */
+                else if (!o->skipped) {
                         o->skipped = reasons[i];
                         reasons[i] = NULL;
                         skipped++;
@@ -177,7 +224,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if (r < 0)
                 return log_error_errno(r, "cannot find the daemon's own dynamic loader");
 
-        struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 };
+        struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
         size_t nwarm = 0;
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
@@ -192,8 +239,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if (o->learn_file)
                 snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
 
-        for (size_t i = 0; i < o->preloads.n && r >= 0; i++)
-                r = string_list_add(&libs, o->preloads.items[i]);
+        r = add_preloads(&o->preloads, &libs, &refused_preloads);
         if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
                 goto out;
         if (!o->no_learn) {
@@ -213,6 +259,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0)
                 goto out;
         s.warm_up = warm_up;
+        s.refused_preloads = &refused_preloads;
         s.cache.also_loaded = &learned_loaded;
         if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
@@ -237,6 +284,7 @@ out:
         string_list_done(&apps);
         string_list_done(&learned_loaded);
         string_list_done(&libs);
+        string_list_done(&refused_preloads);
         learned_done(&learned);
         for (size_t i = 0; warm_up && i < o->warm_up.n; i++)
                 free(warm_up[i].refused);
