@@ -4,7 +4,8 @@
  *
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
  *                     [--modes exec,run,direct,run@NAME,direct@NAME...]
- *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--linger-ms MS] -- PROGRAM ARGS...
+ *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--linger-ms MS] [--timeout SECONDS]
+ *                     -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   run[@NAME]   posix_spawn of headstart-run PROGRAM ARGS... against --socket or daemon NAME
  *   direct[@NAME] a request through libheadstart-client, as a program linking it would make
@@ -13,7 +14,12 @@
  * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. Ready is the first
  * line of its output (stdout or stderr, a pipe: the program must flush it) matching --ready, or
  * its first top-level window mapped on $DISPLAY (--ready-window, which also stops the program with
- * SIGTERM once ready, as --stop-at-ready does, or --linger-ms later), else its exit. */
+ * SIGTERM once ready, as --stop-at-ready does, or --linger-ms later), else its exit. A launch not
+ * ready (or, waiting for its exit, not ended) within --timeout is stopped and reported as an error;
+ * the default is 30 s with a ready condition and no limit for exit.
+ *
+ * SIGTERM, and the end of our parent (PR_SET_PDEATHSIG), stop the launch under way and end the run
+ * once it is reported: the timer never outlives what started it. */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,6 +74,7 @@ struct config {
         bool stop_at_ready; /* SIGTERM once ready (implied by --ready-window) */
         bool ready_window;
         long long linger_ms; /* with --stop-at-ready: how long after ready */
+        long long timeout_ns; /* --timeout: a launch's time to ready or end; <0: none */
         char **argv; /* program and its arguments */
         char *path;  /* the program, absolute */
         int out;     /* where the JSON lines go */
@@ -184,17 +192,24 @@ struct seen {
         size_t line_got;
 };
 
-static void read_mark(int fd, struct seen *v) {
+/* Both readers drain their pipe and return false at its end (every writer closed it): a pipe at its
+ * end polls readable for ever, so it must leave the poll set or the wait becomes a busy loop. */
+static bool read_mark(int fd, struct seen *v) {
+        char buf[256];
         ssize_t n;
-        while ((n = read(fd, v->mark + v->mark_got, sizeof v->mark - 1 - v->mark_got)) > 0)
-                v->mark_got += (size_t) n;
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+                size_t take = (size_t) n < sizeof v->mark - 1 - v->mark_got ? (size_t) n : sizeof v->mark - 1 - v->mark_got;
+                memcpy(v->mark + v->mark_got, buf, take);
+                v->mark_got += take;
+        }
         v->mark[v->mark_got] = '\0';
         if (v->t_main < 0 && strchr(v->mark, '\n'))
                 v->t_main = atoll(v->mark);
+        return n != 0;
 }
 
 /* Reads the program's output; the first complete line matching the pattern makes it ready. */
-static void read_output(const struct config *c, int fd, struct seen *v, long long now) {
+static bool read_output(const struct config *c, int fd, struct seen *v, long long now) {
         char buf[4096];
         ssize_t n;
         while ((n = read(fd, buf, sizeof buf)) > 0)
@@ -208,34 +223,69 @@ static void read_output(const struct config *c, int fd, struct seen *v, long lon
                         if (v->t_ready < 0 && c->ready_set && regexec(&c->ready, v->line, 0, NULL, 0) == 0)
                                 v->t_ready = now;
                 }
+        return n != 0;
 }
 
-/* A launch that is not ready or ended by then is stopped, and one that ignores SIGTERM killed. */
+/* With a ready condition and no --timeout, a launch not ready by then is stopped; one that ignores
+ * SIGTERM is killed after the grace. */
 #define READY_TIMEOUT_NS (30LL * 1000000000LL)
 #define STOP_GRACE_NS (5LL * 1000000000LL)
 
+/* Written by the SIGTERM handler, polled by follow(): a flag alone could arrive just before poll. */
+static int stop_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t stop_requested;
+
+static void on_sigterm(int sig) {
+        (void) sig;
+        int saved = errno;
+        stop_requested = 1;
+        (void) !write(stop_pipe[1], "", 1);
+        errno = saved;
+}
+
+/* poll's timeout until `at`: -1 (wait without limit) for no deadline, never 0 for one ahead. */
+static int poll_timeout(long long at, long long now) {
+        if (at == LLONG_MAX)
+                return -1;
+        if (at <= now)
+                return 0;
+        long long ms = (at - now + 999999) / 1000000;
+        return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
 /* Follows the launch until it ended: its mark of main, its output, a window, its end. */
 static void follow(const struct config *c, struct launch *x, int mark_fd, int out_fd, long long t0, struct seen *v) {
-        long long stop_at = c->ready_wanted ? t0 + READY_TIMEOUT_NS : LLONG_MAX;
+        long long stop_at = c->timeout_ns < 0 ? LLONG_MAX : t0 + c->timeout_ns;
+        bool mark_open = true, out_open = true;
         while (!x->ended) {
-                struct pollfd p[4] = { { mark_fd, POLLIN, 0 }, { out_fd, POLLIN, 0 }, { end_fd(x), POLLIN, 0 },
-                                       { c->windows ? window_watch_fd(c->windows) : -1, POLLIN, 0 } };
+                struct pollfd p[5] = { { mark_open ? mark_fd : -1, POLLIN, 0 },
+                                       { out_open ? out_fd : -1, POLLIN, 0 },
+                                       { end_fd(x), POLLIN, 0 },
+                                       { c->windows ? window_watch_fd(c->windows) : -1, POLLIN, 0 },
+                                       { stop_pipe[0], POLLIN, 0 } };
+                if (poll(p, 5, poll_timeout(stop_at, now_ns())) < 0 && errno != EINTR) {
+                        snprintf(x->why, sizeof x->why, "poll: %s", strerror(errno));
+                        stop_requested = 1;
+                }
                 long long now = now_ns();
-                int timeout = stop_at == LLONG_MAX ? -1 : (int) ((stop_at - now) / 1000000) + 1;
-                (void) poll(p, 4, timeout > 0 ? timeout : 0);
-                now = now_ns();
                 if (p[0].revents)
-                        read_mark(mark_fd, v);
+                        mark_open = read_mark(mark_fd, v);
                 if (p[1].revents)
-                        read_output(c, out_fd, v, now);
+                        out_open = read_output(c, out_fd, v, now);
                 if (v->t_ready < 0 && c->windows && window_watch_mapped(c->windows))
                         v->t_ready = now;
                 if (p[2].revents) {
                         v->t_exit = now;
                         reap(x);
+                } else if (stop_requested && !x->stopped) {
+                        if (!x->why[0])
+                                snprintf(x->why, sizeof x->why, "stopped: launch-timer was terminated");
+                        stop(x, SIGTERM);
+                        stop_at = now + STOP_GRACE_NS;
                 } else if (now >= stop_at) {
-                        if (v->t_ready < 0 && !x->why[0])
-                                snprintf(x->why, sizeof x->why, "not ready within %lld s", READY_TIMEOUT_NS / 1000000000LL);
+                        if (!x->why[0] && (c->ready_wanted ? v->t_ready < 0 : !x->stopped))
+                                snprintf(x->why, sizeof x->why, "not %s within %g s", c->ready_wanted ? "ready" : "ended",
+                                         (double) c->timeout_ns / 1e9);
                         stop(x, x->stopped ? SIGKILL : SIGTERM);
                         stop_at = now + STOP_GRACE_NS;
                 } else if (v->t_ready >= 0 && c->stop_at_ready && !x->stopped) {
@@ -361,6 +411,15 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->mode_list = v;
                 else if (strcmp(argv[i], "--linger-ms") == 0)
                         c->linger_ms = atoll(v);
+                else if (strcmp(argv[i], "--timeout") == 0) {
+                        char *end;
+                        double seconds = strtod(v, &end);
+                        if (*end || !(seconds > 0 && seconds < 1e6)) {
+                                fprintf(stderr, "launch-timer: --timeout: not a number of seconds: %s\n", v);
+                                return -1;
+                        }
+                        c->timeout_ns = (long long) (seconds * 1e9);
+                }
                 else if (strcmp(argv[i], "--ready") == 0) {
                         if (regcomp(&c->ready, v, REG_EXTENDED | REG_NOSUB) != 0) {
                                 fprintf(stderr, "launch-timer: --ready: not a regular expression: %s\n", v);
@@ -384,7 +443,7 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->run_client) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
                                 "[--modes exec,run,direct,run@NAME,direct@NAME] [--ready REGEX] [--ready-window] "
-                                "[--stop-at-ready] [--linger-ms MS] -- PROGRAM ARGS...\n");
+                                "[--stop-at-ready] [--linger-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
@@ -398,23 +457,27 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         return 0;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_sigterm(int sig) {
-        (void) sig;
-        stop_requested = 1;
-}
-
 int main(int argc, char *argv[]) {
-        struct config c = { 0 };
+        /* Our parent's end is a SIGTERM (PR_SET_PDEATHSIG, kept across execve for a program that is
+         * not set-user-ID); one that ended before this line is seen by getppid() changing. A parent
+         * that ended before we read it the first time is not (a few milliseconds after its fork). */
+        pid_t parent = getppid();
+        struct config c = { .timeout_ns = -1 };
+        /* SIGTERM stops the launch in progress and ends the run once it is reported. */
+        if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                return 2;
+        struct sigaction sa = { .sa_handler = on_sigterm };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+                return 2;
         if (parse_args(&c, argc, argv) < 0)
                 return 2;
         if (c.ready_window && !(c.windows = window_watch_open()))
                 return 2;
         c.ready_wanted = c.ready_set || c.ready_window;
-        /* SIGTERM ends the run after the launch in progress, so every launch made is reported. */
-        struct sigaction sa = { .sa_handler = on_sigterm };
-        sigaction(SIGTERM, &sa, NULL);
+        if (c.ready_wanted && c.timeout_ns < 0)
+                c.timeout_ns = READY_TIMEOUT_NS;
 
         /* Results go to our stdout; the programs get /dev/null for stdin, the output pipe for the rest. */
         c.out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);

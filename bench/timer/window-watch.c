@@ -38,7 +38,8 @@ struct window_watch *window_watch_open(void) {
 }
 
 int window_watch_fd(const struct window_watch *w) {
-        return xcb_get_file_descriptor(w->conn);
+        /* A lost connection (the X server ended) stays readable for ever: nothing more to watch. */
+        return xcb_connection_has_error(w->conn) ? -1 : xcb_get_file_descriptor(w->conn);
 }
 
 bool window_watch_mapped(struct window_watch *w) {

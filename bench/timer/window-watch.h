@@ -12,7 +12,7 @@ struct window_watch;
 /* Connects to $DISPLAY and watches its root window. NULL with a message on stderr when it cannot
  * (no libxcb in this build, no display). */
 struct window_watch *window_watch_open(void);
-/* The fd to poll for events. */
+/* The fd to poll for events; -1 once the connection is lost. */
 int window_watch_fd(const struct window_watch *w);
 /* Drops the events so far (windows of earlier launches). */
 void window_watch_reset(struct window_watch *w);

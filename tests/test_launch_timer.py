@@ -1,0 +1,122 @@
+"""bench/timer/launch-timer waiting on a launch: without a deadline it sleeps in poll (it once polled
+with a timeout of 0, a busy loop), it stops at --timeout, and it never outlives what started it
+(SIGTERM, or its parent's end through PR_SET_PDEATHSIG) nor leaves its launch running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import bin_path
+
+
+def timer(*args: str) -> list[str]:
+    return [str(bin_path("launch-timer")), "--runs", "1", "--run-client", str(bin_path("headstart-run")),
+            "--modes", "exec", *args]  # fmt: skip
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of /proc/PID/stat (fields 14 and 15; the name in parentheses may hold spaces)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def alive(pid: int) -> bool:
+    """Running, not ended nor a zombie waiting for a reaper."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def started_child(pid: int, timeout: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout
+    while not (found := children(pid)):
+        assert time.monotonic() < deadline, "launch-timer started nothing"
+        time.sleep(0.02)
+    return found[0]
+
+
+# A program that runs on, and one that also closes its output first (each pipe at its end polls
+# readable for ever: it must leave the poll set).
+WAITING = {
+    "sleeping": ["/bin/sleep", "30"],
+    "closed-output": ["/bin/sh", "-c", "exec >&- 2>&-; exec /bin/sleep 30"],
+}
+
+
+@pytest.mark.parametrize("program", list(WAITING))
+def test_waiting_without_a_deadline_does_not_spin(program):
+    proc = subprocess.Popen([*timer("--"), *WAITING[program]], stdout=subprocess.PIPE, text=True)
+    try:
+        launched = started_child(proc.pid)
+        time.sleep(0.2)
+        before = cpu_seconds(proc.pid)
+        time.sleep(1.0)
+        used = cpu_seconds(proc.pid) - before
+        assert used < 0.2, f"launch-timer used {used:.2f} s of CPU in 1 s of waiting"
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert json.loads(out)["error"] == "stopped: launch-timer was terminated"
+    assert proc.returncode == 0
+    assert wait_gone([launched], 5) == [], "the launch outlived the timer"
+
+
+def test_timeout_stops_a_launch_waiting_for_its_exit():
+    start = time.monotonic()
+    done = subprocess.run([*timer("--timeout", "1", "--"), "/bin/sleep", "30"], capture_output=True, text=True,
+                          timeout=20)  # fmt: skip
+    assert json.loads(done.stdout) == {"mode": "exec", "round": 0, "error": "not ended within 1 s"}
+    assert time.monotonic() - start < 6
+
+
+def test_bad_timeout_is_refused():
+    done = subprocess.run([*timer("--timeout", "soon", "--"), "/bin/true"], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2 and "--timeout: not a number of seconds: soon" in done.stderr
+
+
+# Starts the timer as its child, says the timer's pid, and waits to be killed.
+PARENT = """
+import subprocess, sys, time
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+print(proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_timer_ends_with_its_parent():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, *timer("--"), "/bin/sleep", "60"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert parent.stdout is not None
+        timer_pid = int(parent.stdout.readline())
+        launched = started_child(timer_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        assert wait_gone([timer_pid, launched], 10) == [], "launch-timer or its launch outlived the parent"
+    finally:
+        try:
+            os.killpg(parent.pid, signal.SIGKILL)  # whatever is left of the parent's group
+        except ProcessLookupError:
+            pass
