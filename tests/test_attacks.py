@@ -320,3 +320,93 @@ def test_a_configuration_file_others_could_change_is_refused(tmp_path):
     )
     assert got.returncode != 0
     assert f"refusing the configuration file {conf}: {conf.parent} is writable by other users".encode() in got.stderr
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+def test_a_zygote_that_cannot_start_at_rlimit_nproc_is_tried_again_and_clients_exec_meanwhile(trusted_tmp):
+    """The user at RLIMIT_NPROC: the serving zygote died and the supervisor could not fork another
+    (EAGAIN), and exited for good. It now declines (clients exec) and tries again until it can."""
+    runtime = trusted_tmp / "runtime"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, 65534, 65534)
+    log = trusted_tmp / "daemon.log"
+    observe = str(bin_path("observe"))
+    # The client under the same limit: one above the daemon's hard limit would be declined.
+    limit = [*NOBODY, "prlimit", "--nproc=4:4"]
+    daemon_cmd = [*limit, str(bin_path("headstartd")), "--socket", f"{runtime}/socket"]
+    client = [*limit, str(bin_path("headstart-run")), "--socket", f"{runtime}/socket"]
+    sleepers: list[subprocess.Popen[bytes]] = []
+    with open(log, "wb") as out:
+        daemon = subprocess.Popen([*daemon_cmd, "--app", observe], stdout=out, stderr=out, env=base_env())
+    try:
+        wait_for_line(log, "ready: listening")
+        assert served(client, observe)
+        # Two processes of the user run (supervisor, zygote); three more fill its limit of 4.
+        sleepers = [subprocess.Popen([*NOBODY, "sleep", "600"]) for _ in range(3)]
+        zygote = int(subprocess.check_output(["pgrep", "-P", str(daemon.pid)]).split()[0])
+        os.kill(zygote, signal.SIGKILL)
+        wait_for_line(log, "cannot start a zygote; trying again")
+        got = subprocess.run([*client, observe, "exit", "6"], env=base_env(HEADSTART_DEBUG="1"), capture_output=True)
+        assert got.returncode == 6 and b"no zygote is running" in got.stderr, got.stderr
+        assert daemon.poll() is None
+        for s in sleepers:
+            s.kill()
+            s.wait()
+        wait_for_line(log, "zygote 2 ready", timeout=30)
+        assert served(client, observe)
+    finally:
+        for s in sleepers:
+            s.kill()
+        daemon.terminate()
+        daemon.wait(timeout=30)
+
+
+def served(client: list[str], observe: str) -> bool:
+    got = subprocess.run([*client, observe, "exit", "0"], env=base_env(HEADSTART_DEBUG="1"), capture_output=True)
+    return got.returncode == 0 and b"by exec" not in got.stderr
+
+
+def wait_for_line(log: Path, text: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text(errors="replace"):
+        assert time.monotonic() < deadline, log.read_text(errors="replace")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def full_filesystem(tmp_path: Path):
+    """A tmpfs of 64 KiB, filled up."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with open(mnt / "filler", "wb") as f:
+            try:
+                f.write(b"x" * 1024 * 1024)
+            except OSError:
+                pass
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+def test_learning_on_a_full_disk_starts_one_zygote_not_one_per_launch(full_filesystem):
+    """With the state file on a full filesystem, every learning launch said "cannot save" and
+    started a new zygote, which had not learned it: 6 launches, 6 zygotes. What was learned now
+    stays in memory (the supervisor's) for the next zygotes."""
+    uses_plugin, plugin = helper_path("uses-plugin"), helper_path("hs-plugin.so")
+    state = full_filesystem / "learned"
+    with private_daemon([uses_plugin], extra_args=["--learn-file", str(state)]) as d:
+        for _ in range(6):
+            got = run_served(d, [str(uses_plugin), str(plugin)], env=base_env())
+            assert got.returncode == 0, got.stderr
+            time.sleep(0.3)
+        status = d.status()
+        assert status["generation"] == ["2"], d.log_text()
+        assert status["learned"] == [f"preloaded {uses_plugin} {plugin}"]
+        assert d.log_text().count("cannot save the learned objects") == 1
+        assert not state.exists()

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,28 +162,71 @@ static void prune_missing(struct learned *l) {
                 log_info("learned objects: %zu that no longer exist pruned", pruned);
 }
 
-int learned_load(struct learned *l, const char *file) {
-        *l = (struct learned){ .file = strdup(file) };
+/* Adds every object of `from` to `into`. Returns 0 or -ENOMEM. */
+static int merge(struct learned *into, const struct learned *from) {
+        for (size_t i = 0; i < from->nprograms; i++) {
+                struct learned_program *p = add_program(into, from->programs[i].path);
+                if (!p)
+                        return -ENOMEM;
+                for (size_t j = 0; j < from->programs[i].n; j++)
+                        if (add_object(p, from->programs[i].objects[j].path) < 0)
+                                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The memfd again, with an offset of its own (its file description is shared by every zygote) and
+ * locked: zygotes side by side read and rewrite it whole. */
+static FILE *open_memory(int memory_fd, int lock, const char *mode) {
+        char name[64];
+        snprintf(name, sizeof name, "/proc/self/fd/%d", memory_fd);
+        _cleanup_close_ int fd = memory_fd < 0 ? -1 : open(name, (mode[1] ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+        if (fd < 0 || flock(fd, lock) < 0)
+                return NULL;
+        FILE *f = fdopen(fd, mode);
+        if (f)
+                TAKE_FD(fd);
+        return f;
+}
+
+/* What the memory copy holds, added to l. Empty is fine; a bad copy is left out. */
+static int load_memory(struct learned *l, FILE *f) {
+        struct learned memory = { 0 };
+        unsigned line = 0;
+        int r = parse_state(f, &memory, &line);
+        if (r == 0)
+                r = merge(l, &memory);
+        free_programs(&memory);
+        return r == -ENOMEM ? r : 0;
+}
+
+int learned_load(struct learned *l, const char *file, int memory_fd) {
+        *l = (struct learned){ .file = strdup(file), .memory_fd = memory_fd };
         if (!l->file)
+                return -ENOMEM;
+        _cleanup_fclose_ FILE *memory = open_memory(memory_fd, LOCK_SH, "re");
+        if (memory && load_memory(l, memory) < 0)
                 return -ENOMEM;
         const char *why;
         FILE *f = open_state(file, &why);
         if (!f) {
                 if (why)
                         log_warning("ignoring the learned objects in %s: %s", file, why);
+                prune_missing(l);
                 return 0;
         }
+        struct learned on_disk = { 0 };
         unsigned line = 0;
-        int r = parse_state(f, l, &line);
+        int r = parse_state(f, &on_disk, &line);
         fclose(f);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
+        if (r == 0)
+                r = merge(l, &on_disk);
+        else if (r != -ENOMEM)
                 log_warning("ignoring the learned objects in %s: %s at line %u; learning again", file,
                             r == -ENODATA ? "truncated" : "not a file headstartd wrote", line);
-                free_programs(l);
-                return 0;
-        }
+        free_programs(&on_disk);
+        if (r == -ENOMEM)
+                return r;
         prune_missing(l);
         return 0;
 }
@@ -301,6 +345,14 @@ static int write_state(int fd, const struct learned *l) {
         return dprintf(fd, "end\n") < 0 ? -errno : 0;
 }
 
+/* Rewrites the memory copy whole with `merged`. */
+static int save_memory(FILE *f, const struct learned *merged) {
+        int fd = fileno(f);
+        if (ftruncate(fd, 0) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        return write_state(fd, merged);
+}
+
 int learned_save(const struct learned *l) {
         struct learned merged = { 0 };
         const char *why;
@@ -311,14 +363,13 @@ int learned_save(const struct learned *l) {
                         free_programs(&merged); /* rewritten whole below */
                 fclose(f);
         }
-        int r = 0;
-        for (size_t i = 0; i < l->nprograms && r >= 0; i++) {
-                struct learned_program *p = add_program(&merged, l->programs[i].path);
-                for (size_t j = 0; p && j < l->programs[i].n && r >= 0; j++)
-                        r = add_object(p, l->programs[i].objects[j].path);
-                if (!p)
-                        r = -ENOMEM;
-        }
+        /* Locked from reading to rewriting: an old and a new zygote may both be saving. */
+        _cleanup_fclose_ FILE *memory = open_memory(l->memory_fd, LOCK_EX, "r+e");
+        int r = memory ? load_memory(&merged, memory) : 0;
+        if (r >= 0)
+                r = merge(&merged, l);
+        if (r >= 0 && memory)
+                (void) save_memory(memory, &merged); /* a memfd fails only for want of memory */
         char temp[4096];
         snprintf(temp, sizeof temp, "%s.tmp-%d", l->file, (int) getpid());
         _cleanup_close_ int fd = r < 0 ? -1 : open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -6,7 +6,11 @@
  * The state file is text: a header line, then "program PATH" followed by its "object PATH" lines,
  * then "end". A file that is not ours (another owner), malformed or truncated is ignored with one
  * log line; an object that no longer exists is pruned. Saving merges with what is on disk (an old
- * and a new zygote may both learn) and renames a complete file into place. */
+ * and a new zygote may both learn) and renames a complete file into place.
+ *
+ * The same text is kept in memory too, in a memfd the supervisor holds and hands to every zygote:
+ * when the file cannot be written (a full disk), what was learned still reaches the next zygote,
+ * which would otherwise learn it again and ask for yet another zygote, launch after launch. */
 #pragma once
 
 #include <stdbool.h>
@@ -34,6 +38,7 @@ struct file_id {
 
 struct learned {
         char *file; /* the state file */
+        int memory_fd; /* the supervisor's memfd with the same text, or -1 */
         struct learned_program *programs;
         size_t nprograms;
         struct file_id *known; /* files this zygote maps itself, or judged not worth learning */
@@ -41,9 +46,9 @@ struct learned {
         unsigned learned_now; /* objects this zygote learned; the next zygote preloads them */
 };
 
-/* Reads the state file (missing is fine). Returns 0, or -ENOMEM; every other problem is logged once
- * and leaves nothing learned, or the bad entries out. */
-int learned_load(struct learned *l, const char *file);
+/* Reads the state file (missing is fine) and what memory_fd holds (-1: nothing). Returns 0, or
+ * -ENOMEM; every other problem is logged once and leaves nothing learned, or the bad entries out. */
+int learned_load(struct learned *l, const char *file, int memory_fd);
 void learned_done(struct learned *l);
 
 /* The objects learned for the registered programs, not yet loaded, in the order they were first
@@ -62,5 +67,6 @@ int learned_ignore(struct learned *l, dev_t dev, ino_t ino);
  * NULL (it is then looked up). */
 int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id,
                  const char *cache_dir);
-/* Writes the state file, merged with what is on disk now. */
+/* Writes the state file and the memory copy, each merged with what it holds now. Returns 0, or the
+ * error of writing the file (the memory copy is written whatever happens to the file). */
 int learned_save(const struct learned *l);

@@ -32,6 +32,7 @@ struct daemon_options {
         struct {
                 bool active;
                 int listen_fd, control_fd;
+                int learned_fd; /* what was learned, in memory, shared by the zygotes (learn.h); -1: none */
                 unsigned generation;
                 char *reason;
         } zygote;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -20,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "systemd.h"
+#include "wire.h"
 
 enum zygote_state { STARTING, SERVING, RETIRING };
 
@@ -27,8 +29,14 @@ struct zygote;
 
 struct zwatch {
         bool control; /* else the pidfd */
-        struct zygote *z;
+        struct zygote *z; /* NULL: the signalfd, or (listen) the socket */
+        bool listen;
 };
+
+/* Starting a zygote can fail for want of resources (fork's EAGAIN at RLIMIT_NPROC, ENOMEM): tried
+ * again after a pause that doubles up to a limit, while clients are declined (they exec). */
+#define RETRY_FIRST_MS 100u
+#define RETRY_MAX_MS 10000u
 
 struct zygote {
         struct zygote *next;
@@ -45,13 +53,18 @@ struct supervisor {
         char **argv;
         const char *socket_path;
         int listen_fd, epoll_fd, signal_fd;
+        int learned_fd; /* a memfd: what the zygotes learned, kept here when it cannot be saved (learn.h) */
         struct zygote *zygotes;
         unsigned generation;
         bool announced;      /* the first zygote became ready */
         bool stopping;
         bool failed;         /* a zygote ended badly: our exit status says so */
         uint64_t refresh_at; /* CLOCK_MONOTONIC ms, 0: none */
-        struct zwatch signal_watch; /* z == NULL: the signalfd */
+        uint64_t retry_at;   /* starting a zygote failed: try again then (ms), 0: none */
+        unsigned retry_ms;   /* the pause before the next try */
+        char retry_reason[128];
+        bool declining;      /* no zygote serves: we accept and decline, so that clients exec now */
+        struct zwatch signal_watch, listen_watch;
 };
 
 static struct zygote *find(const struct supervisor *s, enum zygote_state state) {
@@ -71,6 +84,7 @@ static int watch(struct supervisor *s, int fd, struct zwatch *w) {
 static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, const char *reason) {
         int listen_copy = fcntl(s->listen_fd, F_DUPFD, 3);
         int control_copy = fcntl(control_fd, F_DUPFD, 3);
+        int learned_copy = s->learned_fd >= 0 ? fcntl(s->learned_fd, F_DUPFD, 3) : -1;
         size_t n = 0;
         while (s->argv[n])
                 n++;
@@ -79,7 +93,8 @@ static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, co
                 _exit(127);
         memcpy(argv, s->argv, n * sizeof *argv);
         argv[n] = "--zygote";
-        if (asprintf(&argv[n + 1], "%d,%d,%u,%s", listen_copy, control_copy, s->generation + 1, reason) < 0)
+        if (asprintf(&argv[n + 1], "%d,%d,%d,%u,%s", listen_copy, control_copy, learned_copy, s->generation + 1,
+                     reason) < 0)
                 _exit(127);
         /* SIGTERM, SIGINT and SIGHUP stay blocked across exec until the zygote reads them from its
          * signalfd: a stop request during its preload waits instead of killing it. SIGCHLD, ours
@@ -94,27 +109,27 @@ static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, co
         _exit(127);
 }
 
-static int spawn(struct supervisor *s, const char *reason) {
-        if (find(s, STARTING) || s->listen_fd < 0)
-                return 0; /* one is on its way already, and it loads the files as they are now */
+/* Returns 0, or a negative errno when no zygote could be started (nothing is left behind). */
+static int start_zygote(struct supervisor *s, const char *reason) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return log_error_errno(errno, "socketpair");
+                return -errno;
         pid_t pid = fork();
         if (pid == 0)
                 exec_zygote(s, sv[1], reason);
+        int e = errno;
         close(sv[1]);
         struct zygote *z = pid > 0 ? calloc(1, sizeof *z) : NULL;
         int pidfd = z ? pidfd_open(pid, 0) : -1;
         if (pidfd < 0) {
-                int r = log_error_errno(errno, "cannot start a zygote");
+                e = pid < 0 ? e : errno;
                 close(sv[0]);
                 if (pid > 0) {
                         kill(pid, SIGKILL);
                         (void) waitpid(pid, NULL, 0);
                 }
                 free(z);
-                return r;
+                return -e;
         }
         *z = (struct zygote){
                 .pid = pid,
@@ -134,9 +149,48 @@ static int spawn(struct supervisor *s, const char *reason) {
         return 0;
 }
 
+static void decline_clients(struct supervisor *s, bool on);
+
+static void spawn(struct supervisor *s, const char *reason) {
+        if (find(s, STARTING) || s->listen_fd < 0)
+                return; /* one is on its way already, and it loads the files as they are now */
+        int r = start_zygote(s, reason);
+        if (r >= 0) {
+                s->retry_at = 0;
+                return;
+        }
+        s->retry_ms = s->retry_ms ? (s->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : s->retry_ms * 2) : RETRY_FIRST_MS;
+        s->retry_at = now_ms() + s->retry_ms;
+        snprintf(s->retry_reason, sizeof s->retry_reason, "%s", reason);
+        log_error_errno(r, "cannot start a zygote; trying again in %u ms, clients exec meanwhile", s->retry_ms);
+        if (!find(s, SERVING))
+                decline_clients(s, true);
+}
+
 static void refresh(struct supervisor *s, const char *reason) {
         if (!s->stopping)
-                (void) spawn(s, reason);
+                spawn(s, reason);
+}
+
+/* While no zygote serves (the serving one died and its successor cannot start yet), connections
+ * would wait in the backlog until their clients give up: we take them and decline at once. */
+static void decline_clients(struct supervisor *s, bool on) {
+        if (on == s->declining || s->listen_fd < 0)
+                return;
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->listen_watch };
+        if (epoll_ctl(s->epoll_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->listen_fd, &ev) == 0)
+                s->declining = on;
+}
+
+static void on_listen(struct supervisor *s) {
+        for (;;) {
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0)
+                        return; /* EAGAIN: a zygote took it, or none is left */
+                (void) hs_send_reason(fd, HS_MSG_DECLINED, HS_DECLINE_BUSY,
+                                      "no zygote is running: starting one failed, and is tried again");
+                close(fd);
+        }
 }
 
 static void zygote_free(struct supervisor *s, struct zygote *z) {
@@ -159,6 +213,8 @@ static void on_ready(struct supervisor *s, struct zygote *z) {
                 return;
         struct zygote *old = find(s, SERVING);
         z->state = SERVING;
+        s->retry_ms = 0;
+        decline_clients(s, false);
         if (old) {
                 old->state = RETIRING;
                 (void) control_send(old->control_fd, CONTROL_RETIRE);
@@ -208,10 +264,16 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         z->ended = true;
         if (s->stopping || z->state == RETIRING)
                 return;
+        if (!s->announced) {
+                s->stopping = true; /* the first zygote failed: nothing to serve with */
+                return;
+        }
+        if (!find(s, SERVING))
+                decline_clients(s, true);
         if (z->state == SERVING)
                 refresh(s, "the serving zygote ended");
-        else if (!s->announced)
-                s->stopping = true; /* the first zygote failed: nothing to serve with */
+        else if (!find(s, SERVING)) /* its successor failed too: try again, later */
+                spawn(s, "the serving zygote ended");
 }
 
 static void stop(struct supervisor *s) {
@@ -220,7 +282,9 @@ static void stop(struct supervisor *s) {
         } else {
                 s->stopping = true;
                 log_info("stopping: telling the zygotes to finish");
-                /* New clients must find no one listening and exec, not wait in the backlog. */
+                /* New clients must find no one listening and exec, not wait in the backlog. The
+                 * zygotes hold the socket too: our epoll would keep watching it if we did. */
+                decline_clients(s, false);
                 close(s->listen_fd);
                 s->listen_fd = -1;
         }
@@ -298,24 +362,31 @@ static int setup(struct supervisor *s) {
 }
 
 static int timeout_ms(const struct supervisor *s) {
-        if (!s->refresh_at || s->stopping)
+        if (s->stopping)
+                return -1;
+        uint64_t next = s->refresh_at;
+        if (s->retry_at && (!next || s->retry_at < next))
+                next = s->retry_at;
+        if (!next)
                 return -1;
         uint64_t now = now_ms();
-        return s->refresh_at <= now ? 0 : (int) (s->refresh_at - now);
+        return next <= now ? 0 : (int) (next - now);
 }
 
 int supervisor_run(const struct daemon_options *o, int listen_fd, const char *socket_path, char *argv[]) {
         struct supervisor s = {
                 .o = o, .argv = argv, .socket_path = socket_path, .listen_fd = listen_fd, .epoll_fd = -1,
-                .signal_fd = -1,
+                .signal_fd = -1, .listen_watch.listen = true,
+                /* Outlives every zygote, so what one learned reaches the next even on a full disk. */
+                .learned_fd = o->no_learn ? -1 : memfd_create("headstart-learned", MFD_CLOEXEC),
         };
         int r = setup(&s);
         if (r < 0)
                 log_error_errno(r, "cannot set up the supervisor");
-        else if (spawn(&s, "first start") < 0)
-                r = -ECHILD;
+        else
+                spawn(&s, "first start");
 
-        while (r >= 0 && s.zygotes) {
+        while (r >= 0 && (s.zygotes || (s.retry_at && !s.stopping))) {
                 struct epoll_event events[16];
                 int n = epoll_wait(s.epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(&s));
                 if (n < 0 && errno != EINTR) {
@@ -326,9 +397,15 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                         s.refresh_at = 0;
                         refresh(&s, "--refresh-seconds elapsed");
                 }
+                if (n == 0 && s.retry_at && now_ms() >= s.retry_at) {
+                        s.retry_at = 0;
+                        refresh(&s, s.retry_reason);
+                }
                 for (int i = 0; i < n; i++) {
                         struct zwatch *w = events[i].data.ptr;
-                        if (!w->z)
+                        if (w->listen)
+                                on_listen(&s);
+                        else if (!w->z)
                                 on_signal(&s);
                         else if (w->z->ended)
                                 continue;
@@ -352,6 +429,8 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                 zygote_free(&s, s.zygotes);
         if (s.signal_fd >= 0)
                 close(s.signal_fd);
+        if (s.learned_fd >= 0)
+                close(s.learned_fd);
         if (s.epoll_fd >= 0)
                 close(s.epoll_fd);
         if (r >= 0 && !s.announced)

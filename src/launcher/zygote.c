@@ -219,6 +219,9 @@ static void raise_fd_limit(void) {
 
 /* A zygote: preload, then serve launches on the socket the supervisor gave us. */
 int zygote_run(const struct daemon_options *o, const char *path) {
+        /* Given to us without close-on-exec, like the socket; nothing we start may inherit it. */
+        if (o->zygote.learned_fd >= 0)
+                (void) fcntl(o->zygote.learned_fd, F_SETFD, FD_CLOEXEC);
         char interp[256], cache_dir[PATH_MAX + 16];
         int r = preload_own_interp(interp, sizeof interp);
         if (r < 0)
@@ -243,7 +246,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
                 goto out;
         if (!o->no_learn) {
-                if ((r = learned_load(&learned, learn_file)) < 0)
+                if ((r = learned_load(&learned, learn_file, o->zygote.learned_fd)) < 0)
                         goto out;
                 preload_learned(&learned, &apps);
                 if ((r = learned_preloaded_paths(&learned, &learned_loaded)) < 0)
