@@ -56,6 +56,12 @@ def test_status_lists_modes_pool_and_counters():
         assert status["declined"][0].startswith("environment 1 -- last: the dynamic loader's environment differs")
         assert status["generation"] == ["1"] and status["refreshes"] == ["0"]
         assert int(status["pid"][0]) != d.process.pid
+        # The counts are the daemon's, not the zygote's: they did restart at each refresh.
+        d.process.send_signal(signal.SIGHUP)
+        wait_generation(d, 2)
+        run_served(d, observe("exit", "0"))
+        status = d.status()
+        assert status["launches"] == ["2"] and status["declines"] == ["1"] and status["generation"] == ["2"]
 
 
 def test_sighup_starts_a_fresh_zygote_with_a_new_layout():

@@ -75,7 +75,8 @@ static bool parse_map_line(char *line, dev_t *dev, ino_t *ino, char **path) {
                 return false;
         char *p = line + n;
         p[strcspn(p, "\n")] = '\0';
-        if (p[0] != '/')
+        /* A memfd (the daemon's launch counts) has no name on disk that could change. */
+        if (p[0] != '/' || strncmp(p, "/memfd:", 7) == 0)
                 return false;
         *dev = makedev(major, minor);
         *ino = (ino_t) inode;

@@ -186,7 +186,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         /* The child says LAUNCHED itself, right before main (child.c, announce). */
         c->launched = true;
         s->launches++;
-        s->launches_pooled += pooled;
+        launch_counts_launched(s->counts, pooled);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
         if (s->options->refresh_launches && s->launches >= s->options->refresh_launches)
                 server_request_refresh(s, "--refresh-launches reached");

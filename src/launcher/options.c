@@ -115,18 +115,19 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         return r < 0 ? log_error_errno(r, "cannot store setting '%s'", key) : 0;
 }
 
-/* --zygote LISTEN_FD,CONTROL_FD,LEARNED_FD,GENERATION,REASON: how the supervisor starts a zygote
- * (LEARNED_FD -1: none). */
+/* --zygote LISTEN_FD,CONTROL_FD,LEARNED_FD,COUNTS_FD,GENERATION,REASON: how the supervisor starts a
+ * zygote (LEARNED_FD, COUNTS_FD -1: none). */
 static int parse_zygote(struct daemon_options *o, const char *value) {
-        int listen_fd, control_fd, learned_fd, n = 0;
+        int listen_fd, control_fd, learned_fd, counts_fd, n = 0;
         unsigned generation;
-        if (sscanf(value, "%d,%d,%d,%u,%n", &listen_fd, &control_fd, &learned_fd, &generation, &n) != 4 || n == 0 ||
-            listen_fd < 0 || control_fd < 0 || learned_fd < -1)
+        if (sscanf(value, "%d,%d,%d,%d,%u,%n", &listen_fd, &control_fd, &learned_fd, &counts_fd, &generation, &n) != 5 ||
+            n == 0 || listen_fd < 0 || control_fd < 0 || learned_fd < -1 || counts_fd < -1)
                 return log_error("--zygote is for headstartd's own use"), -EINVAL;
         o->zygote.active = true;
         o->zygote.listen_fd = listen_fd;
         o->zygote.control_fd = control_fd;
         o->zygote.learned_fd = learned_fd;
+        o->zygote.counts_fd = counts_fd;
         o->zygote.generation = generation;
         return set_string(&o->zygote.reason, value + n);
 }

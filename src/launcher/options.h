@@ -33,6 +33,7 @@ struct daemon_options {
                 bool active;
                 int listen_fd, control_fd;
                 int learned_fd; /* what was learned, in memory, shared by the zygotes (learn.h); -1: none */
+                int counts_fd;  /* the daemon's launch counts, shared by the zygotes (launch-counts.h) */
                 unsigned generation;
                 char *reason;
         } zygote;

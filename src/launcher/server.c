@@ -33,9 +33,7 @@ extern char **environ;
 
 void count_decline(struct server *s, enum hs_decline_reason code, const char *text) {
         s->declines++;
-        s->declined[code]++;
-        snprintf(s->last_decline[code], sizeof s->last_decline[code], "%.*s", (int) sizeof s->last_decline[code] - 1,
-                 text);
+        launch_counts_declined(s->counts, code, text);
 }
 
 static int watch_fd(struct server *s, int fd, struct watch *w, uint32_t events) {
@@ -573,6 +571,12 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         s->loader_env = loader_env_snapshot(environ);
         if (!s->loader_env)
                 return log_error("out of memory");
+        /* The mapping keeps the supervisor's memfd; the fd itself is no longer needed. */
+        s->counts = launch_counts_map(o->zygote.active ? o->zygote.counts_fd : -1);
+        if (o->zygote.active && o->zygote.counts_fd >= 0)
+                close(o->zygote.counts_fd);
+        if (!s->counts)
+                return log_error("out of memory");
         const char *why;
         int r = image_cache_init(&s->cache, cache_dir, s->interp, &why);
         if (r == -EPERM)
@@ -611,6 +615,7 @@ void server_done(struct server *s) {
         if (s->report_fd >= 0)
                 close(s->report_fd);
         loader_env_free(s->loader_env);
+        launch_counts_unmap(s->counts);
         for (size_t i = 0; i < s->nregistered; i++) {
                 free(s->registered[i].path);
                 free(s->registered[i].reason);

@@ -10,6 +10,7 @@
 #include "event-loop.h"
 #include "file-watch.h"
 #include "image-cache.h"
+#include "launch-counts.h"
 #include "learn.h"
 #include "warm-up.h"
 #include "options.h"
@@ -106,9 +107,8 @@ struct server {
         struct schedule *schedules; /* --schedule, by program file (schedule.h) */
         size_t nschedules;
         uint64_t started_ms;
-        uint64_t launches, launches_pooled, declines;
-        uint64_t declined[HS_DECLINE_COUNT];
-        char last_decline[HS_DECLINE_COUNT][160];
+        uint64_t launches, declines;  /* by this zygote: --refresh-launches, its last log line */
+        struct launch_counts *counts; /* by the whole daemon, every zygote: --status */
 };
 
 int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,

@@ -106,13 +106,14 @@ static void compose(const struct server *s, struct text *t) {
         add(t, "pool-size: %u\n", o->pool_size);
         add(t, "pool-waiting: %u\n", s->npool);
         add(t, "running: %u\n", s->nchildren);
-        add(t, "launches: %llu\n", (unsigned long long) s->launches);
-        add(t, "launches-from-pool: %llu\n", (unsigned long long) s->launches_pooled);
-        add(t, "declines: %llu\n", (unsigned long long) s->declines);
+        const struct launch_counts *n = s->counts;
+        add(t, "launches: %llu\n", (unsigned long long) n->launches);
+        add(t, "launches-from-pool: %llu\n", (unsigned long long) n->launches_pooled);
+        add(t, "declines: %llu\n", (unsigned long long) n->declines);
         for (int code = 1; code < HS_DECLINE_COUNT; code++)
-                if (s->declined[code])
+                if (n->declined[code])
                         add(t, "declined: %s %llu -- last: %s\n", decline_names[code],
-                            (unsigned long long) s->declined[code], s->last_decline[code]);
+                            (unsigned long long) n->declined[code], n->last_decline[code]);
 }
 
 void status_reply(struct server *s, struct conn *c) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "launch-counts.h"
 #include "event-loop.h"
 #include "log.h"
 #include "macro.h"
@@ -54,6 +55,7 @@ struct supervisor {
         const char *socket_path;
         int listen_fd, epoll_fd, signal_fd;
         int learned_fd; /* a memfd: what the zygotes learned, kept here when it cannot be saved (learn.h) */
+        int counts_fd;  /* a memfd: the launch counts of every zygote (launch-counts.h) */
         struct zygote *zygotes;
         unsigned generation;
         bool announced;      /* the first zygote became ready */
@@ -85,6 +87,7 @@ static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, co
         int listen_copy = fcntl(s->listen_fd, F_DUPFD, 3);
         int control_copy = fcntl(control_fd, F_DUPFD, 3);
         int learned_copy = s->learned_fd >= 0 ? fcntl(s->learned_fd, F_DUPFD, 3) : -1;
+        int counts_copy = s->counts_fd >= 0 ? fcntl(s->counts_fd, F_DUPFD, 3) : -1;
         size_t n = 0;
         while (s->argv[n])
                 n++;
@@ -93,8 +96,8 @@ static _Noreturn void exec_zygote(const struct supervisor *s, int control_fd, co
                 _exit(127);
         memcpy(argv, s->argv, n * sizeof *argv);
         argv[n] = "--zygote";
-        if (asprintf(&argv[n + 1], "%d,%d,%d,%u,%s", listen_copy, control_copy, learned_copy, s->generation + 1,
-                     reason) < 0)
+        if (asprintf(&argv[n + 1], "%d,%d,%d,%d,%u,%s", listen_copy, control_copy, learned_copy, counts_copy,
+                     s->generation + 1, reason) < 0)
                 _exit(127);
         /* SIGTERM, SIGINT and SIGHUP stay blocked across exec until the zygote reads them from its
          * signalfd: a stop request during its preload waits instead of killing it. SIGCHLD, ours
@@ -379,6 +382,7 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                 .signal_fd = -1, .listen_watch.listen = true,
                 /* Outlives every zygote, so what one learned reaches the next even on a full disk. */
                 .learned_fd = o->no_learn ? -1 : memfd_create("headstart-learned", MFD_CLOEXEC),
+                .counts_fd = launch_counts_create(),
         };
         int r = setup(&s);
         if (r < 0)
@@ -431,6 +435,8 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                 close(s.signal_fd);
         if (s.learned_fd >= 0)
                 close(s.learned_fd);
+        if (s.counts_fd >= 0)
+                close(s.counts_fd);
         if (s.epoll_fd >= 0)
                 close(s.epoll_fd);
         if (r >= 0 && !s.announced)
