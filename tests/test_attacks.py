@@ -410,3 +410,48 @@ def test_learning_on_a_full_disk_starts_one_zygote_not_one_per_launch(full_files
         assert status["learned"] == [f"preloaded {uses_plugin} {plugin}"]
         assert d.log_text().count("cannot save the learned objects") == 1
         assert not state.exists()
+
+
+def test_connections_over_the_cap_are_logged_once_a_second_not_once_each(tmp_path):
+    """5,000 connections held: each one over the cap of 4,096 was one log line (907 lines)."""
+    import resource
+    import socket as sock
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 6000:
+        pytest.skip("cannot hold 5,000 connections here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 6000), hard))
+    held: list[sock.socket] = []
+    try:
+        with private_daemon([bin_path("observe")]) as d:
+            started = time.monotonic()
+            for _ in range(5000):
+                s = sock.socket(sock.AF_UNIX, sock.SOCK_STREAM)
+                s.connect(str(d.socket))
+                held.append(s)
+            time.sleep(0.5)
+            seconds = time.monotonic() - started
+            lines = d.log_text().count("too many connections")
+            assert 1 <= lines <= seconds + 2, d.log_text()[-2000:]
+            for s in held:
+                s.close()
+            held.clear()
+            got = run_served(d, [str(bin_path("observe")), "exit", "3"], env=base_env(HEADSTART_DEBUG="1"))
+            assert got.returncode == 3 and b"by exec" not in got.stderr, got.stderr
+    finally:
+        for s in held:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_log_says_how_a_program_ended_in_words():
+    """It said "child N ended (code 1, status 0)" for a normal exit (code 1 is CLD_EXITED)."""
+    with private_daemon([bin_path("observe")]) as d:
+        assert run_served(d, [str(bin_path("observe")), "exit", "0"]).returncode == 0
+        assert run_served(d, [str(bin_path("observe")), "kill", "9"]).returncode == -9
+        deadline = time.monotonic() + 5
+        while "killed by SIGKILL" not in d.log_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        log = d.log_text()
+        assert "ended: exited with status 0" in log and "ended: killed by SIGKILL" in log, log
+        assert "(code " not in log

@@ -247,6 +247,8 @@ def test_another_user_is_refused_and_runs_by_exec(daemon, shared_tmp):
     try:
         before = daemon.launches_started()
         got = run_exec([*NOBODY, str(client), "--socket", str(daemon.socket), str(observe), "exit", "4"])
+        # Asked for its status, it says why not (it was "Broken pipe" or "Bad message").
+        status = run_exec([*NOBODY, str(client), "--socket", str(daemon.socket), "--status"])
     finally:
         daemon.socket.chmod(0o700)
         (daemon.socket.parent).chmod(0o700)
@@ -254,6 +256,8 @@ def test_another_user_is_refused_and_runs_by_exec(daemon, shared_tmp):
     assert got.returncode == 4
     assert got.stdout == b"exiting with 4\n"
     assert b"only the user who runs headstartd may use it" in got.stderr
+    assert status.returncode == 1 and status.stderr.count(b"\n") == 1
+    assert b"the daemon refused: it serves only the user who runs it" in status.stderr, status.stderr
     assert daemon.launches_started() == before
     assert "refused a connection from another user" in daemon.log_text()
     still_serves(daemon)

@@ -134,6 +134,19 @@ static int resume_accepting_in(struct server *s) {
         return -1;
 }
 
+/* Once a second at most, with how many since: a flood of connections must not flood the log too
+ * (one line per connection over the cap: 907 lines while 5,000 were held). */
+static void log_dropped_connection(struct server *s) {
+        s->dropped_connections++;
+        uint64_t now = now_ms();
+        if (s->dropped_logged_ms && now < s->dropped_logged_ms + 1000)
+                return;
+        log_warning("too many connections (%u): dropped %llu since the last such line", MAX_CONNECTIONS,
+                    (unsigned long long) s->dropped_connections);
+        s->dropped_connections = 0;
+        s->dropped_logged_ms = now;
+}
+
 static void accept_clients(struct server *s) {
         for (;;) {
                 int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -152,7 +165,7 @@ static void accept_clients(struct server *s) {
                 }
                 struct conn *c = count_conns(s) < MAX_CONNECTIONS ? calloc(1, sizeof *c) : NULL;
                 if (!c) {
-                        log_warning("too many connections; dropping one");
+                        log_dropped_connection(s);
                         close(fd);
                         continue;
                 }
@@ -304,15 +317,27 @@ static void child_free(struct server *s, struct child *ch) {
         free(ch);
 }
 
+/* "exited with status 0", "killed by SIGSEGV (core dumped)": how waitid says a child ended. */
+static const char *describe_end(const siginfo_t *si, char *buf, size_t size) {
+        const char *name = sigabbrev_np(si->si_status);
+        if (si->si_code == CLD_EXITED)
+                snprintf(buf, size, "exited with status %d", si->si_status);
+        else
+                snprintf(buf, size, "killed by SIG%s%s", name ? name : "?",
+                         si->si_code == CLD_DUMPED ? " (core dumped)" : "");
+        return buf;
+}
+
 static void on_child_exit(struct server *s, struct child *ch) {
+        char how[64];
         siginfo_t si = { 0 };
         if (waitid(P_PIDFD, (id_t) ch->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
 
         if (ch->waiting) {
                 if (ch->channel_fd >= 0) /* not one we let go */
-                        log_warning("waiting child %d ended unexpectedly (code %d, status %d)", (int) ch->pid,
-                                    si.si_code, si.si_status);
+                        log_warning("waiting child %d ended unexpectedly: %s", (int) ch->pid,
+                                    describe_end(&si, how, sizeof how));
                 return child_free(s, ch);
         }
         char report[HS_MAX_TEXT];
@@ -333,7 +358,7 @@ static void on_child_exit(struct server *s, struct child *ch) {
         if (report[0])
                 log_warning("child %d could not start its program: %s", (int) ch->pid, report);
         else if (s->options->verbose)
-                log_info("child %d ended (code %d, status %d)", (int) ch->pid, si.si_code, si.si_status);
+                log_info("child %d ended: %s", (int) ch->pid, describe_end(&si, how, sizeof how));
         if (!report[0])
                 learn_child_ended(s, ch);
         child_free(s, ch);

@@ -94,6 +94,8 @@ struct server {
         uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
         uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         uint64_t signal_logged_ms;    /* when an ignored signal was last logged (ms) */
+        uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */
+        uint64_t dropped_connections; /* dropped since */
         bool shutting_down; /* SIGTERM: decline what comes, wait for the programs, exit */
         bool retiring;      /* a newer zygote serves: finish what was accepted, wait, exit */
         bool refresh_requested;
