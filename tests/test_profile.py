@@ -344,6 +344,28 @@ def test_write_preload_is_configuration_headstartd_loads(gtk_window_profile):
         assert os.path.realpath(path) in maps, path
 
 
+@pytest.mark.parametrize("program", ["gtk-hello", "/usr/bin/galculator"])
+def test_profile_via_daemon_waits_for_the_window(x_server, program):
+    """--ready-window and --timeout reach the launches through the daemon too: they once waited for an
+    exit, which galculator never makes (the timer spinning, and left running after the command)."""
+    path = binaries.find(program) if "/" not in program else Path(program)
+    if not path.exists():
+        pytest.skip(f"{program} is not installed (make deps installs it)")
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "1", "--ready-window", "--timeout", "20",
+         "--via-daemon", "--", str(path)],
+        capture_output=True, text=True, timeout=180, env=dict(os.environ, DISPLAY=x_server),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    via = json.loads(done.stdout)["via_daemon"]
+    assert via["ready"] == "window shown"
+    assert set(via["modes"]) == {"exec", "direct@warm", "direct@pool"}
+    for mode in via["modes"].values():
+        assert mode["status"] == "ok" and mode["errors"] == [], mode
+        assert mode["to_ready_us"]["median"] > mode["to_main_us"]["median"]
+        assert mode["to_exit_us"] is None  # stopped once its window showed
+
+
 def test_no_objects_after_main_for_a_program_that_loads_none(tmp_path):
     preload = tmp_path / "none.conf"
     data = profile_json("--runs", "1", "--write-preload", str(preload), "--", str(binaries.find("fft")), "64")

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,14 +108,30 @@ def per_mode(program: Path) -> dict[str, Relocations]:
     return {"exec": own + libs, "preload": own, "warm": none, "pool": none, "learned": none, "warm-up": none}
 
 
-def loader_statistics(argv: list[str]) -> dict[str, int]:
+def loader_statistics(argv: list[str], timeout: float = 60.0) -> dict[str, int]:
     """The loader's own start-up counts for one exec of argv (LD_DEBUG=statistics), to check the
-    counts above against."""
+    counts above against. The loader writes them before main, so the program is stopped once they
+    are written: one that shows a window does not end by itself."""
     with tempfile.TemporaryDirectory(prefix="headstart-ld-") as tmp:
         out = Path(tmp) / "stats"
         env = dict(os.environ, LD_DEBUG="statistics", LD_DEBUG_OUTPUT=str(out))
-        subprocess.run(argv, env=env, capture_output=True, timeout=60)
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)  # fmt: skip
+        own = Path(tmp) / f"stats.{proc.pid}"
+        deadline = time.monotonic() + timeout
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                if own.exists() and len(parse_loader_statistics(own.read_text())) == STARTUP_FIELDS:
+                    break
+                time.sleep(0.01)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
         return parse_loader_statistics("".join(p.read_text() for p in Path(tmp).glob("stats.*")))
+
+
+STARTUP_FIELDS = 3  # what parse_loader_statistics finds in a complete start-up report
 
 
 def parse_loader_statistics(text: str) -> dict[str, int]:

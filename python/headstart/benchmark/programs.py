@@ -16,10 +16,13 @@ from headstart.errors import UsageError
 @dataclass(frozen=True)
 class Ready:
     """When a launch is ready: the first output line matching `pattern`, or the first top-level
-    window mapped on the display (`window`; the program is then stopped), else the program's exit."""
+    window mapped on the display (`window`; the program is then stopped), else the program's exit.
+    A launch not ready within `timeout` seconds is stopped and counted as failed (None: launch-timer's
+    default, 30 s for a line or a window, no limit for the exit)."""
 
     pattern: str | None = None
     window: bool = False
+    timeout: float | None = None
 
     def describe(self) -> str:
         if self.window:
@@ -27,9 +30,10 @@ class Ready:
         return f"line /{self.pattern}/" if self.pattern else "exit"
 
     def timer_args(self) -> list[str]:
+        limit = ["--timeout", f"{self.timeout:g}"] if self.timeout is not None else []
         if self.window:
-            return ["--ready-window"]
-        return ["--ready", self.pattern] if self.pattern else []
+            return ["--ready-window", *limit]
+        return [*(["--ready", self.pattern] if self.pattern else []), *limit]
 
 
 @dataclass(frozen=True)

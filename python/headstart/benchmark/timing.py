@@ -32,6 +32,7 @@ MODE_NAMES = {
     "warm-up": "pool + learned + warm-up",
 }
 MODES = ("exec", *MODE_NAMES)
+STOP_WAIT_S = 10.0  # for the timer to stop its launch (SIGTERM, SIGKILL 5 s later) and end
 
 
 def mode_keys(modes: list[str], clients: list[str]) -> list[str]:
@@ -93,15 +94,31 @@ def run_launch_timer(
         preexec_fn=preexec,  # joins a memory-limited cgroup (benchmark/pressure.py)
     ) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            rows.append(json.loads(line))
-            if progress and task is not None:
-                progress.advance(task)
+        try:
+            for line in proc.stdout:
+                rows.append(json.loads(line))
+                if progress and task is not None:
+                    progress.advance(task)
+        except BaseException:
+            _stop_timer(proc)
+            raise
     if progress and task is not None:
         progress.remove_task(task)
     if proc.returncode != 0:
         raise HeadstartError(f"launch-timer failed for {program.path} (exit status {proc.returncode})")
     return rows
+
+
+def _stop_timer(proc: subprocess.Popen[str]) -> None:
+    """When we stop reading (an error, or Ctrl-C, which does not reach the timer's session): the timer
+    stops the launch under way at SIGTERM and ends; Popen's exit would otherwise wait for its whole
+    run. (If we are killed instead, the timer gets its SIGTERM from the kernel: PR_SET_PDEATHSIG.)"""
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _summary(rows: list[dict[str, Any]], key: str) -> Summary | None:

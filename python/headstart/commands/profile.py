@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from headstart.benchmark import suite
-from headstart.benchmark.programs import resolve
+from headstart.benchmark.programs import Ready, resolve
 from headstart.benchmark.results import program_dict
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
@@ -211,11 +211,18 @@ class Profiler:
         return {"with_probe_us": a.as_dict(), "without_probe_us": b.as_dict(), "added_us": a.median - b.median}
 
 
-def via_daemon(argv: list[str], runs: int, console: Console) -> dict[str, Any]:
-    """exec, warm and pool through the client library, timed side by side by `headstart bench`."""
-    plan = suite.Plan([], runs, ["exec", "warm", "pool"], ["direct"], memory_launches=0)
+def via_daemon(argv: list[str], args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """exec, warm and pool through the client library, timed side by side by `headstart bench`, ready
+    as the profile's launches were (--ready, --ready-window or exit) within the same --timeout."""
+    plan = suite.Plan([], args.runs, ["exec", "warm", "pool"], ["direct"], memory_launches=0)
+    ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
     with Progress(console=console, transient=True) as progress:
-        (result,) = suite.measure_programs([resolve(shlex.join(argv))], plan, progress)
+        (result,) = suite.measure_programs([resolve(shlex.join(argv), ready)], plan, progress)
+    failed = [m for m in result.modes.values() if m.status != "ok"]
+    if len(failed) == len(result.modes):
+        first = failed[0]
+        why = first.errors[0] if first.errors else first.status
+        raise HeadstartError(f"--via-daemon: every launch failed ({first.mode}: {why})")
     return program_dict(result)
 
 
@@ -248,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     with Progress(console=err, transient=True) as progress:
         profile = Profiler(args, argv, progress).collect()
     if args.via_daemon:
-        profile["via_daemon"] = via_daemon(argv, args.runs, err)
+        profile["via_daemon"] = via_daemon(argv, args, err)
     return output(args, profile)
 
 

@@ -93,19 +93,28 @@ def _files(profile: dict[str, Any]) -> Table:
 
 
 def _via_daemon(via: dict[str, Any]) -> Table:
+    """Time to main, and to ready (its line or window; stopped there) or to exit, per mode."""
     t = Table(title="Through headstartd, timed side by side with exec: µs, median (p10-p90)")
-    for col in ("mode", "to main", "ratio", "to exit", "ratio "):
+    if via["ready"] == "exit":
+        end, end_key, end_ratio = "to exit", "to_exit_us", "exit_ratio_to_exec"
+    else:  # stopped once ready: no exit to time
+        end, end_key, end_ratio = "to ready", "to_ready_us", "ready_ratio_to_exec"
+    for col in ("mode", "to main", "ratio", end, "ratio "):
         t.add_column(col, justify="left" if col == "mode" else "right")
     for mode, m in via["modes"].items():
-        ratio, exit_ratio = m["ratio_to_exec"], m["exit_ratio_to_exec"]
+        ratio, second = m["ratio_to_exec"], m[end_ratio]
         t.add_row(
             mode,
             _cell(m["to_main_us"]),
             "-" if ratio is None else f"{ratio:.3f}",
-            _cell(m["to_exit_us"]),
-            "-" if exit_ratio is None else f"{exit_ratio:.3f}",
+            _cell(m[end_key]),
+            "-" if second is None else f"{second:.3f}",
         )
     return t
+
+
+def _via_daemon_errors(via: dict[str, Any]) -> list[str]:
+    return [f"{mode}: {error}" for mode, m in via["modes"].items() for error in m["errors"]]
 
 
 def render(profile: dict[str, Any], console: Console) -> None:
@@ -131,3 +140,5 @@ def render(profile: dict[str, Any], console: Console) -> None:
         )
     if profile["via_daemon"]:
         console.print(_via_daemon(profile["via_daemon"]))
+        for line in _via_daemon_errors(profile["via_daemon"]):
+            console.print(f"[yellow]through headstartd:[/] {line}", highlight=False)
