@@ -11,12 +11,17 @@ RSS sampled between phases:
    with a wrong status;
 5. SIGHUP every 100 ms under launches: the same;
 then, each with a daemon of its own: 6. only 48 fds, 60 idle connections held, launches;
-7. the cache directory on a full filesystem, launches.
+7. the cache directory on a full filesystem, launches;
+8. (as root) the daemon as an unprivileged user at a small RLIMIT_NPROC: launches while other
+   processes of the user fill the limit now and then, the zygote is SIGKILLed, the zygote alone or
+   with the supervisor is SIGSTOPped for longer than a client waits: every launch runs exactly once,
+   with its exit status.
 
 Exits 1 when a launch is lost or wrong, the daemon dies, or fds grow; RSS is reported (its growth
 over a second run of phase 2 tells a leak from the allocator's high-water mark).
 
-usage: soak.py BUILD_DIR [--requests N] [--launches N] [--idle N] [--fault-seconds S]"""
+usage: soak.py BUILD_DIR [--requests N] [--launches N] [--idle N] [--fault-seconds S]
+               [--pressure-seconds S]"""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -230,6 +236,118 @@ def full_cache(build: Path, program: Path, failures: list[str]) -> str:
             subprocess.run(["umount", tmp], check=False)
 
 
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+NPROC = 12  # the daemon's limit: supervisor, zygote, pool of 2, and a few programs
+
+
+def nobody_processes() -> int:
+    out = subprocess.run(["pgrep", "-c", "-u", "65534"], capture_output=True, text=True)
+    return int(out.stdout.strip() or 0)
+
+
+class Faults:
+    """What phase 8 does to the daemon, one after the other, each for about a second."""
+
+    def __init__(self, daemon: subprocess.Popen[bytes]) -> None:
+        self.daemon = daemon
+        self.counts = {"pressure": 0, "zygote SIGKILL": 0, "zygote SIGSTOP": 0, "both SIGSTOP": 0}
+
+    def zygotes(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.daemon.pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+    def pressure(self) -> None:
+        """Other processes of the user up to its limit: the daemon can fork nothing, not even a
+        zygote to replace the one killed meanwhile."""
+        room = max(0, NPROC - nobody_processes())
+        sleepers = [subprocess.Popen([*NOBODY, "sleep", "30"]) for _ in range(room)]
+        for z in self.zygotes()[:1]:
+            os.kill(z, signal.SIGKILL)
+        time.sleep(1.0)
+        for s in sleepers:
+            s.kill()
+            s.wait()
+
+    def stop(self, pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)  # longer than the clients' --timeout
+        for pid in reversed(pids):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGCONT)
+
+    def run(self, done: threading.Event) -> None:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("pressure", self.pressure),
+            ("zygote SIGKILL", lambda: [os.kill(z, signal.SIGKILL) for z in self.zygotes()[:1]]),
+            ("zygote SIGSTOP", lambda: self.stop(self.zygotes()[:1])),
+            ("both SIGSTOP", lambda: self.stop([self.daemon.pid, *self.zygotes()[:1]])),
+        ]
+        i = 0
+        while not done.wait(0.5):
+            name, step = steps[i % len(steps)]
+            with contextlib.suppress(OSError):
+                step()
+                self.counts[name] += 1
+            i += 1
+
+
+def unprivileged_under_pressure(build: Path, seconds: float, failures: list[str]) -> str:
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return "unprivileged daemon under pressure: skipped (needs root to become another user)"
+    with tempfile.TemporaryDirectory(prefix="headstart-nobody-") as tmp:
+        os.chmod(tmp, 0o755)
+        runtime, runs = Path(tmp) / "runtime", Path(tmp) / "runs"
+        runtime.mkdir(mode=0o700)
+        os.chown(runtime, 65534, 65534)
+        runs.touch(mode=0o666)
+        os.chmod(runs, 0o666)
+        sock, log = runtime / "socket", Path(tmp) / "log"
+        limit = [*NOBODY, "prlimit", f"--nproc={NPROC}:{NPROC}"]
+        with open(log, "wb") as out:
+            daemon = subprocess.Popen([*limit, str(build / "headstartd"), "--socket", str(sock), "--app", "/bin/sh",
+                                       "--pool", "2", "--verbose"], stdout=out, stderr=out)  # fmt: skip
+        deadline = time.monotonic() + 30
+        while "ready: listening" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        faults, done = Faults(daemon), threading.Event()
+        thread = threading.Thread(target=faults.run, args=(done,))
+        thread.start()
+        client = [*limit, str(build / "headstart-run"), "--socket", str(sock), "--timeout", "500"]
+        launches, end = 0, time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                status = launches % 100
+                script = f'echo "$0" >> {runs}; echo ran; exit {status}'
+                got = subprocess.run([*client, "/bin/sh", "-c", script, f"run-{launches}"], capture_output=True,
+                                     timeout=120, start_new_session=True)  # fmt: skip
+                if got.returncode != status or got.stdout != b"ran\n":
+                    failures.append(f"pressure: launch {launches}: status {got.returncode}, want {status}: "
+                                    f"{got.stdout!r} {got.stderr.decode(errors='replace').strip()}")  # fmt: skip
+                launches += 1
+        finally:
+            done.set()
+            thread.join()
+        time.sleep(1)  # a child the stopped daemon started late would have run by now
+        seen = runs.read_text().split()
+        twice = sorted({r for r in seen if seen.count(r) > 1})
+        missing = [i for i in range(launches) if f"run-{i}" not in seen]
+        if twice or missing:
+            failures.append(f"pressure: run twice {twice[:5]}, never run {missing[:5]}")
+        if daemon.poll() is not None:
+            failures.append(f"pressure: the daemon died: {log.read_text()[-2000:]}")
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        text = log.read_text()
+        served, retries = text.count(" started "), text.count("cannot start a zygote")
+        continued = text.count("continuing it")
+        faults_done = ", ".join(f"{n} {k}" for k, n in faults.counts.items())
+        return (f"as nobody at RLIMIT_NPROC {NPROC}, {seconds:.0f} s: {launches} launches ({served} served, the rest "
+                f"exec'd), each run once with its status; faults: {faults_done}; zygote start retried {retries} "
+                f"times, stopped zygote continued {continued} times")  # fmt: skip
+
+
 def report_failures(failures: list[str]) -> int:
     for f in failures[:20]:
         print("FAILED:", f)
@@ -243,6 +361,7 @@ def main() -> int:
     p.add_argument("--launches", type=int, default=100_000)
     p.add_argument("--idle", type=int, default=4000)
     p.add_argument("--fault-seconds", type=float, default=30)
+    p.add_argument("--pressure-seconds", type=float, default=60)
     p.add_argument("--daemon", type=Path, help="another headstartd (build-sanitize's: leaks reported at its exit)")
     args = p.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -272,6 +391,7 @@ def main() -> int:
         soak.log = daemon.log_text()  # with what it said as it stopped (a sanitizer's leak report)
     print(fd_exhaustion(args.build, program, soak.failures), flush=True)
     print(full_cache(args.build, program, soak.failures), flush=True)
+    print(unprivileged_under_pressure(args.build, args.pressure_seconds, soak.failures), flush=True)
     print(f"{soak.launches} launches, {args.requests} mutated requests, {len(soak.failures)} failures, "
           f"{time.monotonic() - started:.0f} s")  # fmt: skip
     # fds flat: the same after every phase as at the start (the zygote after a kill or SIGHUP is a new
