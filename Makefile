@@ -12,8 +12,9 @@ GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,
 # whose -finstrument-function-entry-bare libheadstart-order records too, and whose libFuzzer
-# (libclang-rt) runs the fuzz targets.
-TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev
+# (libclang-rt) runs the fuzz targets; bash-completion, whose _longopt the completions of headstartd,
+# headstart-run and headstart-pind call (packaging/completion).
+TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev bash-completion
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
@@ -67,7 +68,14 @@ $(VENV)/.installed: pyproject.toml
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) -Dsamples=enabled
 
-build: deps $(BUILD)/build.ninja
+# The committed man pages (packaging/man, `make docs`) where man finds them for .venv/bin's programs:
+# `man -M .venv/share/man headstartd`, or `man headstartd` with .venv/bin on PATH (man-db looks in
+# ../share/man beside each PATH directory).
+VENV_MAN_PAGES := $(patsubst packaging/man/%,$(VENV)/share/man/man1/%,$(wildcard packaging/man/*.1))
+$(VENV)/share/man/man1/%.1: packaging/man/%.1
+	install -D -m 644 $< $@
+
+build: deps $(BUILD)/build.ninja $(VENV_MAN_PAGES)
 	ninja -C $(BUILD)
 
 # AddressSanitizer and UndefinedBehaviorSanitizer build of the daemon, the client and the C tests.
