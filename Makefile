@@ -12,8 +12,8 @@ GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,
 # whose -finstrument-function-entry-bare libheadstart-order records too, and whose libFuzzer
-# (libclang-rt) runs the fuzz targets; bash-completion, whose _longopt the completions of headstartd,
-# headstart-run and headstart-pind call (packaging/completion).
+# (libclang-rt) runs the fuzz targets; bash-completion, whose _longopt the completions of headstartd
+# and headstart-pind call (packaging/completion).
 TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev bash-completion
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
