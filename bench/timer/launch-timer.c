@@ -19,7 +19,8 @@
  * the default is 30 s with a ready condition and no limit for exit.
  *
  * SIGTERM, and the end of our parent (PR_SET_PDEATHSIG), stop the launch under way and end the run
- * once it is reported: the timer never outlives what started it. */
+ * once it is reported: the timer never outlives what started it. SIGUSR1 lets the launch under way
+ * finish first (a load generator stopped by a test). */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -234,6 +235,13 @@ static bool read_output(const struct config *c, int fd, struct seen *v, long lon
 /* Written by the SIGTERM handler, polled by follow(): a flag alone could arrive just before poll. */
 static int stop_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_requested;
+/* SIGUSR1: finish the launch in progress, report it, and end (a load generator being stopped). */
+static volatile sig_atomic_t finish_requested;
+
+static void on_sigusr1(int sig) {
+        (void) sig;
+        finish_requested = 1;
+}
 
 static void on_sigterm(int sig) {
         (void) sig;
@@ -469,6 +477,9 @@ int main(int argc, char *argv[]) {
         struct sigaction sa = { .sa_handler = on_sigterm };
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, NULL);
+        struct sigaction finish = { .sa_handler = on_sigusr1, .sa_flags = SA_RESTART };
+        sigemptyset(&finish.sa_mask);
+        sigaction(SIGUSR1, &finish, NULL);
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
                 return 2;
         if (parse_args(&c, argc, argv) < 0)
@@ -486,8 +497,8 @@ int main(int argc, char *argv[]) {
                 dup2(null, fd);
         close(null);
 
-        for (int round = 0; round < c.runs && !stop_requested; round++)
-                for (int k = 0; k < c.nmodes && !stop_requested; k++)
+        for (int round = 0; round < c.runs && !stop_requested && !finish_requested; round++)
+                for (int k = 0; k < c.nmodes && !stop_requested && !finish_requested; k++)
                         /* Rotate which mode goes first, so no mode always follows another. */
                         one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
         return 0;
