@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from headstart import binaries
 from headstart.errors import HeadstartError
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass
@@ -75,7 +78,9 @@ def private_daemon(
         env = dict(env if env is not None else os.environ, XDG_RUNTIME_DIR=str(runtime))
         started = time.monotonic()
         with open(log, "wb") as logf:
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env)
+            proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env, preexec_fn=_end_with_parent
+            )
         daemon = RunningDaemon(proc, socket, runtime, log)
         try:
             _wait_ready(daemon, timeout)
@@ -83,6 +88,12 @@ def private_daemon(
             yield daemon
         finally:
             stop(daemon)
+
+
+def _end_with_parent() -> None:
+    """In the daemon's child before exec: a SIGTERM when we end, even killed (PR_SET_PDEATHSIG), so
+    that a private daemon never outlives the bench or profile that started it."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _wait_ready(daemon: RunningDaemon, timeout: float) -> None:

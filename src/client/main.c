@@ -325,6 +325,8 @@ static int print_status(void) {
         int r = arg_json ? hs_daemon_status_json(arg_socket, &text) : hs_daemon_status(arg_socket, &text);
         if (r == -EPERM)
                 log_error("the daemon refused: it serves only the user who runs it (each user runs their own)");
+        else if (r == -ENXIO)
+                log_error("no socket to ask: XDG_RUNTIME_DIR is not set (set it, or give --socket or $HEADSTART_SOCKET)");
         else if (r == -ETIMEDOUT)
                 log_error("the daemon did not answer within %u ms (stopped, or overloaded)",
                           HS_LAUNCH_DEFAULT_TIMEOUT_MS);
