@@ -21,7 +21,7 @@ from headstart import inputfile, jsonfile
 from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.errors import HeadstartError
 from headstart.ordering.record import SCHEMA as ORDER_SCHEMA
-from headstart.report import bench_charts, profile_charts
+from headstart.reporters import bench_charts, profile_charts
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from headstart.boot.analysis import TOP, Analysis
 from headstart.boot.timeline import Phase, Timeline
-from headstart.report.page import Page
+from headstart.reporters.page import Page
 
 _PHASE, _INITCALL, _SYSTEMD = "#4e79a7", "#f28e2b", "#59a14f"
 Row = tuple[str, float, float, str]  # label, start, width, colour

@@ -22,7 +22,7 @@ from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
-from headstart.report import bench_page
+from headstart.reporters import bench_page
 
 NAME = "bench"
 HELP = "time launches by exec and through headstartd in every mode, alternating, and compare them"

@@ -10,8 +10,8 @@ from typing import Any
 from headstart import inputfile, jsonfile
 from headstart.errors import HeadstartError
 from headstart.profiling import from_trace, render
-from headstart.report import bench_page, profile_charts
-from headstart.report.page import Page
+from headstart.reporters import bench_page, profile_charts
+from headstart.reporters.page import Page
 
 NAME = "report"
 HELP = "draw profiles (from `headstart profile -o`) side by side, or a bench.json, as one HTML file of charts"

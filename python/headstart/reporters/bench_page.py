@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from headstart.benchmark import table
-from headstart.report import bench_charts
-from headstart.report.page import Page
+from headstart.reporters import bench_charts
+from headstart.reporters.page import Page
 
 
 def build(data: dict[str, Any]) -> Page:

@@ -10,7 +10,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from headstart.benchmark.timing import LAUNCHERS, MODE_NAMES, daemon_mode, mode_title
-from headstart.report import legend
+from headstart.reporters import legend
 
 DAEMON_MODES = ("exec", "preload", "warm", "pool", "learned", "warm-up")
 

@@ -8,7 +8,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from headstart.profiling.timeline import PHASES
-from headstart.report import legend
+from headstart.reporters import legend
 
 PHASE_COLOURS = {"exec": "#9e9e9e", "load": "#4e79a7", "relocate": "#f28e2b", "constructors": "#59a14f"}
 TOP_FILES = 25

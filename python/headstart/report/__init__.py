@@ -1,1 +1,0 @@
-"""Self-contained HTML reports: charts drawn by matplotlib, embedded as SVG images, no network."""
