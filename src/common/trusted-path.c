@@ -131,7 +131,7 @@ static int walk(const char *path, uid_t owner, char *why, size_t why_size, struc
                 if (S_ISLNK(st.st_mode)) {
                         /* Whoever made the link chose where it leads: in a sticky folder that could
                          * be another user. Then where it leads is walked and judged. */
-                        char link_name[PATH_MAX];
+                        char link_name[PATH_MAX + NAME_MAX + 2];
                         snprintf(link_name, sizeof link_name, "%s%s%s", done, strcmp(done, "/") ? "/" : "", name);
                         if ((r = judge(&st, link_name, owner, why, why_size)) < 0)
                                 return r;
