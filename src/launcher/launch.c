@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* One LAUNCH request: check it, decide serve or decline, fork the child. */
+#include "launch.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +13,10 @@
 #include <unistd.h>
 
 #include "after-main.h"
+#include "children.h"
 #include "child.h"
+#include "conn.h"
+#include "launch-counts.h"
 #include "launch-report.h"
 #include "loader-env.h"
 #include "log.h"
@@ -28,7 +32,7 @@ static pid_t peer_pid(const struct conn *c) {
         return getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? -errno : cred.pid;
 }
 
-void launch_schedule_caller(struct conn *c, char *text, size_t size) {
+void launch_schedule_caller(const struct conn *c, char *text, size_t size) {
         if (!c->caller_schedule)
                 return;
         const char *step = "finding the client";
@@ -43,15 +47,10 @@ void launch_schedule_caller(struct conn *c, char *text, size_t size) {
         }
 }
 
-static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *why) {
-        char text[HS_MAX_TEXT];
-        snprintf(text, sizeof text, "%s", why);
-        launch_schedule_caller(c, text, sizeof text);
-        count_decline(s, code, text);
-        if (s->options->verbose)
-                log_info("declined: %s", text);
-        (void) hs_send_reason(c->fd, HS_MSG_DECLINED, code, text);
-        conn_close(s, c);
+static void decline(const struct conn *c, enum hs_decline_reason code, const char *why, struct launch_verdict *ret) {
+        *ret = (struct launch_verdict){ .outcome = LAUNCH_DECLINED, .code = code };
+        snprintf(ret->text, sizeof ret->text, "%s", why);
+        launch_schedule_caller(c, ret->text, sizeof ret->text);
 }
 
 static const struct schedule *program_schedule(const struct server *s, int program_fd) {
@@ -60,7 +59,7 @@ static const struct schedule *program_schedule(const struct server *s, int progr
 }
 
 /* A program without a --schedule gets the daemon's scheduling when served, the client's by exec. */
-static const char *check_client_schedule(const struct conn *c, const struct schedule *configured) {
+static const char *client_schedule_refusal(const struct conn *c, const struct schedule *configured) {
         pid_t pid = peer_pid(c);
         if (configured || (pid > 0 && schedule_same_as_self(pid)))
                 return NULL;
@@ -69,7 +68,7 @@ static const char *check_client_schedule(const struct conn *c, const struct sche
 }
 
 /* A limit above our own hard limit is one our child could not set (only root may raise it). */
-static const char *check_rlimits(const struct hs_launch_request *req) {
+static const char *rlimits_refusal(const struct hs_launch_request *req) {
         if (geteuid() == 0)
                 return NULL;
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
@@ -84,7 +83,7 @@ static const char *check_rlimits(const struct hs_launch_request *req) {
 
 /* A client with a controlling terminal: served only if the user said the program needs no more of
  * it than its stdio, since the program cannot have it as its own controlling terminal. */
-static const char *check_terminal(const struct server *s, const struct hs_launch_request *req, int program_fd) {
+static const char *terminal_refusal(const struct server *s, const struct hs_launch_request *req, int program_fd) {
         if (!(req->fixed.flags & HS_LAUNCH_FLAG_CTTY) || (req->fixed.flags & HS_LAUNCH_FLAG_TERMINAL_OK))
                 return NULL;
         struct stat st;
@@ -152,7 +151,7 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
                                            .conn_fd = c->fd };
                 child_run(&spec);
         }
-        struct child *ch = child_watch(s, pid);
+        struct child *ch = child_watch(s->epoll_fd, pid);
         if (ch)
                 ch->after_main = page;
         else
@@ -161,10 +160,10 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
 }
 
 static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
-                  const struct image_entry *image) {
+                  const struct image_entry *image, struct launch_verdict *ret) {
         int report[2];
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
-                return decline(s, c, HS_DECLINE_BUSY, "the daemon is out of file descriptors");
+                return decline(c, HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);
 
         struct child *ch = pool_take(s, c, image, report[1]);
         bool pooled = ch != NULL;
@@ -173,43 +172,38 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         close(report[1]);
         if (!ch) {
                 close(report[0]);
-                return decline(s, c, HS_DECLINE_BUSY, "the daemon cannot start more programs");
+                return decline(c, HS_DECLINE_BUSY, "the daemon cannot start more programs", ret);
         }
         ch->report_fd = report[0];
-        ch->conn = c;
         ch->program = registered_path(s, image->dev, image->ino);
         ch->started_ms = now_ms();
-        c->child = ch;
         child_list_push(&s->children, ch);
         s->nchildren++;
-
-        /* The child says LAUNCHED itself, right before main (child.c, announce). */
-        c->launched = true;
         s->launches++;
         launch_counts_launched(s->counts, pooled);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
-        if (s->options->refresh_launches && s->launches >= s->options->refresh_launches)
-                server_request_refresh(s, "--refresh-launches reached");
-        hs_close_fds(c->fds, c->nfds);
-        c->nfds = 0;
         if (s->options->verbose)
                 log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
                          pooled ? ", from the pool" : "");
+        *ret = (struct launch_verdict){
+                .outcome = LAUNCH_STARTED,
+                .child = ch,
+                .refresh_wanted = s->options->refresh_launches && s->launches >= s->options->refresh_launches,
+        };
 }
 
-void launch_handle(struct server *s, struct conn *c) {
+void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret) {
         struct hs_launch_request req;
         const char *what = NULL;
         const struct image_entry *image = NULL;
         char buf[HS_MAX_TEXT];
 
-        if (c->header.type == HS_MSG_STATUS)
-                return status_reply(s, c);
-        if (c->header.type != HS_MSG_LAUNCH)
-                return conn_fail(s, c, EBADMSG, "unknown message type");
         int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);
-        if (r < 0)
-                return conn_fail(s, c, -r, what);
+        if (r < 0) {
+                *ret = (struct launch_verdict){ .outcome = LAUNCH_MALFORMED, .error = -r };
+                snprintf(ret->text, sizeof ret->text, "%s", what);
+                return;
+        }
 
         const char *differs;
         const char *reason = NULL;
@@ -221,21 +215,21 @@ void launch_handle(struct server *s, struct conn *c) {
         else if (s->nchildren >= s->options->max_children)
                 reason = "too many programs running";
         if (reason) {
-                decline(s, c, HS_DECLINE_BUSY, reason);
+                decline(c, HS_DECLINE_BUSY, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);
-                decline(s, c, HS_DECLINE_ENVIRONMENT, buf);
-        } else if ((reason = check_terminal(s, &req, c->fds[HS_FD_PROGRAM]))) {
-                decline(s, c, HS_DECLINE_TERMINAL, reason);
-        } else if ((reason = check_rlimits(&req))) {
-                decline(s, c, HS_DECLINE_LIMITS, reason);
-        } else if ((reason = check_client_schedule(c, configured))) {
-                decline(s, c, HS_DECLINE_ENVIRONMENT, reason);
+                decline(c, HS_DECLINE_ENVIRONMENT, buf, ret);
+        } else if ((reason = terminal_refusal(s, &req, c->fds[HS_FD_PROGRAM]))) {
+                decline(c, HS_DECLINE_TERMINAL, reason, ret);
+        } else if ((reason = rlimits_refusal(&req))) {
+                decline(c, HS_DECLINE_LIMITS, reason, ret);
+        } else if ((reason = client_schedule_refusal(c, configured))) {
+                decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
-                decline(s, c, HS_DECLINE_UNSUPPORTED, reason);
+                decline(c, HS_DECLINE_UNSUPPORTED, reason, ret);
         } else {
-                start(s, c, &req, image);
+                start(s, c, &req, image, ret);
         }
         hs_launch_request_done(&req);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Learning what served programs load after main: from the page a child fills at exit, and from the
- * maps of children that run long. New objects are saved at once; once enough are new, the zygote
- * asks for a successor, which preloads them (learn.h). */
+#include "learn-watch.h"
+
 #include <stdio.h>
 
 #include "after-main.h"
+#include "children.h"
 #include "log.h"
 #include "server.h"
 
@@ -35,25 +35,25 @@ static void note_mapped(const char *path, dev_t dev, ino_t ino, void *data) {
         note_one(data, path, &(struct file_id){ dev, ino });
 }
 
-static void learned_some(struct server *s, const struct note *n) {
+/* Saves what is new; returns true when enough is new for a fresh zygote to preload it. */
+static bool learned_some(struct server *s, const struct note *n, char *reason, size_t size) {
         if (!n->added)
-                return;
+                return false;
         int r = learned_save(s->learned);
         if (r < 0)
                 log_warning_errno(r, "cannot save the learned objects to %s", s->learned->file);
-        if (s->learned->learned_now >= s->options->learn_refresh) {
-                char reason[128];
-                snprintf(reason, sizeof reason, "learned %u objects loaded after main", s->learned->learned_now);
-                server_request_refresh(s, reason);
-        }
+        if (s->learned->learned_now < s->options->learn_refresh)
+                return false;
+        snprintf(reason, size, "learned %u objects loaded after main", s->learned->learned_now);
+        return true;
 }
 
-void learn_child_ended(struct server *s, struct child *ch) {
+bool learn_child_ended(struct server *s, const struct child *ch, char *reason, size_t size) {
         if (!s->learned || !ch->program)
-                return;
+                return false;
         struct note n = { .s = s, .program = ch->program };
         after_main_page_read(ch->after_main, note_path, &n);
-        learned_some(s, &n);
+        return learned_some(s, &n, reason, size);
 }
 
 static uint64_t next_scan_at(const struct child *ch) {
@@ -72,7 +72,8 @@ int learn_scan_in_ms(const struct server *s) {
         return next <= now ? 0 : (int) (next - now);
 }
 
-void learn_scan(struct server *s) {
+bool learn_scan(struct server *s, char *reason, size_t size) {
+        bool wanted = false;
         uint64_t now = now_ms();
         for (struct child *ch = s->children; ch; ch = ch->next) {
                 if (!ch->program || next_scan_at(ch) > now)
@@ -81,6 +82,7 @@ void learn_scan(struct server *s) {
                         ch->scans++;
                 struct note n = { .s = s, .program = ch->program };
                 (void) after_main_scan_maps(ch->pid, note_mapped, &n); /* it may have just ended */
-                learned_some(s, &n);
+                wanted |= learned_some(s, &n, reason, size);
         }
+        return wanted;
 }

@@ -14,6 +14,8 @@
 
 #include "after-main.h"
 #include "child.h"
+#include "children.h"
+#include "conn.h"
 #include "log.h"
 #include "wire.h"
 
@@ -106,7 +108,7 @@ static int add_one(struct server *s) {
                 wait_for_request(s, sv[1], daemon, page);
         close(sv[1]);
 
-        struct child *ch = child_watch(s, pid);
+        struct child *ch = child_watch(s->epoll_fd, pid);
         if (!ch) {
                 close(sv[0]);
                 after_main_page_free(page);

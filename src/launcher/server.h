@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's event loop: one thread, one epoll set holding the listening socket, a signalfd,
- * every client connection and the pidfd of every program it started. */
+/* A zygote's event loop: one thread, one epoll set holding the listening socket, a signalfd, the
+ * supervisor's channel, the file watch, every client connection (conn.h) and the pidfd of every
+ * child it forked (children.h). struct server is the zygote's whole state. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "children.h"
+#include "conn.h"
 #include "event-loop.h"
 #include "file-watch.h"
 #include "image-cache.h"
@@ -16,45 +19,7 @@
 #include "options.h"
 #include "protocol.h"
 #include "schedule.h"
-
-enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES };
-
-struct watch {
-        enum watch_kind kind;
-};
-
-struct child;
-
-struct conn {
-        struct watch watch; /* first: epoll data points here */
-        struct conn *prev, *next;
-        int fd;
-        bool launched;      /* a LAUNCH was served; now waiting for the program to end */
-        uint64_t deadline;  /* CLOCK_MONOTONIC ms by which the request must be complete */
-        struct hs_header header;
-        size_t header_got;
-        char *payload;
-        size_t payload_got;
-        int fds[HS_MAX_FDS];
-        size_t nfds;
-        struct child *child;
-        const struct schedule *caller_schedule; /* applied to the client before it is declined */
-};
-
-struct child {
-        struct watch watch; /* first: epoll data points here */
-        struct child *prev, *next;
-        pid_t pid;
-        int pidfd;
-        int report_fd;     /* read end: text here means the start failed before main; -1 while waiting */
-        int channel_fd;    /* a waiting child in the pool takes its request from here; else -1 */
-        bool waiting;      /* in the pool (s->pool), not yet running a program (s->children) */
-        struct conn *conn; /* NULL once the client has gone */
-        struct after_main_page *after_main; /* what it loaded after main, written at its exit; or NULL */
-        const char *program; /* the registered program it runs, whose learned objects these are; or NULL */
-        uint64_t started_ms; /* when it was handed its program */
-        unsigned scans;      /* reads of its /proc maps so far (learn-watch.c) */
-};
+#include "watch.h"
 
 enum program_mode { MODE_EXEC, MODE_PRELOAD, MODE_WARM };
 
@@ -123,29 +88,3 @@ void server_request_refresh(struct server *s, const char *reason);
 void server_ready(struct server *s);
 int server_run(struct server *s);
 void server_done(struct server *s);
-
-/* status.c: answers a STATUS request. */
-void status_reply(struct server *s, struct conn *c);
-/* launch.c: serves or declines the complete LAUNCH request on c. */
-void launch_handle(struct server *s, struct conn *c);
-/* Gives a declined client that execs the program itself the program's schedule; a failure is added
- * to the decline text (of size bytes). */
-void launch_schedule_caller(struct conn *c, char *text, size_t size);
-void conn_close(struct server *s, struct conn *c);
-/* Sends ERROR (a malformed request) and closes the connection. */
-void conn_fail(struct server *s, struct conn *c, int error, const char *what);
-void count_decline(struct server *s, enum hs_decline_reason code, const char *text);
-
-/* learn-watch.c: what served children load after main. */
-/* Learns from a child that ended, before it is freed. */
-void learn_child_ended(struct server *s, struct child *ch);
-/* Milliseconds until a running child's maps are due to be read: 0 now, -1 none. */
-int learn_scan_in_ms(const struct server *s);
-/* Reads the maps of every running child that is due. */
-void learn_scan(struct server *s);
-
-/* A child the daemon just forked, watched through a pidfd; in no list yet. NULL (with the child
- * killed and reaped) when it cannot be supervised. */
-struct child *child_watch(struct server *s, pid_t pid);
-void child_list_push(struct child **head, struct child *ch);
-void child_list_remove(struct child **head, struct child *ch);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The answer to a STATUS request: what `headstart-run --status` prints. One "key: value" per line,
- * so that people can read it and scripts can grep it; docs/protocol.md lists the keys. */
+#include "status.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "server.h"
-#include "wire.h"
 
 struct text {
         char *buf;
@@ -116,15 +115,14 @@ static void compose(const struct server *s, struct text *t) {
                             (unsigned long long) n->declined[code], n->last_decline[code]);
 }
 
-void status_reply(struct server *s, struct conn *c) {
+int status_compose(const struct server *s, char **ret_text, size_t *ret_len) {
         struct text t = { 0 };
         compose(s, &t);
-        if (t.failed)
-                conn_fail(s, c, ENOMEM, "out of memory");
-        else {
-                /* A status is a few KiB: it fits the socket buffer, so this does not block. */
-                (void) hs_send_message(c->fd, HS_MSG_STATUS_REPLY, t.buf, t.len, NULL, 0, 1);
-                conn_close(s, c);
+        if (t.failed) {
+                free(t.buf);
+                return -ENOMEM;
         }
-        free(t.buf);
+        *ret_text = t.buf;
+        *ret_len = t.len;
+        return 0;
 }

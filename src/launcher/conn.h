@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* A zygote's client connections, as seatd's client.c beside its server.c: accepting them, reading
+ * each request without ever blocking on one, the LAUNCH/STATUS dispatch, every reply (DECLINED,
+ * ERROR, STATUS_REPLY, EXITED) and closing. A connection carries one request. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+#include "watch.h"
+
+struct child;
+struct child_end;
+struct schedule;
+struct server;
+
+struct conn {
+        struct watch watch; /* first: epoll data points here */
+        struct conn *prev, *next;
+        int fd;
+        bool launched;      /* a LAUNCH was served; now waiting for the program to end */
+        uint64_t deadline;  /* CLOCK_MONOTONIC ms by which the request must be complete */
+        struct hs_header header;
+        size_t header_got;
+        char *payload;
+        size_t payload_got;
+        int fds[HS_MAX_FDS];
+        size_t nfds;
+        struct child *child;
+        const struct schedule *caller_schedule; /* applied to the client before it is declined */
+};
+
+/* Accepts every client waiting on the socket (only our own user's). */
+void conn_accept_all(struct server *s);
+/* Out of fds, accepting pauses: the ms until it resumes (-1: not paused), resuming when due. */
+int conn_resume_accepting_in(struct server *s);
+
+/* An event on c: reads its request, and once it is whole answers it; after a launch, a hang-up
+ * kills the program (its client is gone). Returns true when the launch asks for a fresh zygote
+ * (--refresh-launches reached). */
+bool conn_on_event(struct server *s, struct conn *c, uint32_t events);
+/* Tells the client how its program ended (or that it failed before main), and closes. */
+void conn_report_end(struct server *s, struct conn *c, const struct child_end *end);
+/* Fails the requests not whole by their deadline; returns the ms until the next one (-1: none). */
+int conn_expire_requests(struct server *s);
+
+/* Unlinks c at once; it is freed by conn_free_closed, after the batch of events in hand. */
+void conn_close(struct server *s, struct conn *c);
+void conn_free_closed(struct server *s);
