@@ -18,8 +18,7 @@ import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
 from headstart.profiling import after_main_trace, syscalls
-from headstart.profiling.render import render
-from rich.console import Console
+from headstart.reporters.profile import render
 
 pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
 
@@ -318,7 +317,7 @@ def test_after_main_trace_of_a_gtk_window(gtk_window_profile):
 def test_after_main_is_rendered_in_the_terminal_and_the_report(gtk_window_profile, tmp_path):
     data, _, saved = gtk_window_profile
     out = io.StringIO()
-    render(data, Console(file=out, width=200))
+    render(data, out, width=200)
     text = out.getvalue()
     for title in ("objects loaded", "files by time", "threads and processes", "longest system calls",
                   "longest stretches without a system call", "advice: preload these"):  # fmt: skip

@@ -1,44 +1,33 @@
 """headstart profile: where one program's launch spends its time, warm and cold.
 
-Each timed launch runs under libheadstart-probe.so (LD_AUDIT) with LD_DEBUG=statistics; two more
-launches, not timed, give the files it touches (strace) and the symbol bindings per library pair.
-docs/measuring.md explains each number and its error.
+The launches and what is read from them: headstart/profiling/profiler.py; the tables:
+headstart/reporters/profile.py. docs/measuring.md explains each number and its error.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import shlex
-import signal
 import sys
-import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
 
-from headstart.benchmark import suite
-from headstart.benchmark.programs import Ready, resolve
-from headstart.benchmark.results import program_dict
+from headstart.benchmark import via_daemon
+from headstart.benchmark.programs import Ready
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.lockers import pind_running
 from headstart.pinning.plan import parse_size
-from headstart.profiling import after_main, files, from_trace, summary
-from headstart.profiling.launch import Launch, LaunchOptions
-from headstart.profiling.launch import run as launch
+from headstart.profiling import after_main, from_trace
+from headstart.profiling.profiler import ProfileOptions, Profiler
 from headstart.profiling.program import resolve_program
-from headstart.profiling.render import render
-from headstart.profiling.timeline import Timeline
-from headstart.stats import summarize
-
-ResidentPages = dict[str, int | None]  # per file, its pages in the page cache
+from headstart.reporters import as_json
+from headstart.reporters.profile import render
 
 NAME = "profile"
-LOAD_COST_RUNS = 5  # processes that load the after-main objects apart (load_cost.py)
 HELP = "profile a program's launches: phases, libraries, relocations, faults, files, pages, memory"
 
 
@@ -97,135 +86,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
 
-def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
-    if result.exit_status < 0 and not result.stopped_at_ready:
-        sig = signal.Signals(-result.exit_status).name
-        tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
-        raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
-    return result
-
-
-class Profiler:
-    def __init__(self, args: argparse.Namespace, argv: list[str], progress: Progress) -> None:
-        self.args = args
-        self.argv = argv
-        self.progress = progress
-        self.ready: re.Pattern[str] | None = args.ready
-        self.pin_budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None
-        self.pinned_bytes: int | None = None
-        kinds = 1 + args.cold + bool(args.pin_plan) + 2 * args.overhead
-        self.task = progress.add_task(Path(argv[0]).name, total=args.runs * kinds + 3)
-
-    def _launch(self, what: str, **kw: Any) -> Launch:
-        opts = LaunchOptions(self.argv, self.ready, self.args.timeout, ready_window=self.args.ready_window, **kw)
-        result = launch(opts)
-        self.progress.advance(self.task)
-        result = _checked(result, what, self.argv)
-        if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
-            raise HeadstartError(
-                f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for setuid programs)"
-            )
-        return result
-
-    def file_uses(self) -> dict[str, files.FileUse]:
-        with tempfile.TemporaryDirectory(prefix="headstart-strace-") as tmp:
-            out = Path(tmp) / "trace"
-            self._launch("traced", probe=False, wrapper=files.strace_command(out))
-            uses = files.read_trace(out)
-        # The kernel maps the program itself at exec, which the trace does not show.
-        program = self.argv[0]
-        size = Path(program).stat().st_size
-        uses.setdefault(program, files.FileUse(program, size=size, bytes_mapped=size, mapped_exec=True))
-        return uses
-
-    def after_main_trace(self) -> str | None:
-        """A launch under the probe and a timed system-call trace, for what happens after main."""
-        with tempfile.TemporaryDirectory(prefix="headstart-strace-") as tmp:
-            out = Path(tmp) / "trace"
-            self._launch("after-main trace", wrapper=after_main.trace_command(out))
-            return out.read_text(errors="replace") if out.exists() else None
-
-    def collect(self) -> dict[str, Any]:
-        uses = self.file_uses()
-        trace = self.after_main_trace()
-        bindings = self._launch("bindings", bindings=True)
-        warm = [self._launch("warm") for _ in range(self.args.runs)]
-        cold, after_evict, after_launch, pinned = self._cold(sorted(uses))
-        records = [summary.launch_record(w, False) for w in warm] + [summary.launch_record(c, True) for c in cold]
-        pinned_records = [summary.launch_record(c, True) for c in pinned]
-        file_rows = summary.files(uses, cold, after_evict, after_launch)
-        return {
-            "schema": summary.SCHEMA_VERSION,
-            "program": self.argv,
-            "ready": {"pattern": self.ready.pattern} if self.ready else "window" if self.args.ready_window else "exit",
-            "runs": self.args.runs,
-            "machine": summary.machine(),
-            "warm": summary.aggregate(records[: len(warm)]),
-            "cold": summary.aggregate(records[len(warm) :]),
-            "cold_pinned": summary.aggregate(pinned_records),
-            "pinned_bytes": self.pinned_bytes,
-            "libraries": summary.libraries(warm, cold, bindings),
-            "files": file_rows,
-            "flags": summary.large_reads(file_rows, self.args.large_read),
-            "overhead": self._overhead() if self.args.overhead else None,
-            "after_main": self._after_main([w.timeline for w in warm if w.timeline], trace),
-            "via_daemon": None,
-            "launches": records,
-        }
-
-    def _after_main(self, timelines: list[Timeline], trace: str | None) -> dict[str, Any]:
-        self.progress.update(self.task, description="after main: loading its objects apart")
-        return after_main.analyze(timelines, trace, self.args.gaps, measure_runs=min(self.args.runs, LOAD_COST_RUNS))
-
-    def _empty_cache(self, paths: list[str]) -> None:
-        if self.args.drop_all:
-            files.drop_all()
-        files.evict(paths)
-
-    def _cold(self, paths: list[str]) -> tuple[list[Launch], list[ResidentPages], list[ResidentPages], list[Launch]]:
-        """Cold launches, and with --pin-plan as many with headstart-pind running, alternately."""
-        cold, after_evict, after_launch, pinned = [], [], [], []
-        for _ in range(self.args.runs if self.args.cold else 0):
-            self._empty_cache(paths)
-            after_evict.append({p: files.residency(p) for p in paths})
-            cold.append(self._launch("cold"))
-            after_launch.append({p: files.residency(p) for p in paths})
-            if self.args.pin_plan:
-                with pind_running(self.args.pin_plan, self.pin_budget) as locked:
-                    self.pinned_bytes = locked
-                    self._empty_cache(paths)
-                    pinned.append(self._launch("cold, pinned"))
-        return cold, after_evict, after_launch, pinned
-
-    def _overhead(self) -> dict[str, Any]:
-        """Time to main through libheadstart-mark-main.so, with and without the probe, alternately."""
-        with_probe, without = [], []
-        for _ in range(self.args.runs):
-            for probe, into in ((True, with_probe), (False, without)):
-                t = self._launch("overhead", probe=probe, mark_main=True).to_main_marked_ns
-                if t is not None:
-                    into.append(t / 1000)
-        if not with_probe or not without:
-            raise HeadstartError("the overhead launches did not mark main")
-        a, b = summarize(with_probe), summarize(without)
-        return {"with_probe_us": a.as_dict(), "without_probe_us": b.as_dict(), "added_us": a.median - b.median}
-
-
-def via_daemon(argv: list[str], args: argparse.Namespace, console: Console) -> dict[str, Any]:
-    """exec, warm and pool through the client library, timed side by side by `headstart bench`, ready
-    as the profile's launches were (--ready, --ready-window or exit) within the same --timeout."""
-    plan = suite.Plan([], args.runs, ["exec", "warm", "pool"], ["direct"], memory_launches=0)
-    ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
-    with Progress(console=console, transient=True) as progress:
-        (result,) = suite.measure_programs([resolve(shlex.join(argv), ready)], plan, progress)
-    failed = [m for m in result.modes.values() if m.status != "ok"]
-    if len(failed) == len(result.modes):
-        first = failed[0]
-        why = first.errors[0] if first.errors else first.status
-        raise HeadstartError(f"--via-daemon: every launch failed ({first.mode}: {why})")
-    return program_dict(result)
-
-
 def _write(path: Path, text: str) -> None:
     try:
         path.write_text(text)
@@ -251,23 +111,37 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--pin-budget goes with --pin-plan")
     if args.pin_plan and not args.pin_plan.is_file():
         raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
+    budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None
+    options = ProfileOptions(
+        argv,
+        runs=args.runs,
+        ready=args.ready,
+        ready_window=args.ready_window,
+        timeout=args.timeout,
+        cold=args.cold,
+        drop_all=args.drop_all,
+        pinned=partial(pind_running, args.pin_plan, budget) if args.pin_plan else None,
+        overhead=args.overhead,
+        large_read=args.large_read,
+        gaps=args.gaps,
+    )
     err = Console(file=sys.stderr)
     with Progress(console=err, transient=True) as progress:
-        profile = Profiler(args, argv, progress).collect()
+        profile = Profiler(options, progress).collect()
     if args.via_daemon:
-        profile["via_daemon"] = via_daemon(argv, args, err)
+        ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
+        profile["via_daemon"] = via_daemon.measure(argv, args.runs, ready, err)
     return output(args, profile)
 
 
 def output(args: argparse.Namespace, profile: dict[str, Any]) -> int:
     """The profile to the files asked for, and as tables or JSON on stdout."""
     if args.output:
-        _write(args.output, json.dumps(profile, indent=1) + "\n")
+        _write(args.output, as_json.text(profile))
     if args.write_preload:
         _write(args.write_preload, after_main.preload_lines(profile["after_main"]))
     if args.json:
-        json.dump(profile, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        as_json.write(profile, sys.stdout)
     else:
-        render(profile, Console(file=sys.stdout, width=120))
+        render(profile, sys.stdout)
     return 0

@@ -1,4 +1,5 @@
-"""What happens after main, as tables in the terminal (the objects and gaps also in the HTML report)."""
+"""What happens after main (a profile's after_main), as tables in the terminal; the objects and gaps
+also in the HTML report (profile_page.py)."""
 
 from __future__ import annotations
 
@@ -93,8 +94,6 @@ def render_after_main(profile: dict[str, Any], console: Console) -> None:
             if present:
                 console.print(table(trace))
     if gaps:
-        console.print(
-            _table("After main: the longest stretches without a system call (main thread)", GAP_HEADERS, gaps)
-        )
+        console.print(_table(GAP_TITLE, GAP_HEADERS, gaps))
     for line in after["advice"]:
         console.print(f"[green]advice:[/] {line}", markup=True, highlight=False)

@@ -1,17 +1,14 @@
-"""The profile as tables in the terminal."""
+"""The profile (`headstart profile`) as tables in the terminal."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from headstart.profiling.render_after_main import GAP_HEADERS as GAP_HEADERS
-from headstart.profiling.render_after_main import LOAD_HEADERS as LOAD_HEADERS
-from headstart.profiling.render_after_main import after_main_rows as after_main_rows
-from headstart.profiling.render_after_main import render_after_main
 from headstart.profiling.timeline import PHASES
+from headstart.reporters.after_main import render_after_main
 
 TOP_LIBRARIES = 10
 TOP_FILES = 12
@@ -117,7 +114,8 @@ def _via_daemon_errors(via: dict[str, Any]) -> list[str]:
     return [f"{mode}: {error}" for mode, m in via["modes"].items() for error in m["errors"]]
 
 
-def render(profile: dict[str, Any], console: Console) -> None:
+def render(profile: dict[str, Any], file: IO[str], width: int = 120) -> None:
+    console = Console(file=file, width=width)
     console.print(f"[bold]{' '.join(profile['program'])}[/]")
     console.print(_phases(profile))
     if profile["libraries"]:
