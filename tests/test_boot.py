@@ -415,14 +415,15 @@ def test_compare_without_ready_uses_the_last_moment_both_reached():
 
 
 def test_html_keeps_kernel_phases_apart_from_a_long_systemd_phase(tmp_path):
-    from headstart.boot import analysis, html
+    from headstart.boot import analysis
+    from headstart.reporters import boot_page
 
     a = analysis.analyze([VERBOSE, FIXTURES / "systemd-analyze.txt"], re.compile(READY))
-    (kernel, _), (user, _) = html.charts(a)
+    (kernel, _), (user, _) = boot_page.charts(a)
     init = a.timeline.at("init")
     assert init is not None and kernel.axes[0].get_xlim()[1] < init * 1.2  # not squashed by 62 s of user space
     assert user.axes[0].get_xlim()[1] > 60
-    page = html.page(a).render()
+    page = boot_page.page(a).render()
     assert "Slowest services" in page and "NetworkManager-wait-online.service" in page
 
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from headstart.boot import analysis, html, timeline
+from headstart.boot import analysis
+from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
+from headstart.reporters import boot, boot_page, json_out
 
 NAME = "boot"
 HELP = "boot time from power-on to the first program ready: record, analyze, compare"
@@ -82,14 +79,13 @@ def run_analyze(args: argparse.Namespace) -> int:
     result = analysis.analyze(args.logs, args.ready, args.boot)
     if args.output:
         try:
-            args.output.write_text(html.page(result).render())
+            args.output.write_text(boot_page.page(result).render())
         except OSError as e:
             raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
     if args.json:
-        json.dump(analysis.as_dict(result), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        json_out.write(analysis.as_dict(result), sys.stdout)
     else:
-        analysis.render(result, Console(file=sys.stdout, width=140))
+        boot.render(result, sys.stdout)
         if args.output:
             print(f"report: {args.output}")
     return 0
@@ -100,96 +96,22 @@ def run_compare(args: argparse.Namespace) -> int:
     b = analysis.analyze([args.b], args.ready, args.boot)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
-    end = compared_end(a, b)
-    if end is None:
+    c = compare(a, b, str(args.a), str(args.b))
+    if c is None:
         raise HeadstartError(f"cannot compare: {args.a} and {args.b} reach no boot moment in common")
-    moment, label, total_a, total_b = end
-    diff_ms = (total_b - total_a) * 1000
-    over = args.budget_ms is not None and diff_ms > args.budget_ms
+    over = args.budget_ms is not None and c.difference_ms > args.budget_ms
     if args.json:
-        data = {
-            "phases": compare_rows(a, b),
-            "moments": compare_moments(a, b),
-            "compared_to": moment,
-            "total_a_s": total_a,
-            "total_b_s": total_b,
-            "difference_ms": diff_ms,
-        }
-        json.dump(data | {"budget_ms": args.budget_ms, "over_budget": over}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        json_out.write(c.as_dict() | {"budget_ms": args.budget_ms, "over_budget": over}, sys.stdout)
     else:
-        _print_comparison(args, a, b, label, (total_a, total_b, diff_ms))
+        boot.render_comparison(c, sys.stdout)
     if over:
         print(
-            f"headstart: B is {diff_ms:,.0f} ms slower than A to {label}, over the budget of {args.budget_ms:,.0f} ms",
+            f"headstart: B is {c.difference_ms:,.0f} ms slower than A to {c.label}, over the budget of "
+            f"{args.budget_ms:,.0f} ms",
             file=sys.stderr,
         )
         return 1
     return 0
-
-
-def compared_end(a: analysis.Analysis, b: analysis.Analysis) -> tuple[str, str, float, float] | None:
-    """The first program ready when both boots show it, else the last moment both reached; without
-    any, the end of the last phase (systemd-analyze's durations)."""
-    common = [n for n in timeline.CHAIN if a.timeline.at(n) is not None and b.timeline.at(n) is not None]
-    if common:
-        name = common[-1]
-        at_a, at_b = a.timeline.at(name), b.timeline.at(name)
-        assert at_a is not None and at_b is not None
-        label = timeline.CHAIN[name]
-        if name != "ready":
-            label += ", the last moment both boots reached"
-        return name, label, at_a, at_b
-    if a.total_s is not None and b.total_s is not None:
-        return "end", "the end of the last phase", a.total_s, b.total_s
-    return None
-
-
-def _print_comparison(
-    args: argparse.Namespace, a: analysis.Analysis, b: analysis.Analysis, label: str, totals: tuple[float, float, float]
-) -> None:
-    table = Table(title=f"Boot phases, s: A = {args.a}, B = {args.b}")
-    for col in ("phase", "A", "B", "B - A, ms"):
-        table.add_column(col, justify="left" if col == "phase" else "right")
-    for r in compare_rows(a, b):
-        table.add_row(r["phase"], _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
-    table.add_section()
-    for r in compare_moments(a, b):
-        table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
-    table.add_section()
-    table.add_row(f"to {label}", _s(totals[0]), _s(totals[1]), _ms(totals[2]))
-    Console(file=sys.stdout, width=140).print(table)
-
-
-def compare_rows(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, Any]]:
-    durations_a = {p.name: p.duration_s for p in a.timeline.phases}
-    durations_b = {p.name: p.duration_s for p in b.timeline.phases}
-    names = list(dict.fromkeys([*durations_a, *durations_b]))
-    rows = []
-    for name in names:
-        da, db = durations_a.get(name), durations_b.get(name)
-        diff = (db - da) * 1000 if da is not None and db is not None else None
-        rows.append({"phase": name, "a_s": da, "b_s": db, "difference_ms": diff})
-    return rows
-
-
-def compare_moments(a: analysis.Analysis, b: analysis.Analysis) -> list[dict[str, Any]]:
-    """The moments both boots show, when each reached them: phases split differently (a quiet kernel
-    prints fewer landmarks) still line up here."""
-    rows = []
-    for name, label in timeline.CHAIN.items():
-        at_a, at_b = a.timeline.at(name), b.timeline.at(name)
-        if at_a is not None and at_b is not None:
-            rows.append({"moment": label, "a_s": at_a, "b_s": at_b, "difference_ms": (at_b - at_a) * 1000})
-    return rows
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:+,.1f}"
 
 
 def run(args: argparse.Namespace) -> int:  # each action sets its own

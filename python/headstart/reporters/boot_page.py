@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from headstart.boot.analysis import TOP, Analysis
+from headstart.boot.analysis import Analysis
 from headstart.boot.timeline import Phase, Timeline
+from headstart.reporters.boot import TOP
 from headstart.reporters.page import Page
 
 _PHASE, _INITCALL, _SYSTEMD = "#4e79a7", "#f28e2b", "#59a14f"

@@ -1,0 +1,70 @@
+"""A boot analysed (`headstart boot analyze`) and two boots compared (`boot compare`), as tables in
+the terminal; boot_page.py is the HTML page of one."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.console import Console
+from rich.table import Table
+
+from headstart.boot.analysis import Analysis
+from headstart.boot.compare import Comparison
+
+TOP = 10  # the slowest initcalls and services shown
+
+
+def render(a: Analysis, file: IO[str], width: int = 140) -> None:
+    console = Console(file=file, width=width)
+    t = a.timeline
+    origin = "power-on (host clock)" if t.axis == "host" else "the kernel's first message (kernel clock)"
+    phases = Table(title=f"Boot phases, seconds from {origin}")
+    for col in ("phase", "start", "end", "duration", "share"):
+        phases.add_column(col, justify="left" if col == "phase" else "right")
+    total = a.total_s or 0.0
+    for p in t.phases:
+        share = f"{p.duration_s / total:.0%}" if total > 0 and not p.name.startswith("systemd") else ""
+        phases.add_row(p.name, f"{p.start_s:.3f}", f"{p.end_s:.3f}", f"{p.duration_s:.3f}", share)
+    console.print(phases if t.phases else "No boot phase found in these logs.")
+    if t.initcalls:
+        calls = Table(title=f"Slowest initcalls (of {len(t.initcalls)})")
+        for col in ("initcall", "ms", "started at s"):
+            calls.add_column(col, justify="left" if col == "initcall" else "right")
+        for c in t.initcalls[:TOP]:
+            calls.add_row(c.name, f"{c.duration_s * 1000:,.1f}", "-" if c.start_s is None else f"{c.start_s:.3f}")
+        console.print(calls)
+    if t.services:
+        services = Table(title="Slowest services (systemd-analyze blame)")
+        services.add_column("unit")
+        services.add_column("s", justify="right")
+        for unit, seconds, _ in t.services[:TOP]:
+            services.add_row(unit, f"{seconds:.3f}")
+        console.print(services)
+    for x in a.advice:
+        console.print(f"[bold]{x.topic}[/]: {x.message}", highlight=False)
+        for e in x.evidence:
+            console.print(f"    evidence: {e}", markup=False, highlight=False)
+    for w in t.warnings:
+        console.print(f"warning: {w}", style="yellow", markup=False)
+
+
+def render_comparison(c: Comparison, file: IO[str], width: int = 140) -> None:
+    table = Table(title=f"Boot phases, s: A = {c.a}, B = {c.b}")
+    for col in ("phase", "A", "B", "B - A, ms"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for r in c.phases:
+        table.add_row(r["phase"], _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
+    table.add_section()
+    for r in c.moments:
+        table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
+    table.add_section()
+    table.add_row(f"to {c.label}", _s(c.total_a_s), _s(c.total_b_s), _ms(c.difference_ms))
+    Console(file=file, width=width).print(table)
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:+,.1f}"
