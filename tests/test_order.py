@@ -135,7 +135,7 @@ def test_record_by_pages_finds_the_startup_functions_of_a_build_not_instrumented
 
 
 def test_a_recorded_name_stands_for_its_clones_in_the_release_build_not_its_cold_part():
-    from headstart.commands.order import match_names
+    from headstart.ordering.emit import match_names
 
     kept, missing = match_names(
         ["main", "parse", "helper", "gone"],

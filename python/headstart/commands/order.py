@@ -6,22 +6,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
 from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.ordering.check import check
-from headstart.ordering.emit import COMPILE_FLAGS, LINKERS, emit
+from headstart.ordering.emit import LINKERS, emit, match_names
 from headstart.ordering.record import record
 from headstart.ordering.symbols import load
 from headstart.profiling.program import resolve_program
+from headstart.reporters import json_out
+from headstart.reporters.order import render_check, render_flags, render_matched, render_recorded
 
 NAME = "order"
 HELP = "order a program's startup functions together: record them, write the order for a linker, check it"
@@ -80,39 +78,15 @@ def _pick_object(data: dict[str, Any], wanted: str | None) -> dict[str, Any]:
     raise HeadstartError(f"no object {wanted or program} in the order (it has {names}): choose one with --object")
 
 
-def match_names(names: list[str], defined: list[str]) -> tuple[list[str], list[str]]:
-    """The names as the release build has them, and those it has not. GCC renames what it clones
-    or splits (foo.isra.0, foo.constprop.0, foo.part.0): each such function stands where its name
-    does; a foo.cold part (code GCC judged unlikely) is left where it is."""
-    exact = set(defined)
-    variants: dict[str, list[str]] = {}
-    for d in defined:
-        base, dot, rest = d.partition(".")
-        if dot and not rest.startswith("cold"):
-            variants.setdefault(base, []).append(d)
-    kept, missing = [], []
-    for n in names:
-        found = ([n] if n in exact else []) + sorted(variants.get(n, []))
-        kept += found
-        if not found:
-            missing.append(n)
-    return list(dict.fromkeys(kept)), missing
-
-
 def run_emit(args: argparse.Namespace) -> int:
     chosen = _pick_object(_load_order(args.order), args.object)
     names = chosen["functions"]
     if args.match:
         names, missing = match_names(names, [f.name for f in load(str(args.match)).functions])
-        found = len(chosen["functions"]) - len(missing)
-        print(f"{found} of {len(chosen['functions'])} names are functions of {args.match}", file=sys.stderr)
-        if missing:
-            shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-            print(f"not in it (inlined or renamed in this build), left out: {shown}", file=sys.stderr)
+        render_matched(len(chosen["functions"]), missing, args.match, sys.stderr)
     emitted = emit(names, args.linker, pie=not args.no_pie)
     _write(emitted.text, args.output)
-    where = str(args.output) if args.output else "FILE"
-    print(f"compile with {COMPILE_FLAGS}; link with {emitted.link_flags.replace('FILE', where)}", file=sys.stderr)
+    render_flags(emitted.link_flags, args.output, sys.stderr)
     return 0
 
 
@@ -120,31 +94,9 @@ def run_record(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     data = record(launch_options(args, resolve_program(args.command)), args.runs, args.pages)
-    _write(json.dumps(data, indent=1) + "\n", args.output)
-    counts = ", ".join(f"{len(o['functions'])} in {Path(o['path']).name}" for o in data["objects"])
-    print(f"{data['method']}: {counts or 'no function'} -> {args.output}", file=sys.stderr)
+    _write(json_out.text(data), args.output)
+    render_recorded(data, args.output, sys.stderr)
     return 0
-
-
-def render_check(data: dict[str, Any], console: Console) -> None:
-    t = Table(title=f"Cold launches: startup text pages and time to ready ({data['runs']} each, alternately)")
-    for col in ("build", "object", "text pages", "touched", "cold ms to ready"):
-        t.add_column(col, justify="left" if col in ("build", "object") else "right")
-    for b in data["builds"]:
-        ms = b["cold_ready_ms"]
-        for i, o in enumerate(b["objects"]):
-            first = i == 0
-            t.add_row(
-                Path(b["program"][0]).name if first else "",
-                Path(o["path"]).name,
-                str(o["text_pages"]),
-                str(o["touched"]) + ("" if b["exact"] else " ~"),
-                f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})" if first else "",
-            )
-        t.add_section()
-    console.print(t)
-    if not all(b["exact"] for b in data["builds"]):
-        console.print("~ not root: counted with readahead on, so up to a fault-around block (64 KiB) per touch")
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -156,10 +108,9 @@ def run_check(args: argparse.Namespace) -> int:
         builds.append(launch_options(args, [*resolve_program(["--", str(args.after.absolute())]), *argv[1:]]))
     data = check(builds, args.runs, args.read_ahead_kb)
     if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        json_out.write(data, sys.stdout)
     else:
-        render_check(data, Console(file=sys.stdout, width=140))
+        render_check(data, sys.stdout)
     return 0
 
 

@@ -26,6 +26,25 @@ _VARIANTS = ("", "unlikely.", "startup.", "hot.")
 _TEXT_OPENS = "*(.text.unlikely .text.*_unlikely .text.unlikely.*)"
 
 
+def match_names(names: list[str], defined: list[str]) -> tuple[list[str], list[str]]:
+    """The names as the release build has them, and those it has not. GCC renames what it clones
+    or splits (foo.isra.0, foo.constprop.0, foo.part.0): each such function stands where its name
+    does; a foo.cold part (code GCC judged unlikely) is left where it is."""
+    exact = set(defined)
+    variants: dict[str, list[str]] = {}
+    for d in defined:
+        base, dot, rest = d.partition(".")
+        if dot and not rest.startswith("cold"):
+            variants.setdefault(base, []).append(d)
+    kept, missing = [], []
+    for n in names:
+        found = ([n] if n in exact else []) + sorted(variants.get(n, []))
+        kept += found
+        if not found:
+            missing.append(n)
+    return list(dict.fromkeys(kept)), missing
+
+
 @dataclass
 class Emitted:
     text: str
