@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
+from headstart.daemon import private_daemon
 
 SAMPLES = {
     "gtk-hello": [["a", "b c"], []],
@@ -191,6 +193,24 @@ def test_program_found_on_path_like_execvp(daemon):
         got = run_served(daemon, ["observe", "report"], env=env)
     assert b"argv[0]=observe\n" in got.stdout
     assert b"invocation_short_name=observe\n" in got.stdout
+
+
+@pytest.mark.parametrize("path", ["/nonexistent::/usr/bin", ":/usr/bin", "/nonexistent:", ""])
+def test_an_empty_path_entry_is_the_working_directory_as_for_execvp(tmp_path, path):
+    """execvp reads an empty PATH entry (and a set but empty PATH) as the working directory. The
+    client did so and the daemon's --app did not: the two searches are now one (path-search.c)."""
+    shutil.copy(bin_path("observe"), tmp_path / "here")
+    (tmp_path / "sub").mkdir()
+    env = base_env(PATH=path)
+    by_execvp = subprocess.run(["/usr/bin/env", "here", "exit", "3"], cwd=tmp_path, env=env, capture_output=True)
+    assert by_execvp.returncode == 3, by_execvp.stderr
+    with private_daemon([]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        got = subprocess.run([*client, "here", "exit", "3"], cwd=tmp_path, env=env, capture_output=True)
+        assert (got.returncode, got.stdout) == (by_execvp.returncode, by_execvp.stdout)
+    check = subprocess.run([str(bin_path("headstartd")), "--check", "here"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert json.loads(check.stdout.splitlines()[0])["path"] == str(tmp_path / "here"), check.stdout
 
 
 def test_process_name_through_a_symlink(daemon, tmp_path):

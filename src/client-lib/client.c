@@ -32,11 +32,7 @@ static int default_socket_path(char *buf, size_t size) {
                 snprintf(buf, size, "%s", env);
                 return 0;
         }
-        const char *dir = getenv("XDG_RUNTIME_DIR");
-        if (!dir || dir[0] != '/')
-                return -ENXIO;
-        int n = snprintf(buf, size, "%s/headstart/socket", dir);
-        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+        return hs_default_socket_path(buf, size);
 }
 
 static int connect_daemon(const char *path) {

@@ -23,6 +23,7 @@
 #include "headstart/client.h"
 #include "log.h"
 #include "macro.h"
+#include "path-search.h"
 
 extern char **environ;
 
@@ -115,36 +116,6 @@ static int parse_argv(int argc, char *argv[]) {
                 return -1;
         }
         return i;
-}
-
-/* The file execvp(3) would run: the name itself if it has a slash, else the first executable
- * regular file of that name on PATH. When unsure we return false and exec decides. */
-static bool find_program(const char *name, char *buf, size_t size) {
-        if (strchr(name, '/')) {
-                if (name[0] == '/')
-                        return snprintf(buf, size, "%s", name) < (int) size;
-                char cwd[PATH_MAX];
-                return getcwd(cwd, sizeof cwd) && snprintf(buf, size, "%s/%s", cwd, name) < (int) size;
-        }
-        const char *path = getenv("PATH");
-        if (!path)
-                path = "/bin:/usr/bin"; /* glibc's default when PATH is unset */
-        for (const char *p = path;; p++) {
-                const char *end = strchrnul(p, ':');
-                int len = (int) (end - p);
-                int n = len ? snprintf(buf, size, "%.*s/%s", len, p, name) : snprintf(buf, size, "./%s", name);
-                if (n > 0 && n < (int) size && access(buf, X_OK) == 0) {
-                        if (buf[0] != '/') {
-                                char rel[PATH_MAX];
-                                snprintf(rel, sizeof rel, "%s", buf);
-                                return find_program(rel, buf, size);
-                        }
-                        return true;
-                }
-                if (!*end)
-                        return false;
-                p = end;
-        }
 }
 
 static _Noreturn void exec_program(char *argv[], const char *why) {
@@ -356,7 +327,7 @@ int main(int argc, char *argv[]) {
         if (arg_exec)
                 exec_program(prog_argv, "--exec given");
         char path[PATH_MAX];
-        if (!find_program(prog_argv[0], path, sizeof path))
+        if (hs_find_program(prog_argv[0], path, sizeof path) < 0)
                 exec_program(prog_argv, "not found on PATH");
         /* Block every signal before asking, so none is lost before the program can receive it. */
         sigset_t all;

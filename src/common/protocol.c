@@ -1,12 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Encoding and validation of protocol messages. Pure functions: no I/O, no logging. */
+/* Encoding and validation of protocol messages, and where the socket is. No I/O, no logging. */
 #include "protocol.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+
+int hs_default_socket_path(char *buf, size_t size) {
+        const char *dir = getenv("XDG_RUNTIME_DIR");
+        if (!dir || dir[0] != '/')
+                return -ENXIO;
+        int n = snprintf(buf, size, "%s/headstart/socket", dir);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
 
 void hs_header_init(struct hs_header *h, enum hs_message_type type, uint32_t size) {
         *h = (struct hs_header){

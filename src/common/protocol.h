@@ -22,6 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Where a user's daemon listens unless told otherwise: $XDG_RUNTIME_DIR/headstart/socket (the
+ * directory private, docs/protocol.md). Returns 0, -ENXIO when XDG_RUNTIME_DIR is unset or not
+ * absolute, or -ENAMETOOLONG. Clients also honour $HEADSTART_SOCKET first; the daemon takes --socket. */
+int hs_default_socket_path(char *buf, size_t size);
+
 #define HS_PROTOCOL_MAGIC 0x52545348u /* "HSTR" in little-endian memory order */
 #define HS_PROTOCOL_VERSION 2u
 

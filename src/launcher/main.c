@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "listen.h"
 #include "log.h"
 #include "options.h"
+#include "protocol.h"
 #include "schedule.h"
 #include "supervisor.h"
 #include "systemd.h"
+#include "verdicts.h"
 #include "zygote.h"
 
 static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
@@ -20,7 +21,7 @@ static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
                 snprintf(buf, size, "%s", o->socket_path);
                 return 0;
         }
-        int r = listen_default_path(buf, size);
+        int r = hs_default_socket_path(buf, size);
         if (r < 0)
                 return log_error("XDG_RUNTIME_DIR is not set: pass --socket PATH"), r;
         return 0;

@@ -11,7 +11,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "pind-report.h"
+#include "launch-report.h"
 #include "trusted-path.h"
 #include "warm-up.h"
 
@@ -156,13 +156,11 @@ int options_parse_config(struct daemon_options *o, const char *path) {
                        -EPERM;
         if (r < 0)
                 return log_error_errno(r, "cannot check the configuration file %s", path);
-        FILE *f = fdopen(fd, "re");
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
         if (!f)
                 return log_error_errno(errno, "cannot read configuration file %s", path);
         TAKE_FD(fd);
-        r = options_parse_config_stream(o, f, path);
-        fclose(f);
-        return r;
+        return options_parse_config_stream(o, f, path);
 }
 
 int options_parse_config_stream(struct daemon_options *o, FILE *f, const char *path) {

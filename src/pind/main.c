@@ -3,7 +3,7 @@
  *
  * It reads a pin plan (plan.h), maps its files and locks the ranges worth most until the budget is
  * used (pin.c). A range is worth the launches of the programs that need it (score.c): counted from
- * the plan, from the launches headstartd reports (served-launches.c) and from execs it sees
+ * the plan, from the launches headstartd reports (launch-report-receive.c) and from execs it sees
  * (exec-watch.c), halved every --half-life. Every --interval seconds it re-scores and re-pins, and
  * checks whether a pinned file was replaced (an upgrade renames a new file over the old name) or
  * changed in place. SIGHUP re-reads the plan; SIGUSR1 logs the status; SIGTERM and SIGINT stop it.
@@ -27,11 +27,12 @@
 #include "log.h"
 #include "macro.h"
 #include "pin.h"
-#include "pind-report.h"
+#include "clock.h"
+#include "launch-report.h"
 #include "plan.h"
 #include "prefetch.h"
 #include "score.h"
-#include "served-launches.h"
+#include "launch-report-receive.h"
 #include "trusted-path.h"
 
 static const char *arg_plan = NULL;
@@ -225,12 +226,6 @@ static void count_launches(struct state *st, int fd, int (*read_one)(int, dev_t 
                 (void) launch_counts_add(&st->counts, &st->plan, dev, ino);
 }
 
-static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Every interval: pin again what was replaced, re-score and re-pin what launches changed. Returns
  * whether to stop (SIGTERM or SIGINT while loading). */
 static bool tick(struct state *st) {
@@ -260,22 +255,22 @@ static void serve(struct state *st, int sfd, int launch_fd) {
         struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
                                { .fd = launch_fd, .events = POLLIN },
                                { .fd = st->exec_fd, .events = POLLIN } };
-        int64_t next_tick = now_ms() + (int64_t) arg_interval * 1000;
+        int64_t next_tick = (int64_t) now_ms() + (int64_t) arg_interval * 1000;
         for (;;) {
-                int64_t wait = next_tick - now_ms();
+                int64_t wait = next_tick - (int64_t) now_ms();
                 int n = poll(p, 3, wait > 0 ? (int) wait : 0);
                 if (n < 0 && errno != EINTR)
                         return (void) log_error_errno(errno, "poll");
                 if (p[1].revents & POLLIN)
-                        count_launches(st, launch_fd, served_launches_read);
+                        count_launches(st, launch_fd, launch_reports_read);
                 if (p[2].revents & POLLIN)
                         count_launches(st, st->exec_fd, exec_watch_read);
                 if ((p[0].revents & POLLIN) && on_signal(st, sfd))
                         return;
-                if (now_ms() >= next_tick) {
+                if ((int64_t) now_ms() >= next_tick) {
                         if (tick(st))
                                 return;
-                        next_tick = now_ms() + (int64_t) arg_interval * 1000;
+                        next_tick = (int64_t) now_ms() + (int64_t) arg_interval * 1000;
                 }
         }
 }
@@ -299,7 +294,7 @@ static int run(void) {
                 log_info("stopped while loading the plan");
                 r = 0;
         } else if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
-                launch_fd = arg_launch_socket ? served_launches_listen(arg_launch_socket) : -1;
+                launch_fd = arg_launch_socket ? launch_reports_listen(arg_launch_socket) : -1;
                 if ((st.exec_fd = exec_watch_open()) >= 0)
                         exec_watch_mark(st.exec_fd, &st.plan);
                 log_info("ready: pinning %s", arg_plan);

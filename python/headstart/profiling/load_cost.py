@@ -1,7 +1,7 @@
 """What loading each object a program dlopens after main costs, measured untraced: what a preload
 takes over (mapping, relocation and constructors, all done once in the zygote). And what
 fontconfig's FcInit costs, which headstartd's `warm-up = fontconfig` does once in the zygote
-(src/launcher/warm-up.c), measured the same way.
+(src/launcher/preload/warm-up.c), measured the same way.
 
 The probe times only the mapping of a dlopen (its audit events come before relocation), and the
 traced launch inflates relocation, so the objects are loaded again apart: in a fresh process (this

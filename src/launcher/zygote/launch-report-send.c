@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-#include "launch-report.h"
+#include "launch-report-send.h"
 
 #include "options.h"
-#include "pind-report.h"
+#include "launch-report.h"
 
 #include <string.h>
 #include <sys/socket.h>

@@ -16,14 +16,6 @@
 #include "macro.h"
 #include "private-dir.h"
 
-int listen_default_path(char *buf, size_t size) {
-        const char *dir = getenv("XDG_RUNTIME_DIR");
-        if (!dir || dir[0] != '/')
-                return -ENXIO;
-        int n = snprintf(buf, size, "%s/headstart/socket", dir);
-        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
-}
-
 /* The directory holds the socket, so its mode is what keeps other users out (alongside the
  * SO_PEERCRED check). */
 static int ensure_private_dir(const char *socket_path) {

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-#include "child.h"
+#include "run-program.h"
 #include "string-list.h"
 
 #define IMAGE_CACHE_SIZE 256

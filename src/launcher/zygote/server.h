@@ -9,8 +9,9 @@
 #include <sys/types.h>
 
 #include "children.h"
+#include "clock.h"
 #include "conn.h"
-#include "event-loop.h"
+
 #include "file-watch.h"
 #include "image-cache.h"
 #include "launch-counts.h"

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What the supervisor's and a zygote's event loops share. */
+/* The signals of the daemon's processes, read through a signalfd: the supervisor's few, and the
+ * zygote's, which its own programs can send. */
 #pragma once
-
-#include <stdint.h>
-
-/* CLOCK_MONOTONIC in milliseconds: deadlines and timers. */
-uint64_t now_ms(void);
 
 /* Blocks SIGTERM, SIGINT and SIGHUP (stop, stop, refresh) and returns a non-blocking signalfd that
  * reads them, or a negative errno. Ignores SIGPIPE: we report write errors ourselves, and a child

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "check.h"
+#include "verdicts.h"
 
 #include <errno.h>
 #include <stdbool.h>

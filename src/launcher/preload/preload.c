@@ -18,24 +18,16 @@
 #include "elf-info.h"
 #include "log.h"
 #include "macro.h"
+#include "path-search.h"
 
 extern char **environ;
 
 int preload_find_program(const char *name, char buf[static PATH_MAX]) {
-        if (strchr(name, '/'))
-                return realpath(name, buf) ? 0 : -errno;
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *copy = strdup(path && *path ? path : "/bin:/usr/bin");
-        if (!copy)
-                return -ENOMEM;
-        char *save = NULL;
-        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-                char candidate[PATH_MAX];
-                snprintf(candidate, sizeof candidate, "%s/%s", *dir ? dir : ".", name);
-                if (access(candidate, X_OK) == 0 && realpath(candidate, buf))
-                        return 0;
-        }
-        return -ENOENT;
+        char found[PATH_MAX];
+        int r = hs_find_program(name, found, sizeof found);
+        if (r < 0)
+                return r;
+        return realpath(found, buf) ? 0 : -errno;
 }
 
 const char *preload_program_problem(const char *path) {
@@ -81,6 +73,24 @@ static int parse_list_line(char *line, struct string_list *libs) {
         return string_list_contains(libs, path) ? 0 : string_list_add(libs, path);
 }
 
+/* Reads `ld.so --list`'s lines from fd (closed here) into libs. */
+static int read_list(int fd, struct string_list *libs) {
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
+        if (!f) {
+                close(fd);
+                return -errno;
+        }
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        int r = 0;
+        while (getline(&line, &cap, f) >= 0)
+                if (r >= 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        r = parse_list_line(line, libs);
+                }
+        return r;
+}
+
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs) {
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -101,18 +111,7 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
                 return log_error_errno(r, "cannot run %s --list", interp);
         }
 
-        FILE *f = fdopen(pipefd[0], "re");
-        char *line = NULL;
-        size_t cap = 0;
-        int pr = 0;
-        while (f && getline(&line, &cap, f) >= 0)
-                if (pr >= 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        pr = parse_list_line(line, libs);
-                }
-        free(line);
-        if (f)
-                fclose(f);
+        int pr = read_list(pipefd[0], libs);
 
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

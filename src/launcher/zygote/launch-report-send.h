@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Tells headstart-pind about each launch served, so that what it keeps resident follows what is
- * launched (src/common/pind-report.h has the format). */
+ * launched (src/common/launch-report.h has the format). */
 #pragma once
 
 struct daemon_options;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "served-launches.h"
+#include "launch-report-receive.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -13,7 +13,7 @@
 #include "log.h"
 #include "macro.h"
 
-int served_launches_listen(const char *path) {
+int launch_reports_listen(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof sa.sun_path)
                 return log_error("--launch-socket: the path is too long for a socket: %s", path), -ENAMETOOLONG;
@@ -30,7 +30,7 @@ int served_launches_listen(const char *path) {
         return TAKE_FD(fd);
 }
 
-int served_launches_read(int fd, dev_t *ret_dev, ino_t *ret_ino) {
+int launch_reports_read(int fd, dev_t *ret_dev, ino_t *ret_ino) {
         char buf[PATH_MAX + 1];
         ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
         if (n < 0)

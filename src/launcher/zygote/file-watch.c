@@ -93,10 +93,10 @@ int file_watch_init(struct file_watch *w, const char *skip_dir, char **ret_chang
         ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[len > 0 ? len : 0] = '\0';
 
-        FILE *f = fopen("/proc/self/maps", "re");
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
         if (!f)
                 return -errno;
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         int r = 0;
         while (r >= 0 && getline(&line, &cap, f) > 0) {
@@ -116,8 +116,6 @@ int file_watch_init(struct file_watch *w, const char *skip_dir, char **ret_chang
                 }
                 r = file_watch_add(w, path);
         }
-        free(line);
-        fclose(f);
         return r;
 }
 

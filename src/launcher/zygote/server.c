@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "event-loop.h"
-#include "launch-report.h"
+#include "clock.h"
+#include "signals.h"
+#include "launch-report-send.h"
 #include "learn-watch.h"
 #include "loader-env.h"
 #include "log.h"

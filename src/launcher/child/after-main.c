@@ -11,6 +11,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "macro.h"
+
 struct after_main_page *after_main_page_new(void) {
         void *p = mmap(NULL, AFTER_MAIN_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
@@ -107,10 +109,11 @@ static bool parse_maps_line(char *line, char **ret_path, dev_t *ret_dev, ino_t *
 int after_main_scan_maps(pid_t pid, void (*fn)(const char *path, dev_t dev, ino_t ino, void *data), void *data) {
         char name[64];
         snprintf(name, sizeof name, "/proc/%d/maps", (int) pid);
-        FILE *f = fopen(name, "re");
+        _cleanup_fclose_ FILE *f = fopen(name, "re");
         if (!f)
                 return -errno;
-        char *line = NULL, *path;
+        _cleanup_free_ char *line = NULL;
+        char *path;
         size_t cap = 0;
         dev_t dev, last_dev = 0;
         ino_t ino, last_ino = 0;
@@ -121,7 +124,5 @@ int after_main_scan_maps(pid_t pid, void (*fn)(const char *path, dev_t dev, ino_
                         last_dev = dev;
                         last_ino = ino;
                 }
-        free(line);
-        fclose(f);
         return 0;
 }

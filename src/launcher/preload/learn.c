@@ -208,7 +208,7 @@ int learned_load(struct learned *l, const char *file, int memory_fd) {
         if (memory && load_memory(l, memory) < 0)
                 return -ENOMEM;
         const char *why;
-        FILE *f = open_state(file, &why);
+        _cleanup_fclose_ FILE *f = open_state(file, &why);
         if (!f) {
                 if (why)
                         log_warning("ignoring the learned objects in %s: %s", file, why);
@@ -218,7 +218,6 @@ int learned_load(struct learned *l, const char *file, int memory_fd) {
         struct learned on_disk = { 0 };
         unsigned line = 0;
         int r = parse_state(f, &on_disk, &line);
-        fclose(f);
         if (r == 0)
                 r = merge(l, &on_disk);
         else if (r != -ENOMEM)
@@ -357,12 +356,9 @@ int learned_save(const struct learned *l) {
         struct learned merged = { 0 };
         const char *why;
         unsigned line;
-        FILE *f = open_state(l->file, &why);
-        if (f) {
-                if (parse_state(f, &merged, &line) < 0)
-                        free_programs(&merged); /* rewritten whole below */
-                fclose(f);
-        }
+        _cleanup_fclose_ FILE *f = open_state(l->file, &why);
+        if (f && parse_state(f, &merged, &line) < 0)
+                free_programs(&merged); /* rewritten whole below */
         /* Locked from reading to rewriting: an old and a new zygote may both be saving. */
         _cleanup_fclose_ FILE *memory = open_memory(l->memory_fd, LOCK_EX, "r+e");
         int r = memory ? load_memory(&merged, memory) : 0;

@@ -14,10 +14,10 @@
 
 #include "after-main.h"
 #include "children.h"
-#include "child.h"
+#include "run-program.h"
 #include "conn.h"
 #include "launch-counts.h"
-#include "launch-report.h"
+#include "launch-report-send.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"

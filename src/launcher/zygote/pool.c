@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "after-main.h"
-#include "child.h"
+#include "run-program.h"
 #include "children.h"
 #include "conn.h"
 #include "log.h"

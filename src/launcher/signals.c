@@ -1,17 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-#include "event-loop.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/signalfd.h>
-#include <time.h>
-
-uint64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
 
 static bool is_fault_signal(int sig) {
         return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS;

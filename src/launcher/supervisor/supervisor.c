@@ -18,7 +18,8 @@
 
 #include "control.h"
 #include "launch-counts.h"
-#include "event-loop.h"
+#include "clock.h"
+#include "signals.h"
 #include "log.h"
 #include "macro.h"
 #include "systemd.h"

@@ -2,7 +2,7 @@
 /* The forked child: makes the process look as if the client had exec'd the program, then loads the
  * program image and calls its main. Runs between fork and main, so it is short, allocates little,
  * and reports any failure to the daemon before main through the report pipe. */
-#include "child.h"
+#include "run-program.h"
 
 #include <dlfcn.h>
 #include <link.h>
