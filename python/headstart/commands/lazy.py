@@ -9,24 +9,23 @@ archive to relink the program with, or a drop-in library for the unmodified prog
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
 from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.lazy.build import build
+from headstart.lazy.compare import compare
 from headstart.lazy.elf_facts import read_facts
 from headstart.lazy.plan import host_path, plan
 from headstart.ordering.check import check
 from headstart.profiling.program import resolve_program
+from headstart.reporters import json_out
+from headstart.reporters.lazy import render_built, render_check, render_plan
 
 NAME = "lazy"
 HELP = "list the libraries a program does not use before it is ready, and what forbids deferring each"
@@ -65,17 +64,6 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def render(data: dict[str, Any], console: Console) -> None:
-    t = Table(title=f"{Path(data['program'][0]).name}: its libraries before ready ({data['profiles']} profile(s))")
-    for col in ("library", "KiB", "bound before ready", "verdict", "why"):
-        t.add_column(col, justify="right" if col in ("KiB", "bound before ready") else "left")
-    for d in data["dependencies"]:
-        why = "; ".join(d["refusals"] + [f"note: {n}" for n in d["notes"]])
-        t.add_row(d["soname"], f"{d['size'] / 1024:,.0f}", str(d["bindings_before_ready"]), d["verdict"], why)
-    console.print(t)
-    console.print(f"deferrable: {data['deferred_bytes'] / 1024:,.0f} KiB not loaded before ready")
-
-
 def run_build(args: argparse.Namespace) -> int:
     data = plan([_load(p) for p in args.profiles], args.sysroot)
     dep = next((d for d in data["dependencies"] if d["soname"] == args.library), None)
@@ -92,22 +80,8 @@ def run_build(args: argparse.Namespace) -> int:
     program = Path(host_path(str(Path(data["program"][0]).resolve()), args.sysroot))
     built, count = build(program, Path(library), args.library, args.output, runtime_path=dep["path"],
                          drop_in=args.drop_in, cc=args.cc)  # fmt: skip
-    loaded = f"{args.library} is then loaded at the first call of one of them"
-    if args.drop_in:
-        print(f"{count} functions stubbed in {built}: run the program with LD_LIBRARY_PATH={built.parent}; {loaded}")
-    else:
-        name = args.library.split(".so")[0].removeprefix("lib")
-        print(f"{count} functions stubbed in {built}: link with {built} instead of -l{name}; {loaded}")
+    render_built(built, count, args.library, args.drop_in, sys.stdout)
     return 0
-
-
-def _object_bytes(objects: list[dict[str, Any]]) -> dict[str, int]:
-    """Their sizes by path (a drop-in has the file name of the library it stands for)."""
-    return {o["path"]: Path(o["path"]).stat().st_size for o in objects if Path(o["path"]).exists()}
-
-
-def _libraries(objects: list[dict[str, Any]]) -> set[str]:
-    return {o["path"] for o in objects if not o["program"]}  # a relinked build is another program file
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -123,27 +97,11 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         path = ":".join(p for p in (str(args.drop_in.resolve()), os.environ.get("LD_LIBRARY_PATH")) if p)
         lazy = replace(eager, env={"LD_LIBRARY_PATH": path})
-    data = check([eager, lazy], args.runs, args.read_ahead_kb)
-    data["schema"] = "headstart-lazy-check 1"
-    before, after = (_object_bytes(b["objects"]) for b in data["builds"])
-    kept = _libraries(data["builds"][0]["objects"]) - _libraries(data["builds"][1]["objects"])
-    data["not_loaded_by_ready"] = {path: size for path, size in before.items() if path in kept}
-    data["ratio_to_eager"] = data["builds"][1]["cold_ready_ms"]["median"] / data["builds"][0]["cold_ready_ms"]["median"]
+    result = compare(check([eager, lazy], args.runs, args.read_ahead_kb))
     if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return 0
-    readahead = f", readahead {args.read_ahead_kb} KiB" if args.read_ahead_kb is not None else ""
-    t = Table(title=f"Cold launches, time to ready ({args.runs} each, alternately{readahead})")
-    for col in ("", "objects by ready", "KiB of them", "cold ms to ready, median (p10-p90)"):
-        t.add_column(col, justify="left" if not col else "right")
-    for name, b, sizes in zip(("eager", "with the stubs"), data["builds"], (before, after), strict=True):
-        ms = b["cold_ready_ms"]
-        t.add_row(name, str(len(b["objects"])), f"{sum(sizes.values()) / 1024:,.0f}",
-                  f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})")  # fmt: skip
-    Console(file=sys.stdout, width=140).print(t)
-    gone = ", ".join(f"{p} ({size / 1024:,.0f} KiB)" for p, size in data["not_loaded_by_ready"].items()) or "none"
-    print(f"not loaded by ready: {gone}; with the stubs / eager: {data['ratio_to_eager']:.2f}")
+        json_out.write(result.data, sys.stdout)
+    else:
+        render_check(result, sys.stdout)
     return 0
 
 
@@ -154,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
         return run_check(args)
     data = plan([_load(p) for p in args.profiles], args.sysroot)
     if args.json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        json_out.write(data, sys.stdout)
     else:
-        render(data, Console(file=sys.stdout, width=160))
+        render_plan(data, sys.stdout)
     return 0
