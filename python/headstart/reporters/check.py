@@ -1,0 +1,47 @@
+"""`headstart check` in the terminal: a table of the daemon's verdicts and how many it serves, or
+the verdicts as JSON lines, as headstartd gives them."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+def shown(text: str) -> str:
+    """A path (or a reason naming one) for the terminal: a byte that is not UTF-8 as \\xff."""
+    return os.fsencode(text).decode(errors="backslashreplace")
+
+
+def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
+    table = Table(show_lines=False)
+    table.add_column("program")
+    table.add_column("served")
+    table.add_column("why")
+    for v in verdicts:
+        if v["mode"] == "exec":
+            served, why = "[red]no, exec[/red]", v["reason"]
+        elif v["mode"] == "warm":
+            served, why = "[green]preload, warm[/green]", ""
+        else:
+            served, why = "[yellow]preload[/yellow]", f"not warm: {v['warm_reason']}"
+        table.add_row(Text(shown(v.get("path") or v["program"])), served, Text(shown(why)))
+    Console(file=file).print(table)
+    served = sum(v["mode"] != "exec" for v in verdicts)
+    print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)", file=file)
+
+
+def render_json(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
+    for v in verdicts:
+        print(json.dumps(v), file=file)
+
+
+def render_missing(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
+    """The programs headstartd could not find (no path in their verdict)."""
+    for v in verdicts:
+        if v.get("path") is None:
+            print(f"headstart: cannot find {shown(v['program'])}: give a path or put it on PATH", file=file)
