@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from contextlib import ExitStack
@@ -14,7 +13,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from headstart import binaries
-from headstart.benchmark import cold, suite, table
+from headstart.benchmark import cold, suite
 from headstart.benchmark.display import x_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import as_json
@@ -22,7 +21,7 @@ from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
-from headstart.reporters import bench_page
+from headstart.reporters import bench, bench_page, json_out
 
 NAME = "bench"
 HELP = "time launches by exec and through headstartd in every mode, alternating, and compare them"
@@ -186,7 +185,7 @@ def run_cold(args: argparse.Namespace) -> int:
         if any(p.needs_display for p in plan.programs):
             env["DISPLAY"] = stack.enter_context(x_display(args.display))
         data = cold.measure(plan, env, progress)
-    results = _write(args.output, "cold.json", json.dumps(data, indent=1) + "\n")
+    results = _write(args.output, "cold.json", json_out.text(data))
     _show(data, args.json, f"\nresults: {results}")
     failed = any(a["errors"] for p in data["programs"] for m in p["modes"].values() for a in m.values())
     return 1 if failed else 0
@@ -204,15 +203,14 @@ def _write(directory: Path, name: str, text: str) -> Path:
 def _show(data: dict[str, Any], as_json: bool, footer: str) -> None:
     """The results as JSON on standard output, or as tables followed by where they were written."""
     if as_json:
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        json_out.write(data, sys.stdout)
     else:
-        table.render(data, Console(file=sys.stdout, width=160))
+        bench.render(data, sys.stdout)
         print(footer)
 
 
 def write_outputs(data: dict[str, object], directory: Path) -> Path:
-    _write(directory, "bench.json", json.dumps(data, indent=1) + "\n")
+    _write(directory, "bench.json", json_out.text(data))
     return _write(directory, "report.html", bench_page.build(data).render())
 
 

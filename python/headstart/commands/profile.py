@@ -24,7 +24,7 @@ from headstart.pinning.plan import parse_size
 from headstart.profiling import after_main, from_trace
 from headstart.profiling.profiler import ProfileOptions, Profiler
 from headstart.profiling.program import resolve_program
-from headstart.reporters import as_json
+from headstart.reporters import json_out
 from headstart.reporters.profile import render
 
 NAME = "profile"
@@ -137,11 +137,11 @@ def run(args: argparse.Namespace) -> int:
 def output(args: argparse.Namespace, profile: dict[str, Any]) -> int:
     """The profile to the files asked for, and as tables or JSON on stdout."""
     if args.output:
-        _write(args.output, as_json.text(profile))
+        _write(args.output, json_out.text(profile))
     if args.write_preload:
         _write(args.write_preload, after_main.preload_lines(profile["after_main"]))
     if args.json:
-        as_json.write(profile, sys.stdout)
+        json_out.write(profile, sys.stdout)
     else:
         render(profile, sys.stdout)
     return 0

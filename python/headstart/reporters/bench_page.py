@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headstart.benchmark import table
+from headstart.reporters import bench as table
 from headstart.reporters import bench_charts
 from headstart.reporters.page import Page
 

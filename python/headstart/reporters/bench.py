@@ -1,10 +1,11 @@
-"""The results as tables, built from the JSON form (bench.json) so that the terminal and the HTML
-report show the same cells: the paper's Table 3 normalized to exec, then the details."""
+"""`headstart bench`'s results as tables, built from the JSON form (bench.json) so that the terminal
+and the HTML report (bench_page.py) show the same cells: the paper's Table 3 normalized to exec,
+then the details."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -240,7 +241,8 @@ def cold_tables(data: dict[str, Any]) -> list[Table]:
     return tables
 
 
-def render(data: dict[str, Any], console: Console) -> None:
+def render(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
+    console = Console(file=file, width=width)
     if str(data.get("schema", "")).startswith("headstart-bench-cold"):
         return _print(cold_tables(data), console)
     _print(all_tables(data), console)
