@@ -54,19 +54,17 @@ static void path_pop(char *done) {
 }
 
 /* Starts again at "/", which is judged like any other directory. */
-static int open_root(int *dir, struct stat *st, char *done, uid_t owner, char *why, size_t why_size) {
-        closep(dir);
-        *dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (*dir < 0 || fstat(*dir, st) < 0)
+static int at_root(struct stat *st, char *done, uid_t owner, char *why, size_t why_size) {
+        if (lstat("/", st) < 0)
                 return -errno;
         strcpy(done, "/");
         return judge(st, done, owner, why, why_size);
 }
 
-/* Replaces what is left to walk (todo from at) with the link's target followed by it. */
-static int follow(int link, char **todo, size_t *at, bool *absolute) {
+/* Replaces what is left to walk (todo from at) with the target of the link at `link`, followed by it. */
+static int follow(const char *link, char **todo, size_t *at, bool *absolute) {
         char target[PATH_MAX];
-        ssize_t n = readlinkat(link, "", target, sizeof target);
+        ssize_t n = readlink(link, target, sizeof target);
         if (n < 0)
                 return -errno;
         if (n == 0)
@@ -84,7 +82,11 @@ static int follow(int link, char **todo, size_t *at, bool *absolute) {
 }
 
 /* Walks path one component at a time from "/", judging each directory and the file, following
- * links; ret is the stat of the file it leads to. */
+ * links; ret is the stat of the file it leads to. Each component is looked at by its whole path as
+ * the walk has resolved it: a component that passed is one only owner or root can change, so what
+ * is below it cannot be swapped by anyone else between two looks. (By absolute paths rather than
+ * from directory fds: under qemu-user with QEMU_LD_PREFIX, "/" opened alone is the emulated root,
+ * while the dynamic loader finds the files the daemon loads by their absolute paths.) */
 static int walk(const char *path, uid_t owner, char *why, size_t why_size, struct stat *ret) {
         if (!path || !*path)
                 return -EINVAL;
@@ -102,9 +104,8 @@ static int walk(const char *path, uid_t owner, char *why, size_t why_size, struc
                 return -ENOMEM;
 
         char done[PATH_MAX];
-        _cleanup_close_ int dir = -1;
-        struct stat cur; /* of dir: a directory while components are left, else the file reached */
-        int r = open_root(&dir, &cur, done, owner, why, why_size);
+        struct stat cur; /* of done: a directory while components are left, else the file reached */
+        int r = at_root(&cur, done, owner, why, why_size);
         if (r < 0)
                 return r;
         unsigned links = 0;
@@ -114,9 +115,9 @@ static int walk(const char *path, uid_t owner, char *why, size_t why_size, struc
                 if (!todo[at])
                         break;
                 size_t len = strcspn(todo + at, "/");
-                char name[NAME_MAX + 1];
                 if (len > NAME_MAX)
                         return -ENAMETOOLONG;
+                char name[NAME_MAX + 1];
                 memcpy(name, todo + at, len);
                 name[len] = '\0';
                 at += len;
@@ -124,34 +125,32 @@ static int walk(const char *path, uid_t owner, char *why, size_t why_size, struc
                         continue;
                 if (!S_ISDIR(cur.st_mode))
                         return -ENOTDIR;
-                _cleanup_close_ int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                char next[PATH_MAX];
+                strcpy(next, done);
+                if (strcmp(name, "..") == 0)
+                        path_pop(next);
+                else if ((r = path_push(next, name, len)) < 0)
+                        return r;
                 struct stat st;
-                if (fd < 0 || fstat(fd, &st) < 0)
+                if (lstat(next, &st) < 0)
                         return -errno;
                 if (S_ISLNK(st.st_mode)) {
                         /* Whoever made the link chose where it leads: in a sticky folder that could
                          * be another user. Then where it leads is walked and judged. */
-                        char link_name[PATH_MAX + NAME_MAX + 2];
-                        snprintf(link_name, sizeof link_name, "%s%s%s", done, strcmp(done, "/") ? "/" : "", name);
-                        if ((r = judge(&st, link_name, owner, why, why_size)) < 0)
+                        if ((r = judge(&st, next, owner, why, why_size)) < 0)
                                 return r;
                         bool absolute = false;
                         if (++links > MAX_LINKS)
                                 return -ELOOP;
-                        if ((r = follow(fd, &todo, &at, &absolute)) < 0)
+                        if ((r = follow(next, &todo, &at, &absolute)) < 0)
                                 return r;
-                        if (absolute && (r = open_root(&dir, &cur, done, owner, why, why_size)) < 0)
+                        if (absolute && (r = at_root(&cur, done, owner, why, why_size)) < 0)
                                 return r;
                         continue;
                 }
-                if (strcmp(name, "..") == 0)
-                        path_pop(done);
-                else if ((r = path_push(done, name, len)) < 0)
+                if ((r = judge(&st, next, owner, why, why_size)) < 0)
                         return r;
-                if ((r = judge(&st, done, owner, why, why_size)) < 0)
-                        return r;
-                closep(&dir);
-                dir = TAKE_FD(fd);
+                strcpy(done, next);
                 cur = st;
         }
         *ret = cur;

@@ -8,8 +8,7 @@
  *
  * Symbolic links are followed: the link is judged by its owner (whoever made it chose where it
  * leads), and what it leads to is checked the same way, every directory of it from where it points.
- * The path is walked one component at a time with O_PATH descriptors, so no rename during the walk
- * can swap a checked directory for an unchecked one. libc only; never logs. */
+ * The path is walked one component at a time; libc only; never logs. */
 #pragma once
 
 #include <stddef.h>
