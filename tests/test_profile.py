@@ -7,6 +7,7 @@ import io
 import json
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -187,6 +188,19 @@ def one_line_error(done: subprocess.CompletedProcess[str], text: str) -> None:
     assert "Traceback" not in done.stderr
     assert text in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_progress_is_drawn_on_a_terminal_and_nothing_in_a_pipe():
+    """rich's bars on standard error when it is a terminal (a pty under script(1)); off a terminal not
+    one byte of them, not even the newline a stopped live display leaves."""
+    argv = ["profile", "--runs", "2", "--", "/bin/true"]
+    piped = headstart(*argv)
+    assert piped.returncode == 0 and piped.stderr == ""
+    command = shlex.join([sys.executable, "-m", "headstart", *argv]) + " >/dev/null"
+    env = dict(os.environ, TERM="xterm")
+    shown = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, timeout=300, env=env)
+    assert shown.returncode == 0, shown.stdout
+    assert b"\x1b[?25l" in shown.stdout and "━".encode() in shown.stdout  # the cursor hidden, a bar drawn
 
 
 def test_profile_bad_input(tmp_path):

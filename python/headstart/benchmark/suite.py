@@ -8,7 +8,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import Progress
 
 from headstart import relocations
@@ -134,10 +133,10 @@ def _library_sources(programs: list[Program]) -> list[Path]:
     return list(dict.fromkeys(p.path for p in [*programs, *samples]))
 
 
-def run(plan: Plan, console: Console) -> BenchResult:
+def run(plan: Plan, progress: Progress) -> BenchResult:
     programs, missing = resolve_programs(plan.programs, plan.ready)
     keys = mode_keys(plan.modes, plan.clients)
-    with ExitStack() as stack, Progress(console=console, transient=True) as progress:
+    with ExitStack() as stack:
         env = dict(os.environ)
         if any(p.needs_display for p in programs):
             try:

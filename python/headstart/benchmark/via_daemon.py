@@ -6,7 +6,6 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from rich.console import Console
 from rich.progress import Progress
 
 from headstart.benchmark import suite
@@ -15,12 +14,11 @@ from headstart.benchmark.results import program_dict
 from headstart.errors import HeadstartError
 
 
-def measure(argv: list[str], runs: int, ready: Ready, console: Console) -> dict[str, Any]:
+def measure(argv: list[str], runs: int, ready: Ready, progress: Progress) -> dict[str, Any]:
     """The program's results in bench.json's form; ready as the profile's launches were (a line, a
     window, or exit) within the same timeout."""
     plan = suite.Plan([], runs, ["exec", "warm", "pool"], ["direct"], memory_launches=0)
-    with Progress(console=console, transient=True) as progress:
-        (result,) = suite.measure_programs([resolve(shlex.join(argv), ready)], plan, progress)
+    (result,) = suite.measure_programs([resolve(shlex.join(argv), ready)], plan, progress)
     failed = [m for m in result.modes.values() if m.status != "ok"]
     if len(failed) == len(result.modes):
         first = failed[0]

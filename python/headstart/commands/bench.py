@@ -9,9 +9,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import Progress
-
 from headstart import binaries
 from headstart.benchmark import cold, suite
 from headstart.benchmark.display import x_display
@@ -22,6 +19,7 @@ from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
 from headstart.reporters import bench, bench_page, json_out
+from headstart.reporters.progress import progress
 
 NAME = "bench"
 HELP = "time launches by exec and through headstartd in every mode, alternating, and compare them"
@@ -179,12 +177,11 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
 
 def run_cold(args: argparse.Namespace) -> int:
     plan = cold_plan_from(args)
-    err = Console(file=sys.stderr)
-    with ExitStack() as stack, Progress(console=err, transient=True) as progress:
+    with ExitStack() as stack, progress() as bars:
         env = dict(os.environ)
         if any(p.needs_display for p in plan.programs):
             env["DISPLAY"] = stack.enter_context(x_display(args.display))
-        data = cold.measure(plan, env, progress)
+        data = cold.measure(plan, env, bars)
     results = _write(args.output, "cold.json", json_out.text(data))
     _show(data, args.json, f"\nresults: {results}")
     failed = any(a["errors"] for p in data["programs"] for m in p["modes"].values() for a in m.values())
@@ -218,8 +215,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cold or args.pin_plan or args.pin_budget or args.memory_max:
         return run_cold(args)
     plan = plan_from(args)
-    err = Console(file=sys.stderr)
-    result = suite.run(plan, err)
+    with progress() as bars:
+        result = suite.run(plan, bars)
     data = as_json(result)
     report = write_outputs(data, args.output)
     _show(data, args.json, f"\nresults: {args.output / 'bench.json'}\nreport:  {report}")

@@ -12,9 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import Progress
-
 from headstart.benchmark import via_daemon
 from headstart.benchmark.programs import Ready
 from headstart.commands._regex import regex
@@ -26,6 +23,7 @@ from headstart.profiling.profiler import ProfileOptions, Profiler
 from headstart.profiling.program import resolve_program
 from headstart.reporters import json_out
 from headstart.reporters.profile import render
+from headstart.reporters.progress import progress
 
 NAME = "profile"
 HELP = "profile a program's launches: phases, libraries, relocations, faults, files, pages, memory"
@@ -125,12 +123,11 @@ def run(args: argparse.Namespace) -> int:
         large_read=args.large_read,
         gaps=args.gaps,
     )
-    err = Console(file=sys.stderr)
-    with Progress(console=err, transient=True) as progress:
-        profile = Profiler(options, progress).collect()
-    if args.via_daemon:
-        ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
-        profile["via_daemon"] = via_daemon.measure(argv, args.runs, ready, err)
+    with progress() as bars:
+        profile = Profiler(options, bars).collect()
+        if args.via_daemon:
+            ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
+            profile["via_daemon"] = via_daemon.measure(argv, args.runs, ready, bars)
     return output(args, profile)
 
 
