@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import chrome_trace
 import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
@@ -117,7 +118,8 @@ def gtk_profile(tmp_path_factory) -> Path:
     program = tmp / "gtk-hello"
     shutil.copy2(binaries.find("gtk-hello"), program)
     out = tmp / "gtk.json"
-    done = headstart("profile", "--runs", "3", "--cold", "-o", str(out), "--", str(program))
+    trace = tmp / "gtk.trace.json"
+    done = headstart("profile", "--runs", "3", "--cold", "-o", str(out), "--trace", str(trace), "--", str(program))
     assert done.returncode == 0, done.stderr
     assert "Launch phases" in done.stdout and "to main" in done.stdout
     return out
@@ -146,6 +148,71 @@ def test_profile_warm_and_cold(gtk_profile):
     assert 0 < cold["mapped"] <= cold["resident_after_launch"] <= program["pages"]
     libs = {lib["name"]: lib for lib in data["libraries"]}
     assert libs["libgtk-3.so.0"]["needed_by"] == 0 and libs["libgtk-3.so.0"]["bindings_from"] > 0
+
+
+def check_launch(trace: dict, pid: int, record: dict, libraries: list[dict]) -> None:
+    """One launch's process in the trace against its record in the profile: the phases' slices last
+    as long as the profile's phases, main and ready are where the profile has them, each object of
+    the initial set has its mapping slice inside the load phase, and the page faults end at the
+    launch's counts."""
+    slices = chrome_trace.events(trace, "X", pid, pid)
+    phases = {e["name"]: e for e in slices if e.get("args", {}).get("phase")}
+    assert set(phases) == {p for p, us in record["phases_us"].items() if us is not None}
+    for name, e in phases.items():
+        assert e["dur"] == pytest.approx(record["phases_us"][name], abs=1e-3), name
+    instants = {e["name"]: e["ts"] for e in chrome_trace.events(trace, "i", pid, pid)}
+    assert instants["main"] == pytest.approx(record["to_main_us"], abs=1e-3)
+    assert instants["ready"] == pytest.approx(record["to_ready_us"], abs=1e-3)
+    assert phases["constructors"]["ts"] + phases["constructors"]["dur"] == pytest.approx(instants["main"], abs=1e-3)
+    maps = [e for e in slices if e["name"].startswith("map ")]
+    assert [e["name"] for e in maps] == [f"map {lib['name']}" for lib in libraries]
+    load = phases["load"]
+    assert maps[0]["ts"] == load["ts"]
+    assert maps[-1]["ts"] + maps[-1]["dur"] == pytest.approx(load["ts"] + load["dur"], abs=1e-3)
+    counters = [e["args"] for e in chrome_trace.events(trace, "C", pid) if e["name"] == "page faults"]
+    if record["minor_faults"] is None:
+        assert counters == []
+    else:
+        assert counters[-1] == {"minor": record["minor_faults"], "major": record["major_faults"]}
+
+
+def test_profile_trace_matches_the_profile(gtk_profile):
+    data = json.loads(gtk_profile.read_text())
+    trace = chrome_trace.read(gtk_profile.parent / "gtk.trace.json")
+    pids = chrome_trace.processes(trace)
+    counts = {"warm": 0, "cold": 0}
+    labels = []
+    for r in data["launches"]:
+        kind = "cold" if r["cold"] else "warm"
+        counts[kind] += 1
+        labels.append(f"gtk-hello: {kind} launch {counts[kind]}")
+    assert set(labels) < set(pids)
+    for label, record in zip(labels, data["launches"], strict=True):
+        check_launch(trace, pids[label], record, data["libraries"])
+    # The launch traced with strace: its system calls, the files they name, the loader relocating
+    # each object (the gap before its RELRO is made read-only), main.
+    (traced,) = [pid for name, pid in pids.items() if "traced launch" in name]
+    main = chrome_trace.threads(trace, traced)["main thread"]
+    calls = chrome_trace.events(trace, "X", traced, main)
+    # Files by their real path (strace -y): libgtk-3.so.0.2404.32.
+    assert any(e["name"].startswith("openat libgtk-3.so.0") and "/libgtk-3.so" in e["args"]["file"] for e in calls)
+    relocated = [e["args"]["object"] for e in calls if e["name"].startswith("relocate ")]
+    assert any("/libgtk-3.so.0" in path for path in relocated)
+    assert [e["name"] for e in chrome_trace.events(trace, "i", traced, main)] == ["main", "end of trace"]
+
+
+def test_profile_trace_of_a_launch_recorded_elsewhere(tmp_path):
+    probe_trace, out = tmp_path / "trace.jsonl", tmp_path / "perfetto.json"
+    record_trace([str(binaries.find("fft")), "64"], probe_trace, binaries.find("probe"))
+    data = profile_json("--from", str(probe_trace), "--trace", str(out))
+    trace = chrome_trace.read(out)
+    ((name, pid),) = chrome_trace.processes(trace).items()
+    assert name == "fft: warm launch 1"
+    check_launch(trace, pid, data["launches"][0], data["libraries"])
+    maps = [e for e in chrome_trace.events(trace, "X", pid) if e["name"].startswith("map ")]
+    for e, lib in zip(maps, data["libraries"], strict=True):
+        assert e["dur"] == pytest.approx(lib["map_us"], abs=1e-3)  # one launch: its own times
+        assert e["ts"] + e["dur"] == pytest.approx(lib["mapped_at_us"], abs=1e-3)
 
 
 def test_profile_flags_data_read_with_read_not_mapped(tmp_path):

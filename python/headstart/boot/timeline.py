@@ -71,6 +71,10 @@ class Timeline:
         m = self.moments.get(name)
         return m.at_s if m else None
 
+    def time_of(self, line: Line) -> float | None:
+        """A line's time on this timeline's axis."""
+        return _time(line, self.axis, self.kernel_offset_s)
+
 
 def _kernel_offset(log: BootLog) -> float | None:
     both = [line.host_s - line.kernel_s for line in log.lines if line.host_s is not None and line.kernel_s is not None]

@@ -19,9 +19,9 @@ from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.lockers import pind_running
 from headstart.pinning.plan import parse_size
 from headstart.profiling import after_main, from_trace
-from headstart.profiling.profiler import ProfileOptions, Profiler
+from headstart.profiling.profiler import ProfileOptions, Profiler, Recorded
 from headstart.profiling.program import resolve_program
-from headstart.reporters import json_out
+from headstart.reporters import json_out, trace
 from headstart.reporters.profile import render
 from headstart.reporters.progress import progress
 
@@ -69,6 +69,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the whole profile as JSON")
     p.add_argument("-o", "--output", type=Path, help="write the profile (JSON, for `headstart report`) here")
     p.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the launches as a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: Chrome's JSON "
+        "trace format, one process per launch (phases, objects mapped, faults) and the strace'd launch's system "
+        "calls per thread (docs/traces.md)",
+    )
+    p.add_argument(
         "--write-preload",
         type=Path,
         metavar="FILE",
@@ -95,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_trace:
         if args.command and args.command != ["--"]:
             raise UsageError("--from reads a recorded launch: give no program")
-        return output(args, from_trace.profile(args.from_trace))
+        return output(args, *from_trace.load(args.from_trace))
     argv = resolve_program(args.command)
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
@@ -124,17 +132,20 @@ def run(args: argparse.Namespace) -> int:
         gaps=args.gaps,
     )
     with progress() as bars:
-        profile = Profiler(options, bars).collect()
+        profiler = Profiler(options, bars)
+        profile = profiler.collect()
         if args.via_daemon:
             ready = Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
             profile["via_daemon"] = via_daemon.measure(argv, args.runs, ready, bars)
-    return output(args, profile)
+    return output(args, profile, profiler.recorded)
 
 
-def output(args: argparse.Namespace, profile: dict[str, Any]) -> int:
+def output(args: argparse.Namespace, profile: dict[str, Any], recorded: Recorded) -> int:
     """The profile to the files asked for, and as tables or JSON on stdout."""
     if args.output:
         _write(args.output, json_out.text(profile))
+    if args.trace:
+        _write(args.trace, trace.text(trace.profile_trace(profile, recorded)))
     if args.write_preload:
         _write(args.write_preload, after_main.preload_lines(profile["after_main"]))
     if args.json:

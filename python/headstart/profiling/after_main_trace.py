@@ -90,6 +90,16 @@ def started(calls: list[Call], main: float) -> list[dict[str, Any]]:
     return out
 
 
+def relocations(calls: list[Call], mapped: AddressMap) -> list[tuple[float, float, str]]:
+    """On one thread's calls, each object the loader relocated: from the end of the call before to
+    the one making the object's RELRO read-only (its last step of relocating it), with its path."""
+    return [
+        (min(a.end, b.start), b.start, path)
+        for a, b in itertools.pairwise(calls)
+        if b.name == "mprotect" and _RELRO.match(b.rest) and (path := mapped.object_of(b))
+    ]
+
+
 def gaps(calls: list[Call], pid: int, main: float, top: int, mapped: AddressMap) -> list[dict[str, Any]]:
     """The longest stretches of one thread without a system call: from one call's end to the next's
     start. One that ends with an object's RELRO made read-only was the loader relocating it."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from headstart.profiling import after_main, summary
 from headstart.profiling.launch import Launch
+from headstart.profiling.profiler import Recorded
 from headstart.profiling.timeline import Timeline, read
 
 
@@ -36,11 +37,16 @@ def _launch(tl: Timeline) -> Launch:
 
 
 def profile(path: Path) -> dict[str, Any]:
+    return load(path)[0]
+
+
+def load(path: Path) -> tuple[dict[str, Any], Recorded]:
+    """The profile, and the launch it was made from (for its trace)."""
     tl = read(path)
     program = next((o.path for o in tl.objects if o.kind == "program"), str(path))
     launch = _launch(tl)
     record = summary.launch_record(launch, False)
-    return {
+    data = {
         "schema": summary.SCHEMA_VERSION,
         "program": [program],
         "ready": "exit",
@@ -56,3 +62,4 @@ def profile(path: Path) -> dict[str, Any]:
         "after_main": after_main.analyze([tl], None),
         "launches": [record],
     }
+    return data, Recorded([launch])

@@ -12,16 +12,17 @@ import signal
 import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.progress import Progress
 
 from headstart.errors import HeadstartError
-from headstart.profiling import after_main, files, summary
+from headstart.profiling import after_main, files, summary, syscalls
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
+from headstart.profiling.syscalls import Call
 from headstart.profiling.timeline import Timeline
 from headstart.stats import summarize
 
@@ -47,6 +48,17 @@ class ProfileOptions:
     gaps: int = after_main.TOP_GAPS
 
 
+@dataclass
+class Recorded:
+    """The launches behind a profile's numbers, for its trace (reporters/trace.py): the timed ones in
+    the order of the profile's "launches", the cold ones with pages pinned, and the system calls of the
+    launch traced with strace (after_main.py)."""
+
+    launches: list[Launch] = field(default_factory=list)
+    pinned: list[Launch] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+
 def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
     if result.exit_status < 0 and not result.stopped_at_ready:
         sig = signal.Signals(-result.exit_status).name
@@ -61,6 +73,7 @@ class Profiler:
         self.argv = options.argv
         self.progress = progress
         self.pinned_bytes: int | None = None
+        self.recorded = Recorded()  # filled by collect()
         kinds = 1 + options.cold + bool(options.pinned) + 2 * options.overhead
         self.task = progress.add_task(Path(self.argv[0]).name, total=options.runs * kinds + 3)
 
@@ -104,6 +117,7 @@ class Profiler:
         records = [summary.launch_record(w, False) for w in warm] + [summary.launch_record(c, True) for c in cold]
         pinned_records = [summary.launch_record(c, True) for c in pinned]
         file_rows = summary.files(uses, cold, after_evict, after_launch)
+        self.recorded = Recorded(warm + cold, pinned, syscalls.parse(trace) if trace is not None else [])
         return {
             "schema": summary.SCHEMA_VERSION,
             "program": self.argv,
