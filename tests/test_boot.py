@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import chrome_trace
 import pytest
 from conftest import charts_in_chromium
 from headstart.boot.record import LineStamper, RecordOptions
@@ -443,3 +444,42 @@ def test_live_qemu_boot_recorded_and_analyzed(tmp_path):
     data = analyze_json(str(log), "--ready", READY)
     assert {"kernel_setup", "kernel_start", "init", "ready"} <= set(data["moments"])
     assert len(data["initcalls"]) > 100 and data["total_s"] > 0
+
+
+def test_analyze_writes_a_trace_of_phases_initcalls_and_units(tmp_path):
+    """--trace: the boot's phases, its initcalls and its systemd units on one timeline (Chrome's JSON
+    trace format, read back as Perfetto reads it), each as long as the analysis says."""
+    for log, expected in ((VERBOSE, "initcalls"), (FIXTURES / "systemd-analyze.txt", "units")):
+        trace_file = tmp_path / f"{log.name}.trace.json"
+        done = headstart("boot", "analyze", str(log), "--ready", READY, "--trace", str(trace_file))
+        assert done.returncode == 0, done.stderr
+        data = analyze_json(str(log), "--ready", READY)
+        trace = chrome_trace.read(trace_file)
+        ((name, pid),) = chrome_trace.processes(trace).items()
+        assert name == (
+            "boot (time from power-on)" if data["axis"] == "host" else "boot (time from the kernel's first message)"
+        )
+        tracks = chrome_trace.threads(trace, pid)
+        on = {t: chrome_trace.events(trace, "X", pid, tid) for t, tid in tracks.items()}
+        phases = on["phases"] + on["systemd's account"]
+        assert [e["name"] for e in phases] == [p["name"] for p in data["phases"]]
+        for e, p in zip(phases, data["phases"], strict=True):
+            assert e["ts"] == pytest.approx(p["start_s"] * 1e6, abs=1e-3)
+            assert e["dur"] == pytest.approx(p["duration_s"] * 1e6, abs=1e-3)
+        instants = {e["name"]: e["ts"] for e in chrome_trace.events(trace, "i", pid)}
+        if "ready" in data["moments"]:
+            assert instants["first program ready"] == pytest.approx(data["moments"]["ready"]["at_s"] * 1e6, abs=1e-3)
+        initcalls = [e for t, slices in on.items() if t.startswith("initcalls") for e in slices]
+        assert sorted((e["name"], round(e["dur"])) for e in initcalls) == sorted(
+            (c["name"], round(c["duration_ms"] * 1000)) for c in data["initcalls"]
+        )
+        if expected == "initcalls":
+            assert len(initcalls) > 100 and trace["otherData"]["initcalls_without_a_time"] == 0
+        units = {s["unit"]: on[s["unit"]] for s in data["services"]}
+        user_space = next((p["start_s"] for p in data["phases"] if p["name"] == "systemd: userspace"), None)
+        for s in data["services"]:
+            (e,) = units[s["unit"]]
+            assert e["dur"] == pytest.approx(s["duration_s"] * 1e6, abs=1e-3)
+            assert e["ts"] == pytest.approx(user_space * 1e6, abs=1e-3)
+        if expected == "units":
+            assert len(units) == 5

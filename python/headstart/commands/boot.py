@@ -11,7 +11,7 @@ from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
-from headstart.reporters import boot, boot_page, json_out
+from headstart.reporters import boot, boot_page, json_out, trace
 
 NAME = "boot"
 HELP = "boot time from power-on to the first program ready: record, analyze, compare"
@@ -33,6 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ana.add_argument("--ready", type=regex, help="the line that says the first program is ready")
     ana.add_argument("--json", action="store_true", help="print the analysis as JSON")
     ana.add_argument("-o", "--output", type=Path, help="also write an HTML report here")
+    ana.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="also write the boot as a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: Chrome's JSON "
+        "trace format, phases, initcalls and systemd units on one timeline (docs/traces.md)",
+    )
     _boot_option(ana)
     ana.set_defaults(run=run_analyze)
 
@@ -75,13 +82,19 @@ def run_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise HeadstartError(f"cannot write {path}: {e.strerror}") from e
+
+
 def run_analyze(args: argparse.Namespace) -> int:
     result = analysis.analyze(args.logs, args.ready, args.boot)
     if args.output:
-        try:
-            args.output.write_text(boot_page.page(result).render())
-        except OSError as e:
-            raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
+        _write(args.output, boot_page.page(result).render())
+    if args.trace:
+        _write(args.trace, trace.text(trace.boot_trace(result)))
     if args.json:
         json_out.write(analysis.as_dict(result), sys.stdout)
     else:
