@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import chrome_trace
 import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium
@@ -33,7 +35,7 @@ def quick_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bench")
     done = bench("--quick", "--programs", "fft", "--runs", "3", "-o", str(out))
     assert done.returncode == 0, done.stderr
-    assert str(out / "report.html") in done.stdout
+    assert str(out / "report.html") in done.stdout and str(out / "trace.json") in done.stdout
     assert "normalized to exec" in done.stdout
     return out
 
@@ -62,6 +64,29 @@ def test_quick_json_has_every_field_of_its_schema(quick_run):
     for key, totals in repeated["total_ms"].items():
         assert len(totals) == 50 and totals == sorted(totals), key  # --quick: 50 launches
         assert key == "exec" or totals[0] > repeated["startup_ms"][key.partition("@")[2]]
+
+
+def test_quick_trace_has_every_launch_per_mode(quick_run):
+    """trace.json beside bench.json (Chrome's JSON trace format, read back as Perfetto reads it): the
+    program a process, each mode a thread, each launch "to ready" with "to main" inside it; the
+    medians of the slices are bench.json's, and round r starts at the same time in every mode."""
+    data = json.loads((quick_run / "bench.json").read_text())
+    trace = chrome_trace.read(quick_run / "trace.json")
+    (program,) = data["programs"]
+    assert chrome_trace.processes(trace) == {"fft": 1}
+    tracks = chrome_trace.threads(trace, 1)
+    assert list(tracks) == list(program["modes"])
+    starts = []
+    for key, mode in program["modes"].items():
+        slices = chrome_trace.events(trace, "X", 1, tracks[key])
+        to_main = [e for e in slices if e["name"] == "to main"]
+        to_ready = [e for e in slices if e["name"] == "to ready"]
+        assert len(to_main) == len(to_ready) == mode["to_main_us"]["count"] == 3
+        assert statistics.median(e["dur"] for e in to_main) == pytest.approx(mode["to_main_us"]["median"], abs=1e-3)
+        assert statistics.median(e["dur"] for e in to_ready) == pytest.approx(mode["to_ready_us"]["median"], abs=1e-3)
+        assert [e["ts"] for e in to_main] == [e["ts"] for e in to_ready]
+        starts.append([e["ts"] for e in to_main])
+    assert all(s == starts[0] for s in starts) and starts[0] == sorted(set(starts[0]))
 
 
 def test_quick_report_renders_in_chromium(quick_run):

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import chrome_trace
 import pytest
 from conftest import SANITIZED, base_env, bin_path, run_served
 from headstart.daemon import private_daemon
@@ -439,6 +440,15 @@ def test_bench_cold_times_every_arm_side_by_side_and_locks_less_than_vmtouch(tmp
     assert data["locked_bytes"]["pinned"] <= data["locked_bytes"]["vmtouch"]
     # the plan holds whole pages of those files
     assert data["closure_bytes"] + data["closure_files"] * PAGE >= data["plan_bytes"]
+    # cold-trace.json beside it: each arm and mode a track, its launch as long as cold.json says
+    trace = chrome_trace.read(tmp_path / "cold-trace.json")
+    tracks = chrome_trace.threads(trace, 1)
+    assert set(tracks) == {f"{key} {arm}" for key in data["modes"] for arm in arms}
+    for key in data["modes"]:
+        for arm in arms:
+            slices = chrome_trace.events(trace, "X", 1, tracks[f"{key} {arm}"])
+            (ready,) = [e["dur"] for e in slices if e["name"] == "to ready"]
+            assert ready == pytest.approx(program["modes"][key][arm]["to_ready_us"]["median"], abs=1e-3)
 
 
 def test_bench_cold_refuses_what_it_cannot_do(tmp_path):

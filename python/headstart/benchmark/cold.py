@@ -138,7 +138,8 @@ def _arm_context(
         yield joined if arm == "pressure" else None
 
 
-def measure(plan: ColdPlan, env: dict[str, str], progress: Progress) -> dict[str, Any]:
+def measure(plan: ColdPlan, env: dict[str, str], progress: Progress) -> tuple[dict[str, Any], ArmRows]:
+    """cold.json's content, and the launches it summarizes."""
     env = mark_main_env(plan.programs, env)
     result = ArmRows()
     with ExitStack() as stack:
@@ -160,7 +161,7 @@ def measure(plan: ColdPlan, env: dict[str, str], progress: Progress) -> dict[str
                     _round(arm, plan, prepared, daemons.running, env, join, result)
                 progress.advance(task)
         progress.remove_task(task)
-    return as_json(plan, prepared, result)
+    return as_json(plan, prepared, result), result
 
 
 def _round(

@@ -62,6 +62,7 @@ class ModeResult:
     to_ready_us: Summary | None = None
     to_exit_us: Summary | None = None  # None when the program was stopped once ready
     errors: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)  # launch-timer's, one per launch
 
 
 def run_launch_timer(
@@ -141,6 +142,7 @@ def summarize_rows(rows: list[dict[str, Any]], keys: list[str]) -> dict[str, Mod
             _summary(ok, "to_ready_ns"),
             _summary(exits, "to_exit_ns"),
             errors,
+            mine,
         )
     return results
 

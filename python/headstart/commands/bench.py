@@ -13,12 +13,12 @@ from headstart import binaries
 from headstart.benchmark import cold, suite
 from headstart.benchmark.display import x_display
 from headstart.benchmark.programs import Ready
-from headstart.benchmark.results import as_json
+from headstart.benchmark.results import BenchResult, as_json
 from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
-from headstart.reporters import bench, bench_page, json_out
+from headstart.reporters import bench, bench_page, json_out, trace
 from headstart.reporters.progress import progress
 
 NAME = "bench"
@@ -105,7 +105,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("bench-results"),
         metavar="DIR",
-        help="where bench.json and report.html go (default ./bench-results)",
+        help="where bench.json, report.html and trace.json (each launch per mode, for Perfetto: docs/traces.md) "
+        "go; with --cold, cold.json and cold-trace.json (default ./bench-results)",
     )
 
 
@@ -181,9 +182,11 @@ def run_cold(args: argparse.Namespace) -> int:
         env = dict(os.environ)
         if any(p.needs_display for p in plan.programs):
             env["DISPLAY"] = stack.enter_context(x_display(args.display))
-        data = cold.measure(plan, env, bars)
+        data, launches = cold.measure(plan, env, bars)
     results = _write(args.output, "cold.json", json_out.text(data))
-    _show(data, args.json, f"\nresults: {results}")
+    groups = [trace.LaunchRows(program, f"{key} {arm}", rows) for (program, key, arm), rows in launches.rows.items()]
+    traced = _write(args.output, "cold-trace.json", trace.text(trace.bench_trace(groups, "headstart bench --cold")))
+    _show(data, args.json, f"\nresults: {results}\ntrace:   {traced}")
     failed = any(a["errors"] for p in data["programs"] for m in p["modes"].values() for a in m.values())
     return 1 if failed else 0
 
@@ -206,9 +209,12 @@ def _show(data: dict[str, Any], as_json: bool, footer: str) -> None:
         print(footer)
 
 
-def write_outputs(data: dict[str, object], directory: Path) -> Path:
+def write_outputs(data: dict[str, object], result: BenchResult, directory: Path) -> tuple[Path, Path]:
+    """bench.json, report.html and trace.json; the report's path and the trace's."""
     _write(directory, "bench.json", json_out.text(data))
-    return _write(directory, "report.html", bench_page.build(data).render())
+    groups = [trace.LaunchRows(p.program, key, m.rows) for p in result.programs for key, m in p.modes.items()]
+    traced = _write(directory, "trace.json", trace.text(trace.bench_trace(groups, "headstart bench")))
+    return _write(directory, "report.html", bench_page.build(data).render()), traced
 
 
 def run(args: argparse.Namespace) -> int:
@@ -218,6 +224,6 @@ def run(args: argparse.Namespace) -> int:
     with progress() as bars:
         result = suite.run(plan, bars)
     data = as_json(result)
-    report = write_outputs(data, args.output)
-    _show(data, args.json, f"\nresults: {args.output / 'bench.json'}\nreport:  {report}")
+    report, traced = write_outputs(data, result, args.output)
+    _show(data, args.json, f"\nresults: {args.output / 'bench.json'}\nreport:  {report}\ntrace:   {traced}")
     return 1 if result.failed() else 0
