@@ -13,7 +13,7 @@ _shtab_headstart_subparsers=(bench boot check lazy order pin profile report)
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
-_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --output --boot)
+_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --output --trace --boot)
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --json)
@@ -27,7 +27,7 @@ _shtab_headstart_order_check_option_strings=(-h --help --after --runs --read-ahe
 _shtab_headstart_order_option_strings=(-h --help)
 _shtab_headstart_pin_plan_option_strings=(-h --help --budget --include -o --output)
 _shtab_headstart_pin_option_strings=(-h --help)
-_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-window --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --write-preload --gaps)
+_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-window --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --trace --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
 
