@@ -34,8 +34,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # What the opt-in live boot test needs: QEMU and Debian's kernel (tests/boot/qemu_boot.py).
 BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
+# What `make deb` builds the Debian packages with, and `make test-deb` checks them with: Debian's
+# own tooling (debian/), lintian, and mmdebstrap for a clean Debian 12 root to install them into.
+DEB_PACKAGES := debhelper dh-python dpkg-dev lintian mmdebstrap
+BUILD_DEB := build-deb
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench order-demo schedule-demo fuzz fuzz-long docs clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench order-demo schedule-demo fuzz fuzz-long docs deb test-deb clean
 
 all: build
 
@@ -166,6 +170,24 @@ test: lint test-c test-fuzz test-python
 docs: build
 	packaging/generate-docs $(BUILD)
 
+# The Debian packages (debian/), built from a copy of the tree in build-deb/ with dpkg-buildpackage;
+# the .deb files and lintian's report land in build-deb/.
+deb:
+	$(call install_missing,$(DEB_PACKAGES) meson ninja-build pkg-config libxcb1-dev python3)
+	rm -rf $(BUILD_DEB) && mkdir -p $(BUILD_DEB)/headstart
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^$(BUILD_DEB)/' \
+		| xargs -0 cp --parents -t $(BUILD_DEB)/headstart
+	cd $(BUILD_DEB)/headstart && dpkg-buildpackage -b -us -uc >../build.log 2>&1 \
+		|| { tail -40 ../build.log; exit 1; }
+	lintian --fail-on error $(BUILD_DEB)/*.changes | tee $(BUILD_DEB)/lintian.txt
+	@ls $(BUILD_DEB)/*.deb
+
+# Opt-in, minutes: the packages installed with apt into a clean Debian 12 root (mmdebstrap), used as
+# a user would (the packaged unit's command, headstart-run, man), then removed and purged
+# (tests/deb/check_packages.py).
+test-deb: deb
+	$(PY) tests/deb/check_packages.py $(BUILD_DEB)
+
 # Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
 # with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).
 test-boot: deps
@@ -192,4 +214,4 @@ bench: build
 	$(VENV)/bin/headstart bench -o bench-results
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_A64) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_A64) $(BUILD_DEB) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))

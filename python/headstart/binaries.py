@@ -1,4 +1,6 @@
-"""Where the C parts are: $HEADSTART_BUILD_DIR, else the build/ folder of this source tree, else PATH.
+"""Where the C parts are: $HEADSTART_BUILD_DIR, else the build/ folder of this source tree, else where
+a package installs them (PATH for the programs, lib/<multiarch>/headstart for the probe and the order
+runtime, libexec/headstart for the bench's own tools).
 
 Programs that are launched rather than part of headstart (the sample apps, the test helpers) may
 come from another build, $HEADSTART_APPS_BUILD_DIR: a sanitizer build of the daemon must still run
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 from headstart.errors import HeadstartError
@@ -38,6 +42,29 @@ SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft", "many-globals", 
 
 _LAUNCHED = ("probe", *SAMPLE_APPS, "observe")
 
+# Installed by `meson install` (and the Debian package): file names in lib/<multiarch>/headstart/
+# (meson.build's private_lib_dir), and the tools in libexec/headstart/ (bench/meson.build).
+_INSTALLED_LIBRARIES = {
+    "probe": "libheadstart-probe.so",
+    "order-runtime": "libheadstart-order.so",
+    "mark-main": "libheadstart-mark-main.so",
+}
+_INSTALLED_TOOLS = {"launch-timer": "launch-timer", "window-shown": "window-shown"}
+
+
+def _installed(name: str) -> Path | None:
+    prefixes = [Path(sys.prefix), Path("/usr/local"), Path("/usr")]
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    if name in _INSTALLED_LIBRARIES:
+        folders = [p / "lib" / multiarch / "headstart" for p in prefixes] + [p / "lib" / "headstart" for p in prefixes]
+        file = _INSTALLED_LIBRARIES[name]
+    elif name in _INSTALLED_TOOLS:
+        folders = [p / "libexec" / "headstart" for p in prefixes]
+        file = _INSTALLED_TOOLS[name]
+    else:
+        return None
+    return next((f / file for f in folders if (f / file).is_file()), None)
+
 
 def build_dir() -> Path:
     return Path(os.environ.get("HEADSTART_BUILD_DIR", SOURCE_ROOT / "build"))
@@ -55,7 +82,7 @@ def find(name: str) -> Path:
         candidate = base / rel
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate.absolute()
-    found = shutil.which(name)
+    found = _installed(name) or shutil.which(name)
     if found:
         return Path(found)
     raise HeadstartError(f"cannot find {name}: build it with `make build` or set HEADSTART_BUILD_DIR")

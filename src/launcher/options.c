@@ -142,9 +142,15 @@ static char *strip(char *s) {
 }
 
 int options_parse_config(struct daemon_options *o, const char *path) {
+        /* "-FILE": FILE may be missing, as systemd's EnvironmentFile=-FILE (the user unit names the
+         * user's configuration, which a user who registers nothing has not written). */
+        bool optional = path[0] == '-';
+        path += optional;
         /* It names what the daemon loads into every program: a file someone else could change would
          * let them run code as us. Opened first, then checked, then read from the same fd. */
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && optional && errno == ENOENT)
+                return 0;
         if (fd < 0)
                 return log_error_errno(errno, "cannot open configuration file %s", path);
         char why[PATH_MAX + 128];
@@ -196,7 +202,8 @@ static void help(void) {
                 "  --warm PROGRAM       register PROGRAM and load the program itself too: a launch is then\n"
                 "                       fork and main; its constructors run once, here (repeatable)\n"
                 "  --preload LIB        also preload LIB (repeatable)\n"
-                "  --config FILE        read settings from FILE, one 'key = value' per line\n"
+                "  --config [-]FILE     read settings from FILE, one 'key = value' per line ('-FILE':\n"
+                "                       FILE may be missing)\n"
                 "  --socket PATH        listen on PATH (default $XDG_RUNTIME_DIR/headstart/socket)\n"
                 "  --cache-dir DIR      where loadable copies of PIE programs go (default: beside the socket)\n"
                 "  --pool N             keep N children forked and waiting for a request (default none)\n"
