@@ -9,20 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "protocol.h"
 #include "wire.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                            \
-        do {                                                                                   \
-                if (cond)                                                                      \
-                        passed++;                                                              \
-                else {                                                                         \
-                        failed++;                                                              \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                }                                                                              \
-        } while (0)
 
 static char *argv_ok[] = { "prog", "-x", "", "last arg", NULL };
 static char *envp_ok[] = { "A=1", "PATH=/bin", NULL };

@@ -11,19 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "trusted-path.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                            \
-        do {                                                                                   \
-                if (cond)                                                                      \
-                        passed++;                                                              \
-                else {                                                                         \
-                        failed++;                                                              \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-                }                                                                              \
-        } while (0)
 
 static char base[PATH_MAX];
 static char why[PATH_MAX + 100];
