@@ -13,10 +13,14 @@
  * The program must write the CLOCK_MONOTONIC time at which main starts to $HEADSTART_MARK_FD
  * (bench/apps/mark.h). Time 0 is taken just before the spawn or the request. Ready is the first
  * line of its output (stdout or stderr, a pipe: the program must flush it) matching --ready, or
- * its first top-level window mapped on $DISPLAY (--ready-window, which also stops the program with
- * SIGTERM once ready, as --stop-at-ready does, or --linger-ms later), else its exit. A launch not
- * ready (or, waiting for its exit, not ended) within --timeout is stopped and reported as an error;
- * the default is 30 s with a ready condition and no limit for exit.
+ * its first window shown (--ready-window, which also stops the program with SIGTERM once ready, as
+ * --stop-at-ready does, or --linger-ms later), else its exit. A window is shown when a top-level
+ * window is mapped on $DISPLAY (window-watch.c) or, with $WAYLAND_DISPLAY set, when a toplevel
+ * surface's first frame is committed to the compositor (wayland-watch.c: the programs get a proxy's
+ * socket as their WAYLAND_DISPLAY); with both set, either counts. A launch not ready (or, waiting
+ * for its exit, not ended) within --timeout is stopped and reported as an error; the default is 30 s
+ * with a ready condition and no limit for exit. A launch not ready in time also ends the run (exit
+ * status 3, after its line): the next ones would most likely wait as long, for nothing.
  *
  * SIGTERM, and the end of our parent (PR_SET_PDEATHSIG), stop the launch under way and end the run
  * once it is reported: the timer never outlives what started it. SIGUSR1 lets the launch under way
@@ -40,6 +44,7 @@
 
 #include "headstart/client.h"
 #include "protocol.h"
+#include "wayland-watch.h"
 #include "window-watch.h"
 
 extern char **environ;
@@ -70,7 +75,8 @@ struct config {
         int nmodes;
         regex_t ready;      /* --ready: a line of output matching it */
         bool ready_set;
-        struct window_watch *windows; /* --ready-window: a top-level window mapped */
+        struct window_watch *windows; /* --ready-window: a top-level window mapped on X */
+        struct wayland_watch *wayland; /* --ready-window: a toplevel's first frame on Wayland */
         bool ready_wanted;  /* either; otherwise ready is exit */
         bool stop_at_ready; /* SIGTERM once ready (implied by --ready-window) */
         bool ready_window;
@@ -93,6 +99,7 @@ struct launch {
         int pidfd;             /* exec, run: readable when it ends */
         struct hs_launch *l;   /* direct */
         bool ended, stopped;
+        bool never_ready;      /* not ready within --timeout */
         int status;            /* wait status */
         char why[HS_MAX_TEXT + 64];
 };
@@ -266,12 +273,13 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
         long long stop_at = c->timeout_ns < 0 ? LLONG_MAX : t0 + c->timeout_ns;
         bool mark_open = true, out_open = true;
         while (!x->ended) {
-                struct pollfd p[5] = { { mark_open ? mark_fd : -1, POLLIN, 0 },
+                struct pollfd p[6] = { { mark_open ? mark_fd : -1, POLLIN, 0 },
                                        { out_open ? out_fd : -1, POLLIN, 0 },
                                        { end_fd(x), POLLIN, 0 },
                                        { c->windows ? window_watch_fd(c->windows) : -1, POLLIN, 0 },
-                                       { stop_pipe[0], POLLIN, 0 } };
-                if (poll(p, 5, poll_timeout(stop_at, now_ns())) < 0 && errno != EINTR) {
+                                       { stop_pipe[0], POLLIN, 0 },
+                                       { c->wayland ? wayland_watch_fd(c->wayland) : -1, POLLIN, 0 } };
+                if (poll(p, 6, poll_timeout(stop_at, now_ns())) < 0 && errno != EINTR) {
                         snprintf(x->why, sizeof x->why, "poll: %s", strerror(errno));
                         stop_requested = 1;
                 }
@@ -282,6 +290,9 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
                         out_open = read_output(c, out_fd, v, now);
                 if (v->t_ready < 0 && c->windows && window_watch_mapped(c->windows))
                         v->t_ready = now;
+                /* The proxy passes on every message while the program runs, ready or not. */
+                if (c->wayland && wayland_watch_shown(c->wayland) && v->t_ready < 0)
+                        v->t_ready = now;
                 if (p[2].revents) {
                         v->t_exit = now;
                         reap(x);
@@ -291,9 +302,16 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
                         stop(x, SIGTERM);
                         stop_at = now + STOP_GRACE_NS;
                 } else if (now >= stop_at) {
-                        if (!x->why[0] && (c->ready_wanted ? v->t_ready < 0 : !x->stopped))
-                                snprintf(x->why, sizeof x->why, "not %s within %g s", c->ready_wanted ? "ready" : "ended",
-                                         (double) c->timeout_ns / 1e9);
+                        if (!x->why[0] && (c->ready_wanted ? v->t_ready < 0 : !x->stopped)) {
+                                const char *problem = c->wayland ? wayland_watch_problem(c->wayland) : NULL;
+                                snprintf(x->why, sizeof x->why, "%s within %g s%s%s%s",
+                                         !c->ready_wanted ? "not ended"
+                                         : c->ready_set   ? "not ready"
+                                                          : "no window shown",
+                                         (double) c->timeout_ns / 1e9,
+                                         problem ? " (" : "", problem ? problem : "", problem ? ")" : "");
+                                x->never_ready = c->ready_wanted;
+                        }
                         stop(x, x->stopped ? SIGKILL : SIGTERM);
                         stop_at = now + STOP_GRACE_NS;
                 } else if (v->t_ready >= 0 && c->stop_at_ready && !x->stopped) {
@@ -309,7 +327,8 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
         read_mark(mark_fd, v);
 }
 
-static void one_launch(const struct config *c, const struct mode *m, int round) {
+/* False when the launch was not ready within the timeout. */
+static bool one_launch(const struct config *c, const struct mode *m, int round) {
         int mark[2], out[2];
         if (pipe2(mark, O_CLOEXEC | O_NONBLOCK) < 0 || fcntl(mark[1], F_SETFD, 0) < 0 ||
             pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -325,6 +344,8 @@ static void one_launch(const struct config *c, const struct mode *m, int round) 
         struct launch x;
         if (c->windows)
                 window_watch_reset(c->windows);
+        if (c->wayland)
+                wayland_watch_reset(c->wayland);
 
         /* The client library hands the program our own fds 0-2: make 1 and 2 the pipe meanwhile. */
         int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
@@ -364,6 +385,7 @@ static void one_launch(const struct config *c, const struct mode *m, int round) 
                 last++;
         free(envp[last]); /* the mark variable, the only string we allocated */
         free(envp);
+        return !x.never_ready;
 }
 
 static const char *daemon_socket(const struct config *c, const char *name) {
@@ -465,6 +487,27 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         return 0;
 }
 
+/* --ready-window: the displays the programs may show a window on. With $WAYLAND_DISPLAY set, the
+ * programs are given our proxy's socket instead (WAYLAND_SOCKET, an fd already connected, is
+ * dropped: the programs would use it first). */
+static int open_watches(struct config *c) {
+        const char *wayland = getenv("WAYLAND_DISPLAY"), *x = getenv("DISPLAY");
+        if (wayland && *wayland) {
+                if (!(c->wayland = wayland_watch_open()))
+                        return -1;
+                if (setenv("WAYLAND_DISPLAY", wayland_watch_address(c->wayland), 1) < 0 ||
+                    unsetenv("WAYLAND_SOCKET") < 0)
+                        return -1;
+                if (!x || !*x)
+                        return 0;
+        }
+        if ((c->windows = window_watch_open()))
+                return 0;
+        wayland_watch_close(c->wayland);
+        c->wayland = NULL;
+        return -1;
+}
+
 int main(int argc, char *argv[]) {
         /* Our parent's end is a SIGTERM (PR_SET_PDEATHSIG, kept across execve for a program that is
          * not set-user-ID); one that ended before this line is seen by getppid() changing. A parent
@@ -484,7 +527,7 @@ int main(int argc, char *argv[]) {
                 return 2;
         if (parse_args(&c, argc, argv) < 0)
                 return 2;
-        if (c.ready_window && !(c.windows = window_watch_open()))
+        if (c.ready_window && open_watches(&c) < 0)
                 return 2;
         c.ready_wanted = c.ready_set || c.ready_window;
         if (c.ready_wanted && c.timeout_ns < 0)
@@ -497,9 +540,12 @@ int main(int argc, char *argv[]) {
                 dup2(null, fd);
         close(null);
 
-        for (int round = 0; round < c.runs && !stop_requested && !finish_requested; round++)
-                for (int k = 0; k < c.nmodes && !stop_requested && !finish_requested; k++)
+        bool ready_in_time = true;
+        for (int round = 0; round < c.runs && ready_in_time && !stop_requested && !finish_requested; round++)
+                for (int k = 0; k < c.nmodes && ready_in_time && !stop_requested && !finish_requested; k++)
                         /* Rotate which mode goes first, so no mode always follows another. */
-                        one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
-        return 0;
+                        ready_in_time = one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
+        window_watch_close(c.windows);
+        wayland_watch_close(c.wayland); /* removes its socket */
+        return ready_in_time ? 0 : 3;
 }
