@@ -1,14 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /* A GTK 3 hello window: about 70 libraries. With a display it shows a window and quits once the
- * window is on screen; without one it initialises what it can and says so. */
+ * window is on screen; without one it initialises what it can and says so. On X the window is on
+ * screen once mapped; on Wayland mapping comes before anything is drawn, so it quits after its
+ * first frame was committed to the compositor instead (what headstart's Wayland watch waits for). */
 #include <gtk/gtk.h>
+#ifdef GDK_WINDOWING_WAYLAND
+#include <gdk/gdkwayland.h>
+#endif
 
 #include "mark.h"
 
+/* Wayland: the window was drawn into a buffer in this frame's paint phase... */
+static gboolean drawn;
+
+static gboolean on_draw(GtkWidget *w, cairo_t *cr, gpointer data) {
+        (void) w, (void) cr, (void) data;
+        drawn = TRUE;
+        return FALSE;
+}
+
+/* ...which GDK's Wayland backend attaches and commits in its own after-paint handler, connected
+ * when the window was realised, so before this one. (A frame before the compositor's first
+ * configure paints nothing.) */
+static void on_after_paint(GdkFrameClock *clock, gpointer data) {
+        (void) clock, (void) data;
+        if (drawn)
+                gtk_main_quit();
+}
+
 static gboolean on_mapped(GtkWidget *w, GdkEvent *e, gpointer data) {
-        (void) w, (void) e, (void) data;
+        (void) e, (void) data;
         printf("window shown\n");
         fflush(stdout); /* a benchmark reading a pipe times this line: it must not wait in a buffer */
+#ifdef GDK_WINDOWING_WAYLAND
+        if (GDK_IS_WAYLAND_DISPLAY(gtk_widget_get_display(w))) {
+                g_signal_connect(w, "draw", G_CALLBACK(on_draw), NULL);
+                g_signal_connect(gtk_widget_get_frame_clock(w), "after-paint", G_CALLBACK(on_after_paint), NULL);
+                return FALSE;
+        }
+#endif
         gtk_main_quit();
         return FALSE;
 }
@@ -29,5 +59,6 @@ int main(int argc, char *argv[]) {
         g_signal_connect(window, "map-event", G_CALLBACK(on_mapped), NULL);
         gtk_widget_show_all(window);
         gtk_main();
+        gdk_display_flush(gdk_display_get_default()); /* Wayland: the frame's commit, still buffered */
         return 0;
 }
