@@ -123,3 +123,38 @@ def test_check_setuid_and_missing_programs(tmp_path):
     assert "set-user-ID" in verdicts[0]["reason"]
     assert verdicts[1]["reason"] == "cannot find the program"
     assert "cannot find" in p.stderr and "Traceback" not in p.stderr
+
+
+def headstart(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "headstart", *args], capture_output=True, text=True, input=stdin)
+
+
+def test_check_many_programs_from_a_folder_a_package_and_a_list(tmp_path):
+    """A folder's ELF programs (not its script, not a link to one already counted), a package's, a
+    list's: one verdict each, and a summary counting the verdicts by reason."""
+    shutil.copy(helper_path("observe"), tmp_path / "observe")
+    shutil.copy(helper_path("observe-tls"), tmp_path / "observe-tls")
+    (tmp_path / "observe-link").symlink_to(tmp_path / "observe")
+    (tmp_path / "script").write_text("#!/bin/sh\n")
+    (tmp_path / "script").chmod(0o755)
+    setuid = tmp_path / "observe-setuid"
+    shutil.copy(helper_path("observe"), setuid)
+    setuid.chmod(0o4755)
+    got = headstart("check", "--json", "--dir", str(tmp_path))
+    verdicts = {json.loads(line)["program"]: json.loads(line) for line in got.stdout.splitlines()}
+    assert sorted(verdicts) == [str(tmp_path / n) for n in ("observe", "observe-setuid", "observe-tls")]
+    assert got.returncode == 1  # two go to exec
+    table = headstart("check", "--dir", str(tmp_path)).stdout
+    assert "3 programs" in table and "set-user-ID" in table and "thread-local storage" in table
+
+    package = headstart("check", "--json", "--package", "gzip")
+    assert package.returncode == 0, package.stderr
+    names = {json.loads(line)["program"].rsplit("/", 1)[-1] for line in package.stdout.splitlines()}
+    assert "gzip" in names and "zcat" not in names  # zcat is a script
+
+    listed = headstart("check", "--json", "--list", "-", stdin=f"# a comment\n{helper_path('observe')}\n\n")
+    assert [json.loads(line)["mode"] for line in listed.stdout.splitlines()] == ["warm"]
+    nothing = headstart("check", "--dir", str(tmp_path / "script"))
+    assert nothing.returncode != 0 and nothing.stderr.count("\n") == 1 and "not a folder" in nothing.stderr
+    none = headstart("check")
+    assert none.returncode == 2 and "no program to check" in none.stderr

@@ -5,11 +5,69 @@ preloading and the binding plan), in a child of its own; one JSON object a progr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from headstart import binaries
 from headstart.errors import HeadstartError
+
+# Programs per `headstartd --check`: far below ARG_MAX, and a bar moves between batches.
+BATCH = 200
+ELF_MAGIC = b"\x7fELF"
+# Where a package's programs are (dpkg -L lists every file it installed).
+PROGRAM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/games/", "/usr/local/bin/")
+
+
+def is_elf_program(path: Path) -> bool:
+    """A regular file we may execute that starts with the ELF magic (scripts and links to
+    directories are not programs; a symlink to a program is, once)."""
+    try:
+        if not path.is_file() or not os.access(path, os.X_OK):
+            return False
+        with open(path, "rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def programs_in_dir(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        raise HeadstartError(f"{folder}: not a folder")
+    found, seen = [], set()
+    for entry in sorted(folder.iterdir()):
+        real = entry.resolve()
+        if real not in seen and is_elf_program(entry):
+            seen.add(real)
+            found.append(str(entry))
+    return found
+
+
+def programs_of_package(name: str) -> list[str]:
+    done = subprocess.run(["dpkg", "-L", name], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HeadstartError(f"{name}: not an installed Debian package ({done.stderr.strip() or 'dpkg -L failed'})")
+    paths = [line for line in done.stdout.splitlines() if line.startswith(PROGRAM_DIRS)]
+    return [p for p in paths if is_elf_program(Path(p))]
+
+
+def programs_listed(lines: Iterable[str]) -> list[str]:
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def judge_many(programs: list[str], advance: Callable[[int], None]) -> tuple[list[dict[str, Any]], str]:
+    """judge() in batches, calling advance(n) after each."""
+    verdicts: list[dict[str, Any]] = []
+    messages = []
+    for start in range(0, len(programs), BATCH):
+        batch = programs[start : start + BATCH]
+        got, said = judge(batch)
+        verdicts += got
+        messages.append(said)
+        advance(len(batch))
+    return verdicts, "".join(messages)
 
 
 def judge(programs: list[str]) -> tuple[list[dict[str, Any]], str]:

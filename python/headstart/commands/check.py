@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from headstart.errors import UsageError
 from headstart.reporters import check
-from headstart.verdicts import judge
+from headstart.reporters.progress import progress
+from headstart.verdicts import judge_many, programs_in_dir, programs_listed, programs_of_package
 
 NAME = "check"
 HELP = "say whether headstartd serves each program (and in which modes) or sends it to exec, and why"
@@ -24,17 +27,41 @@ EXIT_STATUS = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXIT_STATUS
-    p.add_argument("programs", nargs="+", metavar="PROGRAM", help="a path, or a name looked up on PATH")
+    p.add_argument("programs", nargs="*", metavar="PROGRAM", help="a path, or a name looked up on PATH")
+    p.add_argument("--dir", action="append", default=[], type=Path, metavar="DIR",
+                   help="every ELF program directly in DIR (repeatable)")  # fmt: skip
+    p.add_argument("--package", action="append", default=[], metavar="PKG",
+                   help="the ELF programs an installed Debian package put in bin/ or sbin/ (repeatable)")  # fmt: skip
+    p.add_argument("--list", type=argparse.FileType("r"), metavar="FILE",
+                   help="programs, one a line ('-': standard input; # starts a comment)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per program, as headstartd gives it")
 
 
+def programs_from(args: argparse.Namespace) -> list[str]:
+    programs = list(args.programs)
+    for folder in args.dir:
+        programs += programs_in_dir(folder)
+    for name in args.package:
+        programs += programs_of_package(name)
+    if args.list:
+        programs += programs_listed(args.list)
+    if not programs:
+        raise UsageError("no program to check: give PROGRAM, --dir, --package or --list")
+    return list(dict.fromkeys(programs))
+
+
 def run(args: argparse.Namespace) -> int:
-    verdicts, messages = judge(args.programs)
+    programs = programs_from(args)
+    with progress() as bars:
+        task = bars.add_task("headstartd --check", total=len(programs))
+        verdicts, messages = judge_many(programs, lambda n: bars.advance(task, n))
     if messages.strip():
         print(messages.strip(), file=sys.stderr)
     if args.json:
         check.render_json(verdicts, sys.stdout)
     else:
         check.render(verdicts, sys.stdout)
+        if len(verdicts) > 1:
+            check.render_summary(verdicts, sys.stdout)
     check.render_missing(verdicts, sys.stderr)
     return 0 if all(v["mode"] != "exec" for v in verdicts) else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from typing import IO, Any
 
 from rich.console import Console
@@ -33,6 +34,28 @@ def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
     Console(file=file).print(table)
     served = sum(v["mode"] != "exec" for v in verdicts)
     print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)", file=file)
+
+
+def reason_kind(reason: str) -> str:
+    """A reason without what is particular to one program: headstartd's reasons say that after their
+    first colon, so the programs refused for the same reason count together."""
+    return reason.split(": ", 1)[0]
+
+
+def render_summary(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
+    """How many programs get each verdict, and each reason for exec, most programs first."""
+    modes = Counter(v["mode"] for v in verdicts)
+    reasons = Counter(reason_kind(v["reason"] or "") for v in verdicts if v["mode"] == "exec")
+    table = Table(title=f"{len(verdicts)} programs", show_lines=False)
+    table.add_column("verdict")
+    table.add_column("programs", justify="right")
+    table.add_column("share", justify="right")
+    for label, count in [("served warm", modes["warm"]), ("served, preload only", modes["preload"])] + [
+        (f"exec: {shown(r)}", n) for r, n in reasons.most_common()
+    ]:
+        if count:
+            table.add_row(Text(label), str(count), f"{100 * count / len(verdicts):.0f}%")
+    Console(file=file).print(table)
 
 
 def render_json(verdicts: list[dict[str, Any]], file: IO[str]) -> None:

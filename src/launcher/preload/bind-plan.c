@@ -105,8 +105,8 @@ static const char *copy_refusal(const struct elf_export *x, const void *source, 
                 uintptr_t v = *(const uintptr_t *) p;
                 if (v >= lo && v < hi)
                         return snprintf(buf, size,
-                                        "copies %s, which holds pointers into itself: its bytes cannot simply move "
-                                        "to the program's copy",
+                                        "a library variable it copies holds pointers into itself: %s, whose bytes "
+                                        "cannot simply move to the program's copy",
                                         x->name),
                                buf;
         }
@@ -200,8 +200,8 @@ const char *bind_plan_build(const struct elf_exports *ex, const struct string_li
                 handles[n] = dlopen(closure->items[n], RTLD_LAZY | RTLD_NOLOAD);
                 if (!handles[n]) {
                         snprintf(buf, size,
-                                 "needs %s, which the daemon has not loaded, to bind its libraries to it as exec "
-                                 "would: register the program (--app) so that its libraries are preloaded",
+                                 "needs a library the daemon has not loaded to bind its libraries to it as exec "
+                                 "would: %s; register the program (--app) so that its libraries are preloaded",
                                  closure->items[n]);
                         why = buf;
                 }
