@@ -7,7 +7,9 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 	webp qpdf exiv2 tzdata
 # GUI programs run under a private X server (Xvfb): our GTK and Qt samples, and Debian's galculator
 # (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
-GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig
+# On Wayland they run under a private weston (its headless backend; launch-timer's proxy needs no
+# library), Qt 5 through its Wayland platform plugin (qtwayland5; GTK 3 has its backend built in).
+GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig weston qtwayland5
 # Man pages from the C programs' --help (help2man), what the unit and terminal tests use, and
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,

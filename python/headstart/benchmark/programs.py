@@ -1,12 +1,12 @@
 """The programs a benchmark launches: our samples, or any program with its arguments, each with the
 moment it counts as ready (a line of output, a window shown, or its exit) and what it needs to run
-(an X display, environment variables)."""
+(a display, X11 or Wayland; environment variables)."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from headstart import binaries
@@ -15,8 +15,9 @@ from headstart.errors import UsageError
 
 @dataclass(frozen=True)
 class Ready:
-    """When a launch is ready: the first output line matching `pattern`, or the first top-level
-    window mapped on the display (`window`; the program is then stopped), else the program's exit.
+    """When a launch is ready: the first output line matching `pattern`, or its first window shown
+    (`window`: a top-level window mapped on X, the first frame of a toplevel surface committed on
+    Wayland; the program is then stopped), else the program's exit.
     A launch not ready within `timeout` seconds is stopped and counted as failed (None: launch-timer's
     default, 30 s for a line or a window, no limit for the exit)."""
 
@@ -44,16 +45,18 @@ class Sample:
     display: bool = False
 
 
-# Each sample with a small, representative job. The GUI samples show a real window: GTK says
-# "window shown" when its window is mapped, and Qt (on X11, not off screen) prints its line after
-# the first round of events, both flushed at once.
+# Each sample with a small, representative job. The GUI samples show a real window: on X11, GTK says
+# "window shown" when its window is mapped, and Qt (not off screen: the display's environment
+# chooses its platform, benchmark/display.py) prints its line after the first round of events,
+# both flushed at once. On Wayland both lines come before anything is drawn, so there the samples
+# are ready at their first frame, as any program is (Program.on_display).
 SAMPLES: dict[str, Sample] = {
     "gtk-hello": Sample([], Ready("^window shown$"), display=True),
     "jpeg-encode": Sample(["85"]),
     "mp3-encode": Sample(["1"]),
     "fft": Sample(["4096"]),
     "many-globals": Sample([]),
-    "qt-widgets": Sample([], Ready("^qt-widgets:"), {"QT_QPA_PLATFORM": "xcb"}, display=True),
+    "qt-widgets": Sample([], Ready("^qt-widgets:"), display=True),
 }
 
 
@@ -67,6 +70,20 @@ class Program:
     ready: Ready = Ready()
     env: dict[str, str] = field(default_factory=dict)
     display: bool = False
+    shown_on: str | None = None  # the display it is timed on: "x11" or "wayland" (display.DISPLAYS)
+
+    @property
+    def label(self) -> str:
+        """Its name in results: on Wayland, with the display named (X11 is where it always ran)."""
+        return f"{self.name} (wayland)" if self.shown_on == "wayland" else self.name
+
+    def on_display(self, kind: str) -> Program:
+        """This program timed on a display of `kind`. A sample's ready line comes, on Wayland, before
+        its window is drawn: there it is ready at its first frame (and then stopped)."""
+        ready = self.ready
+        if kind == "wayland" and self.is_sample and self.display:
+            ready = Ready(window=True, timeout=self.ready.timeout)
+        return replace(self, ready=ready, shown_on=kind)
 
     @property
     def argv(self) -> list[str]:

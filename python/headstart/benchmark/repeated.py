@@ -63,4 +63,4 @@ def measure(
             continue
         start = startup.get(daemon_mode(key), 0.0)
         totals[key] = [start + t for t in accumulate(r["to_ready_ns"] / 1e6 for r in mine)]
-    return RepeatedLaunches(program.name, startup, totals, errors)
+    return RepeatedLaunches(program.label, startup, totals, errors)

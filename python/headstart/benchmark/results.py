@@ -30,6 +30,7 @@ class ProgramResult:
     memory: dict[str, MemoryAtMain] = field(default_factory=dict)  # per daemon mode (or exec), at main
     memory_errors: dict[str, str] = field(default_factory=dict)
     daemon_memory: dict[str, dict[str, float]] = field(default_factory=dict)  # per daemon mode, after the run
+    display: str | None = None  # "x11" or "wayland" for a program timed on a display, else None
 
     def relocations_of(self, key: str) -> Relocations | None:
         return self.relocations.get(daemon_mode(key))
@@ -103,6 +104,7 @@ def program_dict(p: ProgramResult) -> dict[str, Any]:
         "loader_statistics_exec": p.loader,
         "memory_errors": p.memory_errors,
         "daemon_memory": p.daemon_memory,
+        "display": p.display,
     }
 
 

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from headstart import relocations
 from headstart.benchmark import memory, repeated, scaling
 from headstart.benchmark.daemons import DAEMON_MODES, Daemons, daemon_memory, start_daemons
-from headstart.benchmark.display import x_display
+from headstart.benchmark.display import display_env, private_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
 from headstart.benchmark.repeated import MAX_LAUNCHES
 from headstart.benchmark.results import BenchResult, ProgramResult
@@ -35,7 +35,8 @@ class Plan:
     repeated_launches: int = MAX_LAUNCHES
     shared_daemon: bool = False
     ready: dict[str, Ready] = field(default_factory=dict)  # per program given by path: when it is ready
-    display: str | None = None  # an X server to use; None: a private Xvfb when a program needs one
+    displays: tuple[str, ...] = ("x11",)  # where programs that show a window are timed, each in turn
+    x_server: str | None = None  # an X server to use; None: a private Xvfb when a program needs one
 
 
 def quick_plan(plan: Plan) -> Plan:
@@ -71,8 +72,8 @@ def measure_programs(
     else:
         groups = [[p] for p in programs]
     results = [r for group in groups for r in _measure_group(group, plan, progress, base_env)]
-    by_argv = {tuple(r.argv): r for r in results}
-    return [by_argv[tuple(p.argv)] for p in programs]
+    by_label = {r.program: r for r in results}
+    return [by_label[p.label] for p in programs]
 
 
 def _measure_group(
@@ -87,7 +88,7 @@ def _measure_group(
             before = daemons.launches_started()
             modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)
             result = ProgramResult(
-                program=program.name,
+                program=program.label,
                 argv=program.argv,
                 ready=program.ready.describe(),
                 runs=plan.runs,
@@ -96,6 +97,7 @@ def _measure_group(
                 requested=sum(m.launches for k, m in modes.items() if k != "exec"),
                 relocations=relocations.per_mode(program.path),
                 loader=relocations.loader_statistics(program.argv),
+                display=program.shown_on,
             )
             if plan.memory_launches:
                 _measure_memory(result, program, daemons, plan, env)
@@ -136,28 +138,37 @@ def _library_sources(programs: list[Program]) -> list[Path]:
 def run(plan: Plan, progress: Progress) -> BenchResult:
     programs, missing = resolve_programs(plan.programs, plan.ready)
     keys = mode_keys(plan.modes, plan.clients)
-    with ExitStack() as stack:
-        env = dict(os.environ)
-        if any(p.needs_display for p in programs):
+    base = dict(os.environ)
+    plain = [p for p in programs if not p.needs_display]
+    results = measure_programs(plain, plan, progress, base) if plain else []
+    repeat = None
+    if plan.repeated and plain and plain[0] is programs[0]:
+        repeat = _repeated(programs[0], plan, base, progress)
+    # Each kind of display in turn, only one running at a time: the GUI programs on each.
+    for kind in plan.displays if len(plain) < len(programs) else ():
+        shown = [p.on_display(kind) for p in programs if p.needs_display]
+        with ExitStack() as stack:
             try:
-                env["DISPLAY"] = stack.enter_context(x_display(plan.display))
+                env = display_env(base, kind, stack.enter_context(private_display(kind, plan.x_server)))
             except HeadstartError as e:
-                missing.update({p.name: str(e) for p in programs if p.needs_display})
-                programs = [p for p in programs if not p.needs_display]
-        results = measure_programs(programs, plan, progress, env)
-        task = progress.add_task("preload time vs libraries", total=None)
-        points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, _library_sources(programs))
-        progress.remove_task(task)
-        repeat = None
-        if plan.repeated and programs:
-            # The daemon's start includes its training; repeated launches compare the plain modes.
-            modes = [m for m in plan.modes if m == "exec" or not DAEMON_MODES[m].trained]
-            repeat = repeated.measure(
-                programs[0],
-                modes,
-                mode_keys(modes, plan.clients),
-                mark_main_env(programs[:1], env),
-                progress,
-                plan.repeated_launches,
-            )
+                missing.update({p.label: str(e) for p in shown})
+                continue
+            results += measure_programs(shown, plan, progress, env)
+            if plan.repeated and repeat is None and programs[0].needs_display:
+                repeat = _repeated(programs[0].on_display(kind), plan, env, progress)
+    # In the order asked for, each program on each display.
+    order = {tuple(p.argv): i for i, p in enumerate(programs)}
+    results.sort(key=lambda r: order[tuple(r.argv)])
+    task = progress.add_task("preload time vs libraries", total=None)
+    points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, _library_sources(programs))
+    progress.remove_task(task)
     return BenchResult(plan.quick, keys, results, missing, points, repeat)
+
+
+def _repeated(program: Program, plan: Plan, env: dict[str, str], progress: Progress) -> repeated.RepeatedLaunches:
+    """Repeated launches of one program; the daemon's start includes its training, so they compare
+    the plain modes."""
+    modes = [m for m in plan.modes if m == "exec" or not DAEMON_MODES[m].trained]
+    return repeated.measure(
+        program, modes, mode_keys(modes, plan.clients), mark_main_env([program], env), progress, plan.repeated_launches
+    )

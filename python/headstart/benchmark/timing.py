@@ -33,6 +33,7 @@ MODE_NAMES = {
 }
 MODES = ("exec", *MODE_NAMES)
 STOP_WAIT_S = 10.0  # for the timer to stop its launch (SIGTERM, SIGKILL 5 s later) and end
+NOT_READY_STATUS = 3  # launch-timer's exit status when a launch was not ready in time: it ended the run
 
 
 def mode_keys(modes: list[str], clients: list[str]) -> list[str]:
@@ -105,6 +106,10 @@ def run_launch_timer(
             raise
     if progress and task is not None:
         progress.remove_task(task)
+    if proc.returncode == NOT_READY_STATUS and rows and "error" in rows[-1]:
+        # Every launch would wait as long: one line, rather than the timeout times every launch.
+        last = rows[-1]
+        raise HeadstartError(f"{program.label}, {mode_title(last['mode'])}: {last['error']}; the bench stopped there")
     if proc.returncode != 0:
         raise HeadstartError(f"launch-timer failed for {program.path} (exit status {proc.returncode})")
     return rows

@@ -11,7 +11,7 @@ from typing import Any
 
 from headstart import binaries
 from headstart.benchmark import cold, suite
-from headstart.benchmark.display import x_display
+from headstart.benchmark.display import display_env, parse_displays, private_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import BenchResult, as_json
 from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
@@ -67,9 +67,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ready.add_argument(
         "--ready-window",
         action="store_true",
-        help="the programs given by path are ready when their first window shows on the X display (then stopped)",
+        help="the programs given by path are ready when their first window shows (then stopped): mapped on X, "
+        "its first frame on Wayland",
     )
-    p.add_argument("--display", help="the X server for programs that show a window (default: a private Xvfb)")
+    p.add_argument(
+        "--display",
+        metavar="KIND",
+        help="where programs that show a window run: x11 (a private Xvfb), wayland (a private weston), both, "
+        "or an X server (:N); default: the session's kind (WAYLAND_DISPLAY, else DISPLAY), else x11 if Xvfb is "
+        "installed, else wayland",
+    )
     p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 12 with --quick)")
     p.add_argument(
         "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)} (default all)"
@@ -140,6 +147,7 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
             raise UsageError(f"{missing[first]}{also}")
     else:
         ready = default_programs()
+    displays, x_server = parse_displays(args.display)
     plan = suite.Plan(
         list(ready),
         args.runs or (12 if args.quick else 200),
@@ -147,7 +155,8 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
         clients,
         shared_daemon=args.shared_daemon,
         ready=ready,
-        display=args.display,
+        displays=tuple(displays),
+        x_server=x_server,
     )
     return suite.quick_plan(plan) if args.quick else plan
 
@@ -178,10 +187,14 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
 
 def run_cold(args: argparse.Namespace) -> int:
     plan = cold_plan_from(args)
+    displays, x_server = parse_displays(args.display)
+    # One display: x11 where it is among those chosen (the cold figures so far are X11's), else wayland.
+    kind = "x11" if "x11" in displays else displays[0]
     with ExitStack() as stack, progress() as bars:
         env = dict(os.environ)
         if any(p.needs_display for p in plan.programs):
-            env["DISPLAY"] = stack.enter_context(x_display(args.display))
+            env = display_env(env, kind, stack.enter_context(private_display(kind, x_server)))
+            plan.programs = [p.on_display(kind) if p.needs_display else p for p in plan.programs]
         data, launches = cold.measure(plan, env, bars)
     results = _write(args.output, "cold.json", json_out.text(data))
     groups = [trace.LaunchRows(program, f"{key} {arm}", rows) for (program, key, arm), rows in launches.rows.items()]

@@ -45,7 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--ready", type=regex, metavar="REGEX", help="ready when a line of output matches (then stopped)"
     )
     ready.add_argument(
-        "--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY (then stopped)"
+        "--ready-window",
+        action="store_true",
+        help="ready when its first window shows (then stopped): mapped on $DISPLAY, or its first frame on "
+        "$WAYLAND_DISPLAY",
     )
     ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds a launch may take to be ready (default 30)")

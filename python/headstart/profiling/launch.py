@@ -2,7 +2,9 @@
 while it still lives, then reaped with its resource usage.
 
 Ready is either the process exiting (the probe stops it at exit, so that its memory can still be
-read) or a line of its output matching a pattern, after which the program is terminated.
+read), a line of its output matching a pattern, or its first window shown (bench's window-shown:
+mapped on X, or on Wayland its first frame, seen by window-shown as the proxy between the program and
+the compositor), after which the program is terminated.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class LaunchOptions:
     argv: list[str]
     ready: re.Pattern[str] | None  # None: ready when the process exits (or its window shows)
     timeout: float
-    ready_window: bool = False  # ready when a top-level window is mapped on $DISPLAY (window-shown)
+    ready_window: bool = False  # ready at its first window: mapped on $DISPLAY, or a frame on $WAYLAND_DISPLAY
     probe: bool = True  # load libheadstart-probe.so
     bindings: bool = False  # have the probe count every symbol binding (slower)
     mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it (no memory read)
@@ -133,18 +135,44 @@ def run(opts: LaunchOptions) -> Launch:
         return _run(opts, Path(tmpdir))
 
 
-_WINDOW_MAPPED = re.compile(r"^mapped$")
+_WINDOW_SHOWN = re.compile(r"^(mapped|shown)$")
 
 
-def _watch_windows(wake: threading.Event) -> tuple[subprocess.Popen[bytes], _Output]:
-    """window-shown, watching the display before the program starts; its "mapped" line is ready."""
-    watcher = subprocess.Popen([str(binaries.find("window-shown"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _watch_windows(wake: threading.Event, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], _Output]:
+    """window-shown, watching the display before the program starts; its "mapped" (X) or "shown"
+    (Wayland) line is ready. With Wayland it is the program's compositor as far as the program can
+    tell: `env`, the program's, gets the WAYLAND_DISPLAY it names (its socket). It runs without the
+    probe and the loader's debugging, which are for the program alone."""
+    watcher = subprocess.Popen(
+        [str(binaries.find("window-shown"))],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in env.items() if not k.startswith(("LD_", "HEADSTART_"))},
+    )
     assert watcher.stdout is not None
-    if watcher.stdout.readline().strip() != b"watching":
+    first = watcher.stdout.readline().decode(errors="replace").split()
+    if first[:1] != ["watching"]:
         watcher.wait()
         message = watcher.stderr.read().decode(errors="replace").strip() if watcher.stderr else ""
-        raise HeadstartError(f"--ready-window: cannot watch the X display ($DISPLAY): {message or 'no display'}")
-    return watcher, _Output(watcher.stdout, _WINDOW_MAPPED, wake)
+        wayland = env.get("WAYLAND_DISPLAY")
+        where = "the Wayland compositor ($WAYLAND_DISPLAY)" if wayland else "the X display ($DISPLAY)"
+        raise HeadstartError(f"--ready-window: cannot watch {where}: {message or 'no display'}")
+    for assignment in first[1:]:
+        name, _, value = assignment.partition("=")
+        env[name] = value
+    env.pop("WAYLAND_SOCKET", None)
+    return watcher, _Output(watcher.stdout, _WINDOW_SHOWN, wake)
+
+
+def _end_watcher(watcher: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: a proxy removes its socket as it ends."""
+    watcher.terminate()
+    try:
+        watcher.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        watcher.wait()
 
 
 def _run(opts: LaunchOptions, tmp: Path) -> Launch:
@@ -153,7 +181,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
     if opts.mark_main:
         env["HEADSTART_MARK_FD"] = str(mark_w)
     wake = threading.Event()  # set by the threads below whenever something happened
-    watcher, window = _watch_windows(wake) if opts.ready_window else (None, None)
+    watcher, window = _watch_windows(wake, env) if opts.ready_window else (None, None)
     start = time.monotonic_ns()
     env["HEADSTART_LAUNCH_START_NS"] = str(start)
     try:
@@ -178,8 +206,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         memory = _wait_ready(opts, proc.pid, reaper, [*outputs, *([window] if window else [])], wake)
     finally:
         if watcher:
-            watcher.kill()
-            watcher.wait()
+            _end_watcher(watcher)
     reaper.ended.wait()
     proc.returncode = _exit_status(reaper.status)  # reaped here, not by Popen
     for o in [*outputs, *([window] if window else [])]:
@@ -228,7 +255,7 @@ def _wait_ready(
         wake.wait(remaining)
     _kill_group(pid, signal.SIGKILL)
     reaper.ended.wait()
-    what = "show a window" if opts.ready_window else "exit"
+    what = "show a window (mapped on X, a frame on Wayland)" if opts.ready_window else "exit"
     what = f"print a line matching {opts.ready.pattern!r}" if opts.ready else what
     raise HeadstartError(f"{opts.argv[0]} did not {what} within {opts.timeout:g} s (see --timeout, --ready)")
 

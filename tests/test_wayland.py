@@ -1,0 +1,151 @@
+"""GUI programs under a real Wayland compositor (weston's headless backend, the test's own): the
+GTK 3 and Qt 5 samples reach their first frame by exec and through the daemon alike, seen by the
+proxy of bench/timer/wayland-watch.c, and behave the same; bench times them to that frame; a
+program that never shows a frame, and a compositor that cannot start, each end in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import Served, base_env, bin_path, run_exec, run_served
+from headstart.benchmark import display
+from headstart.daemon import private_daemon
+from headstart.errors import HeadstartError
+
+pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
+
+GTK, QT = bin_path("gtk-hello"), bin_path("qt-widgets")
+SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def compositor() -> Iterator[dict[str, str]]:
+    with display.private_display("wayland") as found:
+        yield found
+
+
+def wayland_env(compositor: dict[str, str], **extra: str) -> dict[str, str]:
+    return base_env(**compositor, **extra)
+
+
+class Proxy:
+    """window-shown as the programs' compositor: its socket, and whether it saw a first frame."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [str(bin_path("window-shown"))], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        first = self.proc.stdout.readline().split()
+        assert first[:1] == ["watching"] and first[1].startswith("WAYLAND_DISPLAY=/"), first
+        self.address = first[1].partition("=")[2]
+
+    def shown(self) -> bool:
+        self.proc.terminate()
+        out, _ = self.proc.communicate(timeout=10)
+        return "shown" in out.split()
+
+
+def test_samples_reach_their_first_frame_through_the_daemon_as_by_exec(compositor):
+    env = wayland_env(compositor)
+    args = ["--warm", str(GTK), "--warm", str(QT), "--pool", "2"]
+    with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
+        for program in (GTK, QT):
+            proxy = Proxy(env)
+            expected = run_exec([str(program), "a b"], env=dict(env, WAYLAND_DISPLAY=proxy.address))
+            assert proxy.shown(), f"{program.name} by exec: no frame"
+            assert expected.returncode == 0, expected.stderr
+            proxy = Proxy(env)
+            with Served(d):
+                got = run_served(d, [str(program), "a b"], env=dict(env, WAYLAND_DISPLAY=proxy.address))
+            assert proxy.shown(), f"{program.name} served: no frame"
+            assert (got.returncode, got.stdout) == (0, expected.stdout)
+            assert b"1 argument(s)" in got.stdout
+
+
+def timer(*args: str) -> list[str]:
+    return [str(bin_path("launch-timer")), "--run-client", str(bin_path("headstart-run")), *args]
+
+
+def test_launch_timer_times_the_first_frame_and_stops_at_a_program_that_shows_none(compositor):
+    env = wayland_env(compositor)
+    done = subprocess.run(
+        timer("--runs", "2", "--modes", "exec", "--ready-window", "--", str(GTK)),
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for row in map(json.loads, done.stdout.splitlines()):
+        assert "error" not in row, row
+        assert 0 < row["to_main_ns"] < row["to_ready_ns"] <= row["to_exit_ns"] and row["stopped"]
+
+    # Not ready within its timeout: one error line, and the run ends there (not 3 launches of 2 s).
+    done = subprocess.run(
+        timer("--runs", "3", "--modes", "exec", "--ready-window", "--timeout", "1", "--", "/bin/sleep", "30"),
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 3
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {"mode": "exec", "round": 0, "error": "no window shown within 1 s"}
+    ]
+
+
+def test_bench_times_the_samples_to_their_first_frame(compositor, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "bench", "--quick", "--display", "wayland", "--programs", "gtk-hello",
+         "qt-widgets", "--runs", "2", "--modes", "exec,pool", "--clients", "run", "--json", "-o", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    assert [p["program"] for p in data["programs"]] == ["gtk-hello (wayland)", "qt-widgets (wayland)"]
+    for program in data["programs"]:
+        assert program["display"] == "wayland" and program["ready"] == "window shown"
+        assert program["served"] == program["requested"] == 2
+        for key, mode in program["modes"].items():
+            assert mode["status"] == "ok", (key, mode["errors"])
+            assert mode["to_ready_us"]["count"] == 2 and mode["to_exit_us"] is None  # stopped at the frame
+            assert mode["to_main_us"]["median"] < mode["to_ready_us"]["median"]
+        assert program["modes"]["run@pool"]["ready_ratio_to_exec"] > 0
+
+
+def test_profile_of_a_program_that_never_shows_a_frame_ends_in_one_line(compositor):
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--runs", "1", "--ready-window", "--timeout", "2", "--",
+         "/bin/sleep", "30"],
+        capture_output=True, text=True, timeout=120, env=dict(os.environ, **compositor),
+    )  # fmt: skip
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "did not show a window (mapped on X, a frame on Wayland) within 2 s" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_compositor_that_cannot_start_is_one_line_naming_why(monkeypatch, tmp_path):
+    monkeypatch.setattr(display, "WESTON_ARGS", ("--backend=no-such-backend.so", "--no-config"))
+    with pytest.raises(HeadstartError) as caught, display.wayland_display():
+        pass
+    message = str(caught.value)
+    assert message.startswith("weston did not start") and "no-such-backend.so" in message
+    assert "\n" not in message
+
+    # And none running where WAYLAND_DISPLAY points: the watch says so before any launch.
+    env = base_env(XDG_RUNTIME_DIR=str(tmp_path), WAYLAND_DISPLAY="wayland-none")
+    done = subprocess.run(
+        timer("--runs", "1", "--modes", "exec", "--ready-window", "--", str(GTK)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"launch-timer: cannot connect to the Wayland compositor at {tmp_path}/wayland-none: No such file or directory"
+    )
