@@ -10,6 +10,13 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 # On Wayland they run under a private weston (its headless backend; launch-timer's proxy needs no
 # library), Qt 5 through its Wayland platform plugin (qtwayland5; GTK 3 has its backend built in).
 GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig weston qtwayland5
+# The current toolkits (issue 27): our GTK 4 and Qt 6 Quick home screen samples (bench/apps/gtk4-tiles.c,
+# qml-tiles.cpp; qt6-base-dev brings rcc, which compiles the QML in as a resource) and the QML modules
+# they import at run time (QtQuick imports QtQml, which imports QtQml.WorkerScript), Qt 6's Wayland
+# platform plugin (qt6-wayland), and the unmodified Debian programs on them in bench's GUI set:
+# GNOME's font viewer (GTK 4, libadwaita) and cutemaze (Qt 6 widgets).
+GUI4_PACKAGES := libgtk-4-dev qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-window \
+	qml6-module-qtqml-workerscript qt6-wayland gnome-font-viewer cutemaze
 # Man pages from the C programs' --help (help2man), what the unit and terminal tests use, and
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,
@@ -20,7 +27,7 @@ TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev ba
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
-	$(GUI_PACKAGES) $(TOOL_PACKAGES) $(CORPUS_PACKAGES)
+	$(GUI_PACKAGES) $(GUI4_PACKAGES) $(TOOL_PACKAGES) $(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build

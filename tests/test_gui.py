@@ -5,6 +5,7 @@ Mesa's driver) holds it in the child before main, so the launch loads none of it
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -23,6 +24,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 GTK, QT = bin_path("gtk-hello"), bin_path("qt-widgets")
+# The current toolkits' home screens: each prints its line once its first frame is drawn.
+GTK4, QML = bin_path("gtk4-tiles"), bin_path("qml-tiles")
 # What GTK 3 on X11 loads after main with Mesa's software GL: no exec loads these before main.
 AFTER_MAIN = ("libGLX_mesa.so.0", "swrast_dri.so")
 
@@ -48,6 +51,23 @@ def test_gtk_and_qt_show_their_window_through_the_daemon_as_by_exec(display):
                 got = run_served(d, [str(program), "a b"], env=env)
             assert (got.returncode, got.stdout) == (0, expected.stdout)
         assert b"window shown" in run_served(d, [str(GTK)], env=env).stdout
+
+
+def test_gtk4_and_qt6_quick_draw_their_first_frame_through_the_daemon_as_by_exec(display):
+    """GTK 4 and Qt 6 Quick, warm in one zygote beside GTK 3 and Qt 5 as on a device: each sample's
+    line (printed after its first frame) and exit status are those of exec."""
+    env = gui_env(display)
+    args = [a for p in (GTK, GTK4, QT, QML) for a in ("--warm", str(p))] + ["--pool", "2"]
+    lines = {GTK4: b"window shown\n", QML: b"qml-tiles: Qt 6."}
+    with private_daemon([], extra_args=args, env=dict(os.environ, DISPLAY=display)) as d:
+        for program in (GTK4, QML):
+            expected = run_exec([str(program), "a b"], env=env)
+            assert expected.returncode == 0, expected.stderr
+            assert lines[program] in expected.stdout and b"1 argument(s)" in expected.stdout
+            with Served(d):
+                got = run_served(d, [str(program), "a b"], env=env)
+            assert (got.returncode, got.stdout) == (0, expected.stdout), got.stderr
+            assert re.search(rf"started {re.escape(str(program))} as \d+ \(warm", d.log_text()), d.log_text()
 
 
 def maps_at_main(d: RunningDaemon, env: dict[str, str]) -> str:

@@ -30,15 +30,17 @@ _BUILD_PATHS = {
     "mark-main": "bench/libheadstart-mark-main.so",
     "probe": "libheadstart-probe.so",
     "gtk-hello": "bench/gtk-hello",
+    "gtk4-tiles": "bench/gtk4-tiles",
     "jpeg-encode": "bench/jpeg-encode",
     "mp3-encode": "bench/mp3-encode",
     "fft": "bench/fft",
     "many-globals": "bench/many-globals",
     "qt-widgets": "bench/qt-widgets",
+    "qml-tiles": "bench/qml-tiles",
     "observe": "tests/helpers/observe",
 }
 
-SAMPLE_APPS = ("gtk-hello", "jpeg-encode", "mp3-encode", "fft", "many-globals", "qt-widgets")
+SAMPLE_APPS = ("gtk-hello", "gtk4-tiles", "jpeg-encode", "mp3-encode", "fft", "many-globals", "qt-widgets", "qml-tiles")
 
 _LAUNCHED = ("probe", *SAMPLE_APPS, "observe")
 

@@ -45,18 +45,21 @@ class Sample:
     display: bool = False
 
 
-# Each sample with a small, representative job. The GUI samples show a real window: on X11, GTK says
-# "window shown" when its window is mapped, and Qt (not off screen: the display's environment
-# chooses its platform, benchmark/display.py) prints its line after the first round of events,
-# both flushed at once. On Wayland both lines come before anything is drawn, so there the samples
-# are ready at their first frame, as any program is (Program.on_display).
+# Each sample with a small, representative job. The GUI samples show a real window: on X11, GTK 3
+# says "window shown" when its window is mapped, and Qt 5 (not off screen: the display's environment
+# chooses its platform, benchmark/display.py) prints its line after the first round of events; the
+# GTK 4 and Qt 6 Quick home screens (gtk4-tiles, qml-tiles) print theirs once their first frame is
+# drawn; all flushed at once. On Wayland the GTK 3 and Qt 5 lines come before anything is drawn, so
+# there the samples are ready at their first frame, as any program is (Program.on_display).
 SAMPLES: dict[str, Sample] = {
     "gtk-hello": Sample([], Ready("^window shown$"), display=True),
+    "gtk4-tiles": Sample([], Ready("^window shown$"), display=True),
     "jpeg-encode": Sample(["85"]),
     "mp3-encode": Sample(["1"]),
     "fft": Sample(["4096"]),
     "many-globals": Sample([]),
     "qt-widgets": Sample([], Ready("^qt-widgets:"), display=True),
+    "qml-tiles": Sample([], Ready("^qml-tiles:"), display=True),
 }
 
 
