@@ -117,6 +117,22 @@ def test_bench_times_the_samples_to_their_first_frame(compositor, tmp_path):
         assert program["modes"]["run@pool"]["ready_ratio_to_exec"] > 0
 
 
+def test_profile_is_ready_at_the_first_frame(compositor):
+    """profile --ready-window under Wayland: each launch (the strace'd one, the one counting bindings,
+    the timed ones) is given window-shown's socket and is ready at its first frame."""
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready-window", "--timeout", "20",
+         "--", str(QT)],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, **compositor),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["ready"] == "window"
+    warm = data["warm"]
+    assert warm["launches"] == 2 and warm["to_ready_us"]["count"] == 2
+    assert 0 < warm["to_main_us"]["median"] < warm["to_ready_us"]["median"]
+
+
 def test_profile_of_a_program_that_never_shows_a_frame_ends_in_one_line(compositor):
     done = subprocess.run(
         [sys.executable, "-m", "headstart", "profile", "--runs", "1", "--ready-window", "--timeout", "2", "--",

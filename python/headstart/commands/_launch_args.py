@@ -14,7 +14,11 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
     ready.add_argument(
         "--ready", type=regex, metavar="REGEX", help="ready at a line of output matching REGEX (default: exit)"
     )
-    ready.add_argument("--ready-window", action="store_true", help="ready when its first window shows on $DISPLAY")
+    ready.add_argument(
+        "--ready-window",
+        action="store_true",
+        help="ready when its first window shows: mapped on $DISPLAY, or its first frame on $WAYLAND_DISPLAY",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take to be ready (default 60)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
