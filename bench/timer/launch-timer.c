@@ -83,7 +83,7 @@ struct config {
         long long linger_ms; /* with --stop-at-ready: how long after ready */
         long long timeout_ns; /* --timeout: a launch's time to ready or end; <0: none */
         char **argv; /* program and its arguments */
-        char *path;  /* the program, absolute */
+        char path[PATH_MAX]; /* the program, absolute */
         int out;     /* where the JSON lines go */
 };
 
@@ -462,10 +462,9 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         continue; /* takes no value */
                 }
                 else if (strcmp(argv[i], "--daemon") == 0 && strchr(v, '=') && c->ndaemons < MAX_DAEMONS) {
-                        char *name = strdup(v);
-                        char *eq = strchr(name, '=');
+                        char *eq = strchr(argv[i + 1], '='); /* NAME=PATH, split in place */
                         *eq = '\0';
-                        c->daemons[c->ndaemons++] = (struct daemon){ name, eq + 1 };
+                        c->daemons[c->ndaemons++] = (struct daemon){ argv[i + 1], eq + 1 };
                 } else
                         break;
                 i++;
@@ -479,8 +478,7 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
                 return -1;
         c->argv = argv + i + 1;
-        c->path = realpath(c->argv[0], NULL);
-        if (!c->path) {
+        if (!realpath(c->argv[0], c->path)) {
                 fprintf(stderr, "launch-timer: %s: %s\n", c->argv[0], strerror(errno));
                 return -1;
         }
@@ -508,6 +506,14 @@ static int open_watches(struct config *c) {
         return -1;
 }
 
+/* What the run holds, let go at its end: a sanitizer build's LeakSanitizer fails the exit otherwise. */
+static void config_done(struct config *c) {
+        window_watch_close(c->windows);
+        wayland_watch_close(c->wayland); /* removes its socket */
+        if (c->ready_set)
+                regfree(&c->ready);
+}
+
 int main(int argc, char *argv[]) {
         /* Our parent's end is a SIGTERM (PR_SET_PDEATHSIG, kept across execve for a program that is
          * not set-user-ID); one that ended before this line is seen by getppid() changing. A parent
@@ -527,8 +533,10 @@ int main(int argc, char *argv[]) {
                 return 2;
         if (parse_args(&c, argc, argv) < 0)
                 return 2;
-        if (c.ready_window && open_watches(&c) < 0)
+        if (c.ready_window && open_watches(&c) < 0) {
+                config_done(&c);
                 return 2;
+        }
         c.ready_wanted = c.ready_set || c.ready_window;
         if (c.ready_wanted && c.timeout_ns < 0)
                 c.timeout_ns = READY_TIMEOUT_NS;
@@ -545,8 +553,6 @@ int main(int argc, char *argv[]) {
                 for (int k = 0; k < c.nmodes && ready_in_time && !stop_requested && !finish_requested; k++)
                         /* Rotate which mode goes first, so no mode always follows another. */
                         ready_in_time = one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
-        window_watch_close(c.windows);
-        wayland_watch_close(c.wayland); /* removes its socket */
-        free(c.path); /* LeakSanitizer would fail the exit of a sanitizer build */
+        config_done(&c);
         return ready_in_time ? 0 : 3;
 }
