@@ -17,7 +17,9 @@ from headstart.errors import HeadstartError
 # Where the stubs of `headstart lazy build` name the library they defer (resolver.c's table), so that
 # a profile can tell a deferred load from another dlopen.
 LAZY_SECTION = ".headstart.lazy"
+DF_1_NOW = 0x1
 DF_1_NODELETE = 0x8
+DF_BIND_NOW = 0x8
 DF_STATIC_TLS = 0x10
 # Relocations that bind a symbol's address when the object is loaded, by machine: copy, GOT entry,
 # absolute word; and those that need the defining object's TLS block. A copy relocation's symbol is
@@ -39,6 +41,9 @@ class ObjectFacts:
     tls: bool = False
     static_tls: bool = False  # DF_STATIC_TLS: initial-exec TLS, which dlopen may find no room for
     nodelete: bool = False
+    # Linked with -z now (DT_BIND_NOW, DF_BIND_NOW or DF_1_NOW): the loader binds all its symbols at
+    # start, so a binding says nothing about a call.
+    bind_now: bool = False
     stubs_for: list[str] = field(default_factory=list)  # sonames its lazy stubs load (LAZY_SECTION)
 
 
@@ -90,8 +95,12 @@ def read_facts(path: str) -> ObjectFacts:
                     facts.constructors = max(0, t.entry.d_val // 8 - 1)
                 elif t.entry.d_tag == "DT_FLAGS_1":
                     facts.nodelete = bool(t.entry.d_val & DF_1_NODELETE)
+                    facts.bind_now |= bool(t.entry.d_val & DF_1_NOW)
                 elif t.entry.d_tag == "DT_FLAGS":
                     facts.static_tls = bool(t.entry.d_val & DF_STATIC_TLS)
+                    facts.bind_now |= bool(t.entry.d_val & DF_BIND_NOW)
+                elif t.entry.d_tag == "DT_BIND_NOW":
+                    facts.bind_now = True
             facts.tls = any(seg["p_type"] == "PT_TLS" for seg in elf.iter_segments())
             dynsym = elf.get_section_by_name(".dynsym")
             if dynsym:

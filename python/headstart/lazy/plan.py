@@ -1,9 +1,10 @@
 """`headstart lazy plan`: the program's direct dependencies that nothing used before ready in any of
 the given profiles, each with what forbids deferring it (a refusal) or needs care (a note).
 
-Used before ready: a symbol bound to it by then (the probe counts bindings in the profile's
-`bindings` launch, stopped at ready). A program linked with -z now binds everything at start, so
-every library it calls looks used; relink it without, or read the plan as an upper bound."""
+Used before ready: a symbol bound to it by then (the loader's account of the profile's `bindings`
+launch, stopped at ready). A program linked with -z now binds everything at start, so there a
+binding says nothing: a library is used before ready when it is called by then, as a run with its
+stubs in place shows (calls.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from headstart.errors import HeadstartError
+from headstart.lazy.calls import called_before_ready
 from headstart.lazy.elf_facts import read_facts
 from headstart.lazy.load_check import threads_started
 
@@ -34,12 +36,16 @@ class Dependency:
     bindings: int  # symbols bound to it before ready, over all profiles
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # For a program linked with -z now, where bindings tell nothing: whether a run with its stubs
+    # called it before ready (None: not run, for a refusal found first, or not told: a refusal says why).
+    called: bool | None = None
+    bind_now: bool = False
 
     @property
     def verdict(self) -> str:
         if self.path is None:
             return "not loaded"
-        if self.bindings:
+        if self.called if self.bind_now else self.bindings:
             return "used before ready"
         return "refused" if self.refusals else "defer"
 
@@ -74,8 +80,14 @@ def dependencies(profiles: list[dict[str, Any]], sysroot: Path | None = None) ->
         lib = libs[0] if libs else None
         dep = Dependency(soname, lib["path"] if lib else None, lib["size"] if lib else 0,
                          sum(entry.get("bindings_from_others", entry["bindings_to"]) for entry in libs))  # fmt: skip
+        dep.bind_now = program.bind_now
         if lib:
             _hazards(dep, program, [lp for by_name in loaded for lp in by_name.values()], sysroot)
+            if dep.bind_now and dep.bindings and not dep.refusals:
+                _calls(dep, profiles, program.path, sysroot)
+            if not dep.refusals and not (dep.called if dep.bind_now else dep.bindings):
+                _thread_hazard(dep, host_path(dep.path, sysroot), sysroot)
+            _notes(dep, program, sysroot)
         out.append(dep)
     return out
 
@@ -95,8 +107,26 @@ def _hazards(dep: Dependency, program: Any, others: list[dict[str, Any]], sysroo
                       and dep.soname in read_facts(host_path(o["path"], sysroot)).needed})  # fmt: skip
     if needers:
         dep.refusals.append(f"loaded anyway: {', '.join(needers[:3])} need{'s' if len(needers) == 1 else ''} it")
-    if not dep.bindings and not dep.refusals:
-        _thread_hazard(dep, host_path(dep.path, sysroot), sysroot)
+
+
+def _calls(dep: Dependency, profiles: list[dict[str, Any]], program: str, sysroot: Path | None) -> None:
+    """-z now: whether it is called before ready, from runs with its stubs in place."""
+    assert dep.path is not None
+    if sysroot is not None:
+        dep.refusals.append("-z now: bound at start, and whether it is called before ready is not run here "
+                            "(another machine's program)")  # fmt: skip
+        return
+    calls = called_before_ready(profiles, Path(program), dep.soname, dep.path)
+    dep.called = calls.called
+    if calls.called is None:
+        dep.refusals.append(f"-z now: bound at start, and whether it is called before ready is not known: {calls.why}")
+    elif not calls.called:
+        dep.notes.append(calls.why)
+
+
+def _notes(dep: Dependency, program: Any, sysroot: Path | None) -> None:
+    assert dep.path is not None
+    lib = read_facts(host_path(dep.path, sysroot))
     if lib.constructors:
         dep.notes.append(f"{lib.constructors} constructor(s) of its own would run at the first call, not at start")
     if lib.nodelete:
@@ -122,6 +152,7 @@ def _as_dict(d: Dependency) -> dict[str, Any]:
         "path": d.path,
         "size": d.size,
         "bindings_before_ready": d.bindings,
+        "called_before_ready": d.called,
         "verdict": d.verdict,
         "refusals": d.refusals,
         "notes": d.notes,
@@ -135,6 +166,7 @@ def plan(profiles: list[dict[str, Any]], sysroot: Path | None = None) -> dict[st
         "schema": SCHEMA,
         "program": profiles[0]["program"],
         "profiles": len(profiles),
+        "bind_now": bool(deps) and deps[0].bind_now,
         "dependencies": [_as_dict(d) for d in deps],
         "deferred_bytes": sum(d.size for d in deferred),
     }

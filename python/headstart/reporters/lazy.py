@@ -13,12 +13,15 @@ from headstart.lazy.compare import LazyCheck
 
 def render_plan(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
     console = Console(file=file, width=width)
-    t = Table(title=f"{Path(data['program'][0]).name}: its libraries before ready ({data['profiles']} profile(s))")
-    for col in ("library", "KiB", "bound before ready", "verdict", "why"):
-        t.add_column(col, justify="right" if col in ("KiB", "bound before ready") else "left")
+    now = " (-z now: used when called, as a run with its stubs shows)" if data.get("bind_now") else ""
+    t = Table(title=f"{Path(data['program'][0]).name}: its libraries before ready ({data['profiles']} profile(s)){now}")
+    numbers = ("KiB", "bound before ready", *(("called",) if now else ()))
+    for col in ("library", *numbers, "verdict", "why"):
+        t.add_column(col, justify="right" if col in numbers else "left")
     for d in data["dependencies"]:
         why = "; ".join(d["refusals"] + [f"note: {n}" for n in d["notes"]])
-        t.add_row(d["soname"], f"{d['size'] / 1024:,.0f}", str(d["bindings_before_ready"]), d["verdict"], why)
+        called = ({True: "yes", False: "no"}.get(d["called_before_ready"], "-"),) if now else ()
+        t.add_row(d["soname"], f"{d['size'] / 1024:,.0f}", str(d["bindings_before_ready"]), *called, d["verdict"], why)
     console.print(t)
     console.print(f"deferrable: {data['deferred_bytes'] / 1024:,.0f} KiB not loaded before ready")
 

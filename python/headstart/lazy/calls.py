@@ -1,0 +1,79 @@
+"""Whether a program linked with -z now calls a library before it is ready, told by a run with the
+library's drop-in stubs in place (build.py): the real library is loaded at the first call of one of
+its functions, so finding it mapped by ready is the proof of a call, and not finding it that none
+came. Bindings cannot tell it (the loader binds every symbol at start), nor the probe's PLT hooks
+(la_pltenter does not fire for a program bound at start).
+
+Each profile's launch is run again as the profile ran it (its arguments, its ready), with the drop-in
+first in LD_LIBRARY_PATH, and its maps are read at ready (or at exit, where the probe stops it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from headstart.errors import HeadstartError
+from headstart.lazy.build import build
+from headstart.profiling.launch import Launch, LaunchOptions, run
+
+TIMEOUT_S = 30.0
+
+
+@dataclass
+class Calls:
+    called: bool | None  # None: not told (why says why)
+    why: str
+
+
+def _options(profile: dict[str, Any], drop_in: Path) -> LaunchOptions:
+    ready = profile.get("ready")
+    pattern = re.compile(ready["pattern"]) if isinstance(ready, dict) else None
+    path = ":".join(p for p in (str(drop_in), os.environ.get("LD_LIBRARY_PATH")) if p)
+    return LaunchOptions([str(a) for a in profile["program"]], pattern, TIMEOUT_S, ready_window=ready == "window",
+                         env={"LD_LIBRARY_PATH": path})  # fmt: skip
+
+
+def _same_file(mapped: str, identity: tuple[int, int]) -> bool:
+    try:
+        st = os.stat(mapped)
+    except OSError:  # "(deleted)" and the like: not the library, which is there
+        return False
+    return (st.st_dev, st.st_ino) == identity
+
+
+def _failed(launch: Launch) -> str | None:
+    if launch.exit_status < 0 and not launch.stopped_at_ready:
+        tail = launch.stderr_tail.strip().splitlines()
+        return f"the run with the stubs was killed by signal {-launch.exit_status}" + (f": {tail[-1]}" if tail else "")
+    if "headstart lazy:" in launch.stderr_tail:  # a stub could not resolve, and said so
+        return next(line for line in launch.stderr_tail.splitlines() if "headstart lazy:" in line)
+    return None
+
+
+def called_before_ready(profiles: list[dict[str, Any]], program: Path, soname: str, path: str) -> Calls:
+    """program: the file read here; path: the library as the profiles found it."""
+    st = os.stat(path)
+    identity = (st.st_dev, st.st_ino)
+    with tempfile.TemporaryDirectory(prefix="headstart-lazy-calls-") as tmp:
+        try:
+            build(program, Path(path), soname, Path(tmp), runtime_path=path, drop_in=True)
+        except HeadstartError as e:
+            return Calls(None, f"no stubs to run it with ({e})")
+        for profile in profiles:
+            try:
+                launch = run(_options(profile, Path(tmp)))
+            except HeadstartError as e:
+                return Calls(None, f"the run with the stubs failed: {e}")
+            failure = _failed(launch)
+            if failure:
+                return Calls(None, failure)
+            if launch.memory is None:
+                return Calls(None, "its memory could not be read at ready")
+            if any(_same_file(mapped, identity) for mapped in launch.memory.file_pages):
+                run_of = " ".join(profile["program"])
+                return Calls(True, f"called before ready: loaded by its stubs in the run of {run_of}")
+    return Calls(False, "-z now: bound at start, but not called before ready (a run with its stubs left it unloaded)")
