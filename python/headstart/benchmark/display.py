@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from headstart.benchmark.session_bus import session_bus
 from headstart.errors import HeadstartError, UsageError
 
 START_TIMEOUT_S = 15.0
@@ -177,13 +178,14 @@ def parse_displays(text: str | None) -> tuple[list[str], str | None]:
 
 @contextmanager
 def private_display(kind: str, x_server: str | None = None) -> Iterator[dict[str, str]]:
-    """A display of `kind` for the run: what a program needs in its environment to show a window on it."""
+    """A display of `kind` for the run, with a private session bus as any session has
+    (benchmark/session_bus.py): what a program needs in its environment to show a window on it."""
     if kind == "wayland":
-        with wayland_display() as found:
-            yield {**found, **TOOLKIT_ENV["wayland"]}
+        with wayland_display() as found, session_bus(found) as bus:
+            yield {**found, **bus, **TOOLKIT_ENV["wayland"]}
     else:
-        with x_display(x_server) as name:
-            yield {"DISPLAY": name, **TOOLKIT_ENV["x11"]}
+        with x_display(x_server) as name, session_bus({"DISPLAY": name}) as bus:
+            yield {"DISPLAY": name, **bus, **TOOLKIT_ENV["x11"]}
 
 
 def display_env(base: dict[str, str], kind: str, found: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,108 @@
+"""A private D-Bus session bus for the programs that show a window, started with the private display
+and stopped with it, as in any desktop or kiosk session. Without one, GLib finds no session bus:
+on X11 it spawns `dbus-launch --autolaunch` on every launch (or fails to), on Wayland a program that
+registers on the bus (a GtkApplication, a Qt program's D-Bus menus and accessibility) goes without;
+neither is what a device's session does. The bus is dbus-daemon with the system's session
+configuration (its activatable services included, as in a real session), listening in a directory of
+its own; every launch, exec'd or served, gets its address in DBUS_SESSION_BUS_ADDRESS."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from headstart.errors import HeadstartError
+
+START_TIMEOUT_S = 15.0
+ADDRESS = "DBUS_SESSION_BUS_ADDRESS"
+
+
+@contextmanager
+def session_bus(display: dict[str, str] | None = None) -> Iterator[dict[str, str]]:
+    """A private session bus for the run, stopped after: the environment its clients need
+    ({} when dbus-daemon is not installed: the programs then run without a bus, as before, said once).
+    `display`: the private display's variables, which the services the bus starts get (as a session's
+    dbus-update-activation-environment gives them), never the session's own display."""
+    daemon = shutil.which("dbus-daemon")
+    if not daemon:
+        print("headstart: no dbus-daemon: programs run without a session bus (make deps installs it)", file=sys.stderr)
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="headstart-bus-") as runtime:
+        os.chmod(runtime, 0o700)
+        proc, address = _start(daemon, runtime, display or {})
+        try:
+            _start_services(address)
+            yield {ADDRESS: address}
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _start(daemon: str, runtime: str, display: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """dbus-daemon, its address once it accepts connections (--print-address writes it then)."""
+    log_path = Path(runtime) / "bus.log"
+    read_end, write_end = os.pipe()
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [daemon, "--session", "--nofork", "--nopidfile", f"--address=unix:dir={runtime}",
+                 f"--print-address={write_end}"],
+                pass_fds=(write_end,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+                env=_bus_env(runtime, display),
+            )  # fmt: skip
+    finally:
+        os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], START_TIMEOUT_S)
+        address = os.read(read_end, 4096).decode(errors="replace").strip() if ready else ""
+    finally:
+        os.close(read_end)
+    if not address.startswith("unix:"):
+        proc.kill()
+        proc.wait()
+        why = (log_path.read_text(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise HeadstartError(f"dbus-daemon did not start: {why}")
+    return proc, address
+
+
+# What a session has running before any program starts, and GTK and Qt ask for as they start: the
+# accessibility bus's launcher and the desktop portal (its settings: colour scheme, fonts). Started
+# here, so that the first launch timed does not pay for starting them and the others not.
+SESSION_SERVICES = ("org.a11y.Bus", "org.freedesktop.portal.Desktop")
+
+
+def _start_services(address: str) -> None:
+    """SESSION_SERVICES the bus can start, started (gdbus, from GLib's tools; none without it)."""
+    gdbus = shutil.which("gdbus")
+    for name in SESSION_SERVICES if gdbus else ():
+        subprocess.run(
+            [gdbus, "call", "--address", address, "--dest", "org.freedesktop.DBus", "--object-path",
+             "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.StartServiceByName", name, "0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False,
+        )  # fmt: skip
+
+
+_DROPPED = (ADDRESS, "DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET")
+
+
+def _bus_env(runtime: str, display: dict[str, str]) -> dict[str, str]:
+    """Ours, without the session's bus or display, with the private display's variables: the
+    services the bus activates get it."""
+    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+    return {"XDG_RUNTIME_DIR": runtime, **env, **display}

@@ -1,0 +1,99 @@
+"""The bench's private session bus (benchmark/session_bus.py), started with its private display:
+programs reach it, and a program that registers on it, Debian's gnome-font-viewer (a GtkApplication,
+unmodified), behaves the same served as by exec: it owns its name on the bus, and a second launch
+hands its activation over to the first instance and exits at once (without a bus, it would open a
+window of its own and run until stopped)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Served, base_env, bin_path, run_exec, run_served
+from headstart.benchmark import display
+from headstart.daemon import RunningDaemon, private_daemon
+
+VIEWER = Path("/usr/bin/gnome-font-viewer")
+NAME = "org.gnome.font-viewer"
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("Xvfb") and shutil.which("dbus-daemon") and shutil.which("gdbus") and VIEWER.exists()),
+    reason="Xvfb, dbus-daemon, gdbus and gnome-font-viewer are needed (make deps installs them)",
+)
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[dict[str, str]]:
+    with display.private_display("x11") as found:
+        yield base_env(**found)
+
+
+def bus_names(env: dict[str, str]) -> str:
+    done = subprocess.run(
+        ["gdbus", "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+         "--method", "org.freedesktop.DBus.ListNames"],
+        env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def wait_for_name(env: dict[str, str], present: bool, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while (f"'{NAME}'" in bus_names(env)) != present:
+        assert time.monotonic() < deadline, f"{NAME} {'never owned' if present else 'still owned'} on the bus"
+        time.sleep(0.1)
+
+
+def test_the_private_display_comes_with_a_session_bus_that_programs_reach(session):
+    assert session["DBUS_SESSION_BUS_ADDRESS"].startswith("unix:")
+    got = subprocess.run(["gdbus", "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path",
+                          "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.GetId"],
+                         env=session, capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert got.returncode == 0 and got.stdout.startswith("('"), got.stderr
+
+
+def primary(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The first instance, left running: it owns the application's name once it has registered."""
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def served_argv(d: RunningDaemon) -> list[str]:
+    return [str(bin_path("headstart-run")), "--socket", str(d.socket), str(VIEWER)]
+
+
+def test_a_program_registering_on_the_bus_behaves_the_same_served_and_by_exec(session):
+    with private_daemon([], extra_args=["--warm", str(VIEWER), "--pool", "1"], env=dict(os.environ, **session)) as d:
+        # The first instance, by exec: it registers; a second launch, exec'd then served, activates it and exits.
+        first = primary([str(VIEWER)], session)
+        try:
+            wait_for_name(session, present=True)
+            expected = run_exec([str(VIEWER)], env=session, timeout=30)
+            with Served(d):
+                got = run_served(d, [str(VIEWER)], env=session, timeout=30)
+            assert expected.returncode == 0, expected.stderr
+            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+            assert first.poll() is None  # the activation went to it
+        finally:
+            stop(first)
+        wait_for_name(session, present=False)
+
+        # The first instance served: it owns the name as the exec'd one did, and lets it go as it ends.
+        with Served(d):
+            first = primary(served_argv(d), session)
+            try:
+                wait_for_name(session, present=True)
+                assert run_exec([str(VIEWER)], env=session, timeout=30).returncode == 0
+            finally:
+                stop(first)
+        wait_for_name(session, present=False)
