@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,7 +112,8 @@ static void *call(void *arg) {
         return NULL;
 }
 int main(int argc, char **argv) {
-        (void) argv;
+        if (argc > 1 && argv[1][0] == 'e') /* "early": a call before ready */
+                printf("early %d\n", lazy_add(1, 2));
         printf("ready\n");
         fflush(stdout);
         if (argc > 1) /* the path that stops at ready, for a profile */
@@ -142,7 +144,7 @@ class Sample:
         return lazy
 
 
-def make_sample(d: Path, gcc: str = "gcc", define: str | None = None) -> Sample:
+def make_sample(d: Path, gcc: str = "gcc", define: str | None = None, link: tuple[str, ...] = ()) -> Sample:
     (d / "lib.c").write_text(LIBRARY)
     (d / "lib.map").write_text(VERSIONS)
     (d / "main.c").write_text(PROGRAM)
@@ -155,15 +157,15 @@ def make_sample(d: Path, gcc: str = "gcc", define: str | None = None) -> Sample:
     subprocess.run([*cc, "-c", str(d / "main.c"), "-o", str(d / "main.o")], check=True)
     eager = d / "eager"
     subprocess.run([*cc, str(d / "main.o"), str(libdir / SONAME), "-o", str(eager), f"-Wl,-rpath,{libdir}",
-                    "-pthread"], check=True)  # fmt: skip
+                    "-pthread", *link], check=True)  # fmt: skip
     return Sample(d, cc, libdir, eager)
 
 
-def native_sample(d: Path, define: str | None = None) -> tuple[Sample, Path]:
+def native_sample(d: Path, define: str | None = None, link: tuple[str, ...] = ()) -> tuple[Sample, Path]:
     """The sample and its profile, stopped at ready."""
     if os.uname().machine != "x86_64":
         pytest.skip("the native stub tests run on x86-64; aarch64 is tested under qemu-user")
-    sample = make_sample(d, define=define)
+    sample = make_sample(d, define=define, link=link)
     profile = d / "p.json"
     done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(sample.eager))
     assert done.returncode == 0, done.stderr
@@ -356,3 +358,64 @@ def test_aarch64_stubs_and_drop_in_run_the_program_as_eagerly_under_qemu(tmp_pat
 def test_a_library_that_cannot_be_deferred_gets_no_stubs(profiles, tmp_path):
     done = headstart("lazy", "build", str(profiles["ready"]), "--library", "libm.so.6", "-o", str(tmp_path))
     assert done.returncode == 1 and "cannot be deferred" in done.stderr and "__signgam" in done.stderr
+
+
+def bind_now(program: Path | str) -> bool:
+    flags = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True, check=True).stdout
+    return "BIND_NOW" in flags or re.search(r"FLAGS_1.*\bNOW\b", flags) is not None
+
+
+def test_z_now_a_library_bound_at_start_but_called_only_after_ready_is_deferred(tmp_path):
+    """-z now binds every call at start: the plan tells use by a run with the stubs, the drop-in defers it."""
+    sample, profile = native_sample(tmp_path, link=("-Wl,-z,now",))
+    assert bind_now(sample.eager)
+    found = verdicts(profile)[SONAME]
+    assert found["bindings_before_ready"] > 0  # all bound at start: the old plan said "used before ready"
+    assert (found["verdict"], found["called_before_ready"]) == ("defer", False), found
+    plan = json.loads(headstart("lazy", "plan", "--json", str(profile)).stdout)
+    assert plan["bind_now"] and plan["deferred_bytes"] == found["size"] > 0
+    early = tmp_path / "early.json"
+    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(early), "--", str(sample.eager), "e")
+    assert done.returncode == 0, done.stderr
+    called = verdicts(early)[SONAME]  # the run with the stubs loads it at its call, before ready
+    assert (called["verdict"], called["called_before_ready"]) == ("used before ready", True), called
+    assert verdicts(profile, early)[SONAME]["verdict"] == "used before ready"
+    stubs = tmp_path / "stubs"
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs))
+    assert done.returncode == 0, done.stderr
+    want = subprocess.run([str(sample.eager)], capture_output=True, check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(stubs))
+    for _ in range(5):
+        maps, out, err, status = maps_at_ready([str(sample.eager)], env)
+        assert (out, err.encode(), status) == (want.stdout, want.stderr, 0)
+        assert str(stubs / SONAME) in maps and str(sample.libdir / SONAME) not in maps
+    assert deferred_loads([str(sample.eager)], env) == [str(sample.libdir / SONAME)]  # at its first call
+
+
+def test_z_now_debian_gpg_defers_libbz2_until_it_decompresses(tmp_path):
+    """Debian's gpg (-z now) links libbz2 for bzip2 packets alone: `gpg --version` never calls it."""
+    gpg = shutil.which("gpg")
+    if gpg is None or os.uname().machine != "x86_64" or not bind_now(gpg):
+        pytest.skip("needs Debian's gpg, linked with -z now, on x86-64")
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (tmp_path / "in.txt").write_text("".join(f"{i}\n" for i in range(3000)))
+    packed = tmp_path / "in.gpg"  # a literal packet compressed with bzip2, no key needed
+    subprocess.run([gpg, "--homedir", str(home), "--batch", "--store", "--compress-algo", "bzip2", "-o", str(packed),
+                    str(tmp_path / "in.txt")], check=True, capture_output=True)  # fmt: skip
+    base = [gpg, "--homedir", str(home), "--batch"]
+    profile, stubs = tmp_path / "version.json", tmp_path / "stubs"
+    done = headstart("profile", "--runs", "1", "-o", str(profile), "--", *base, "--version")
+    assert done.returncode == 0, done.stderr
+    found = verdicts(profile)["libbz2.so.1.0"]
+    assert found["bindings_before_ready"] > 0 and found["verdict"] == "defer" and found["called_before_ready"] is False
+    done = headstart("lazy", "build", str(profile), "--library", "libbz2.so.1.0", "--drop-in", "-o", str(stubs))
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, LD_LIBRARY_PATH=str(stubs))
+    for argv in (["--version"], ["-d", str(packed)], ["--list-packets", str(packed)], ["-d", str(tmp_path)]):
+        want = subprocess.run([*base, *argv], capture_output=True)
+        got = subprocess.run([*base, *argv], capture_output=True, env=env)
+        assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr), argv
+    assert deferred_loads([*base, "--version"], env) == []  # never loaded
+    loads = deferred_loads([*base, "-d", str(packed)], env)
+    assert len(loads) == 1 and Path(loads[0]).name.startswith("libbz2.so"), loads  # at its first call
