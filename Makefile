@@ -50,7 +50,7 @@ BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 DEB_PACKAGES := debhelper dh-python dpkg-dev lintian mmdebstrap
 BUILD_DEB := build-deb
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb clean
 
 all: build
 
@@ -228,6 +228,17 @@ schedule-demo: build
 # The full run behind docs/results.md.
 bench: build
 	$(VENV)/bin/headstart bench -o bench-results
+
+# The wider GUI set (issue 27, bench/programs/wider-gui.txt): unmodified Debian programs on GTK 3,
+# GTK 4, Qt 5 and Qt 6 that no test uses, installed here only (no test needs them), timed to their
+# first window in exec, pool, learned and warm-up, on X11 and Wayland. About an hour on 2 cores.
+WIDER_GUI_PACKAGES := mousepad gucharmap gnome-mines gnome-sudoku baobab gnome-clocks gnome-chess \
+	speedcrunch lximage-qt qpdfview qpwgraph qt6-tools-dev-tools
+WIDER_ARGS := --runs 20 --modes exec,pool,learned,warm-up --clients run --display both
+bench-wider: build
+	$(call install_missing,$(WIDER_GUI_PACKAGES))
+	$(VENV)/bin/headstart bench --programs @bench/programs/wider-gui.txt --ready-window $(WIDER_ARGS) \
+		-o bench-results/wider
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_A64) $(BUILD_DEB) $(A64_SYSROOT) $(foreach t,$(OPTIMIZED),build-$(t) build-aarch64-$(t))

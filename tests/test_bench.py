@@ -202,3 +202,25 @@ def test_a_missing_program_fails_the_run_before_it_starts(tmp_path):
     assert done.returncode == 2, done.stdout
     assert "/nonexistent: no such sample app or file" in done.stderr and "Traceback" not in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_programs_from_a_list_file(tmp_path):
+    """--programs @FILE: a sample and a path with its arguments, a comment and a blank line skipped,
+    beside a program given on the command line; a list that cannot be read or names nothing is one line."""
+    listed = tmp_path / "programs.txt"
+    listed.write_text("# programs for the test\nfft\n\n/usr/bin/cjpeg -version  # a path with its argument\n")
+    done = bench(
+        "--programs", "many-globals", f"@{listed}", "--runs", "1", "--modes", "exec", "--quick", "--json",
+        "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    programs = json.loads(done.stdout)["programs"]
+    assert [p["program"] for p in programs] == ["many-globals", "fft", "cjpeg"]
+    assert programs[2]["argv"][1:] == ["-version"]
+
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    for word, message in ((f"@{tmp_path}/absent.txt", "No such file"), (f"@{tmp_path}/empty.txt", "lists no program")):
+        done = bench("--programs", word, "--runs", "1", "--modes", "exec", "-o", str(tmp_path / "none"))
+        assert done.returncode == 2, done.stdout
+        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not (tmp_path / "none").exists()

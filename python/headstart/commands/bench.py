@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from headstart import binaries
-from headstart.benchmark import cold, suite
+from headstart.benchmark import cold, program_list, suite
 from headstart.benchmark.display import display_env, parse_displays, private_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import BenchResult, as_json
@@ -60,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--programs",
         nargs="+",
         metavar="PROGRAM",
-        help="sample names, or paths of programs with their arguments in one word ('/usr/bin/lame --version'); "
+        help="sample names, or paths of programs with their arguments in one word ('/usr/bin/lame --version'), "
+        "or @FILE: the programs FILE lists, one a line (bench/programs/); "
         "default: every sample and a few Debian programs",
     )
     ready = p.add_mutually_exclusive_group()
@@ -143,7 +144,7 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
         raise UsageError("--runs must be at least 1")
     if args.programs:
         given = _ready(args)
-        ready = {p: given for p in args.programs}
+        ready = {p: given for p in program_list.expand(args.programs)}
         # Every program given must exist before anything runs or bench-results/ is written: found
         # after an hour of launches, a typo would leave nothing but an empty result over the last one.
         _, missing = suite.resolve_programs(list(ready), ready)
@@ -177,7 +178,7 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
         raise UsageError("--runs must be at least 1")
     if args.pin_plan and not args.pin_plan.is_file():
         raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
-    wanted = {p: _ready(args) for p in args.programs} if args.programs else COLD_PROGRAMS
+    wanted = {p: _ready(args) for p in program_list.expand(args.programs)} if args.programs else COLD_PROGRAMS
     programs, missing = suite.resolve_programs(list(wanted), wanted)
     if missing:
         raise UsageError(next(iter(missing.values())))
