@@ -45,12 +45,17 @@ def _same_file(mapped: str, identity: tuple[int, int]) -> bool:
     return (st.st_dev, st.st_ino) == identity
 
 
+def _stub_said(launch: Launch) -> str | None:
+    """What a stub said as it ended the run: it could not load the library or find a function, or
+    was called by the library's own constructors (their calls bind to the drop-in). Any of them
+    comes at a first call, which started the load."""
+    return next((line for line in launch.stderr_tail.splitlines() if line.startswith("headstart lazy:")), None)
+
+
 def _failed(launch: Launch) -> str | None:
     if launch.exit_status < 0 and not launch.stopped_at_ready:
         tail = launch.stderr_tail.strip().splitlines()
         return f"the run with the stubs was killed by signal {-launch.exit_status}" + (f": {tail[-1]}" if tail else "")
-    if "headstart lazy:" in launch.stderr_tail:  # a stub could not resolve, and said so
-        return next(line for line in launch.stderr_tail.splitlines() if "headstart lazy:" in line)
     return None
 
 
@@ -68,6 +73,9 @@ def called_before_ready(profiles: list[dict[str, Any]], program: Path, soname: s
                 launch = run(_options(profile, Path(tmp)))
             except HeadstartError as e:
                 return Calls(None, f"the run with the stubs failed: {e}")
+            said = _stub_said(launch)
+            if said and not launch.stopped_at_ready:
+                return Calls(True, f"called before ready: its stubs ended the run at the first call ({said})")
             failure = _failed(launch)
             if failure:
                 return Calls(None, failure)

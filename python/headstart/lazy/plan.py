@@ -120,7 +120,7 @@ def _calls(dep: Dependency, profiles: list[dict[str, Any]], program: str, sysroo
     dep.called = calls.called
     if calls.called is None:
         dep.refusals.append(f"-z now: bound at start, and whether it is called before ready is not known: {calls.why}")
-    elif not calls.called:
+    else:
         dep.notes.append(calls.why)
 
 
