@@ -38,6 +38,8 @@ static int in_this_program(unsigned long address) {
                here.dli_fbase == there.dli_fbase;
 }
 
+int main(int argc, char *argv[]);
+
 static void report(int argc, char *argv[]) {
         for (int i = 0; i < argc; i++)
                 printf("argv[%d]=%s\n", i, argv[i]);
@@ -91,6 +93,10 @@ static void report(int argc, char *argv[]) {
         printf("execfn=%s\n", (const char *) getauxval(AT_EXECFN));
         printf("auxv_entry_in_program=%d\n", in_this_program(getauxval(AT_ENTRY)));
         printf("auxv_phdr_in_program=%d\n", in_this_program(getauxval(AT_PHDR)));
+        /* What GModule and GtkBuilder do to find a program's own type functions by name: the
+         * program's exported symbols are in the global scope under exec (with -rdynamic). */
+        void *global = dlopen(NULL, RTLD_LAZY);
+        printf("main_in_global_scope=%d\n", global && dlsym(global, "main") == (void *) main);
         print_file("cmdline", "/proc/self/cmdline");
         print_file("environ", "/proc/self/environ");
 }

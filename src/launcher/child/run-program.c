@@ -171,12 +171,15 @@ static void set_names(const struct hs_launch_request *req) {
 /* Loads exactly the file the daemon checked, through its fd: a path could name another file by
  * now (a rename, a symlinked directory). Lazy binding, as exec would do unless the program asks for
  * -z now itself. A warm program is already loaded and relocated in the daemon: dlopen finds it by
- * its device and inode. */
+ * its device and inode. RTLD_GLOBAL (here, in the child only: programs warm in one zygote never see
+ * each other's symbols) puts the program and its libraries in the global scope, as exec does: what
+ * it exports is found through dlopen(NULL), as GModule and GtkBuilder look up a program's own
+ * types by name (Debian's baobab fails to build its window without). */
 static void *load_program(int image_fd, const struct hs_launch_request *req, int report_fd,
                           struct link_map **ret_program) {
         char name[64];
         snprintf(name, sizeof name, "/proc/self/fd/%d", image_fd);
-        void *handle = dlopen(name, RTLD_LAZY);
+        void *handle = dlopen(name, RTLD_LAZY | RTLD_GLOBAL);
         if (!handle)
                 fail(report_fd, "cannot load the program", dlerror());
         close(image_fd);
