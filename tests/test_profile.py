@@ -395,6 +395,22 @@ def test_after_main_trace_of_a_gtk_window(gtk_window_profile):
     assert f"saving about {font['fc_init_ms']:.1f} ms" in warm_up
 
 
+def test_after_main_shares_of_a_gtk_window(gtk_window_profile):
+    """The main thread's time from main to ready, every moment in one kind: the X connection (never
+    takeable), the loader and fontconfig (takeable by preload and warm-up), the rest as is."""
+    data = gtk_window_profile[0]
+    shares, traced = data["after_main"]["shares"], data["after_main"]["trace"]
+    assert abs(shares["traced_ms"] - traced["traced_ms"]) < 1e-6
+    kinds = {k["kind"]: k for k in shares["kinds"]}
+    assert abs(sum(k["ms"] for k in kinds.values()) - shares["traced_ms"]) < 0.01 * shares["traced_ms"]
+    assert abs(shares["never_share"] + shares["could_share"] + shares["as_is_share"] - 1) < 0.01
+    assert kinds["display"]["ms"] > 0 and kinds["loading objects"]["ms"] > 0 and kinds["fontconfig"]["ms"] >= 0
+    assert kinds["loading objects"]["share"] + kinds["fontconfig"]["share"] == pytest.approx(shares["could_share"])
+    out = io.StringIO()
+    render(data, out, width=200)
+    assert f"never takeable {shares['never_share']:.0%}" in out.getvalue()
+
+
 def test_after_main_is_rendered_in_the_terminal_and_the_report(gtk_window_profile, tmp_path):
     data, _, saved = gtk_window_profile
     out = io.StringIO()

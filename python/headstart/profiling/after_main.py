@@ -25,7 +25,7 @@ from typing import Any
 
 from headstart.errors import HeadstartError
 from headstart.lazy.elf_facts import read_facts
-from headstart.profiling import after_main_trace, files, load_cost, syscalls
+from headstart.profiling import after_main_shares, after_main_trace, files, load_cost, syscalls
 from headstart.profiling.syscalls import AddressMap, Call
 from headstart.profiling.timeline import Timeline
 
@@ -213,6 +213,7 @@ def analyze(
         "objects": objects_loaded(load_rows),
         "load_ms": sum(r["cost_ms"] for r in load_rows),
         "trace": traced,
+        "shares": after_main_shares.shares(after_main_trace.after_main(calls), calls),
         "advice": advice(load_rows, traced),
     }
 

@@ -21,6 +21,7 @@ LOAD_HEADERS = [
 ]
 GAP_HEADERS = ["at ms (traced)", "no system call for ms", "after", "before"]
 TEXT_COLUMNS = {"loaded after main", "file", "kind", "asked for by", "after", "before", "by", "ran", "call"}
+TEXT_COLUMNS.add("the zygote can take it")
 GAP_TITLE = "After main: the longest stretches without a system call (main thread)"
 
 
@@ -81,6 +82,27 @@ def _waits(trace: dict[str, Any]) -> Table:
     return _table("After main: the main thread's longest system calls (traced)", ["at ms", "ms", "call"], rows)
 
 
+# Each kind of the main thread's time after main, by who could take it (profiling/after_main_shares.py).
+SHARE_GROUPS = {
+    "display": "never (per display)",
+    "session bus": "never (per launch)",
+    "waiting for its threads": "never (threads)",
+    "loading objects": "preload",
+    "fontconfig": "warm-up",
+    "other system calls": "as is",
+    "computation": "as is (warm-ups: part)",
+}
+
+
+def _shares(shares: dict[str, Any]) -> Table:
+    rows = [[k["kind"], SHARE_GROUPS[k["kind"]], f"{k['ms']:,.1f}", f"{k['share']:.0%}"] for k in shares["kinds"]]
+    title = (
+        f"After main: the main thread's time by kind (traced): never takeable {shares['never_share']:.0%}, "
+        f"takeable {shares['could_share']:.0%}, as is {shares['as_is_share']:.0%}"
+    )
+    return _table(title, ["kind", "the zygote can take it", "ms", "share"], rows)
+
+
 def render_after_main(profile: dict[str, Any], console: Console) -> None:
     after = profile["after_main"]
     loads, gaps = after_main_rows(after)
@@ -95,5 +117,7 @@ def render_after_main(profile: dict[str, Any], console: Console) -> None:
                 console.print(table(trace))
     if gaps:
         console.print(_table(GAP_TITLE, GAP_HEADERS, gaps))
+    if shares := after.get("shares"):  # absent from profiles saved before it was measured
+        console.print(_shares(shares))
     for line in after["advice"]:
         console.print(f"[green]advice:[/] {line}", markup=True, highlight=False)
