@@ -105,8 +105,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     skipped: dict[str, int] = {}
     for r in rows:
         if "skipped" in r:
-            reason = r["skipped"].split(":")[0] if "LD_AUDIT" not in r["skipped"] else r["skipped"]
+            said = r["skipped"]
+            reason = (
+                said
+                if "LD_AUDIT" in said
+                else said.split(" did not ")[-1]
+                if " did not " in said
+                else said.split(":")[0]
+            )
             skipped[reason] = skipped.get(reason, 0) + 1
+    # The drop-in, for a program left as it is, is for libraries without constructors of their own.
+    drop_in = [sum(d["size"] for d in r["dependencies"] if d["verdict"] == "defer"
+                   and not read_facts(d["path"]).constructors) for r in deferring]  # fmt: skip
     not_told = sum(1 for r in now for d in r["dependencies"] if any("not known" in x for x in d["refusals"]))
     return {
         "programs": len(rows),
@@ -121,6 +131,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "deferred_bytes_median": _median([r["deferred_bytes"] for r in deferring]),
         "bind_now_deferred_bytes_total": sum(r["deferred_bytes"] for r in now),
         "bind_now_deferred_bytes_median": _median([r["deferred_bytes"] for r in now if r["deferred_bytes"]]),
+        "with_a_drop_in_library": sum(1 for b in drop_in if b),
+        "drop_in_bytes_total": sum(drop_in),
+        "bind_now_with_a_drop_in_library": sum(
+            1 for r, b in zip(deferring, drop_in, strict=True) if b and r["bind_now"]
+        ),
         "most_deferred": dict(sorted(by_library.items(), key=lambda kv: -kv[1])[:15]),
     }
 

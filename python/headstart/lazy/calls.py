@@ -5,7 +5,8 @@ came. Bindings cannot tell it (the loader binds every symbol at start), nor the 
 (la_pltenter does not fire for a program bound at start).
 
 Each profile's launch is run again as the profile ran it (its arguments, its ready), with the drop-in
-first in LD_LIBRARY_PATH, and its maps are read at ready (or at exit, where the probe stops it)."""
+first in LD_LIBRARY_PATH; its maps are read at ready (or at exit, where the probe stops it), and
+the probe's account of the objects loaded by then is read after."""
 
 from __future__ import annotations
 
@@ -45,6 +46,18 @@ def _same_file(mapped: str, identity: tuple[int, int]) -> bool:
     return (st.st_dev, st.st_ino) == identity
 
 
+def _loaded_by_ready(launch: Launch) -> list[str] | None:
+    """The files mapped at ready (its maps, read then) and the objects the loader loaded by then (the
+    probe's account, which a program that ends without the probe's stop at exit still leaves)."""
+    found = list(launch.memory.file_pages) if launch.memory else []
+    tl = launch.timeline
+    if tl:
+        begin = tl.launch_start if tl.launch_start is not None else tl.start
+        ready = None if launch.to_ready_ns is None else begin + launch.to_ready_ns
+        found += [o.path for o in tl.objects if ready is None or o.t <= ready]
+    return found if launch.memory or tl else None
+
+
 def _stub_said(launch: Launch) -> str | None:
     """What a stub said as it ended the run: it could not load the library or find a function, or
     was called by the library's own constructors (their calls bind to the drop-in). Any of them
@@ -79,9 +92,10 @@ def called_before_ready(profiles: list[dict[str, Any]], program: Path, soname: s
             failure = _failed(launch)
             if failure:
                 return Calls(None, failure)
-            if launch.memory is None:
-                return Calls(None, "its memory could not be read at ready")
-            if any(_same_file(mapped, identity) for mapped in launch.memory.file_pages):
+            mapped = _loaded_by_ready(launch)
+            if mapped is None:
+                return Calls(None, "neither its maps at ready nor the probe's account of its loads could be read")
+            if any(_same_file(path, identity) for path in mapped):
                 run_of = " ".join(profile["program"])
                 return Calls(True, f"called before ready: loaded by its stubs in the run of {run_of}")
     return Calls(False, "-z now: bound at start, but not called before ready (a run with its stubs left it unloaded)")
