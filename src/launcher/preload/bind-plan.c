@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,33 @@
 #include "arch.h"
 #include "loaded-relocs.h"
 #include "macro.h"
+#include "pointer-scan.h"
 
 #define BIND_MAX_SLOTS 65536u
+#define BIND_MAX_FIXUPS 4096u
+
+/* The library variables with pointers into themselves that a copy may move, each shown by a test
+ * with real programs to behave as under exec once moved (tests/test_cxx_streams.py): libstdc++'s
+ * standard streams, which ios_base::Init builds once and which point into themselves (ios_base's
+ * _M_word) and at each other (cin, cerr and clog are tied to cout), from nowhere else. */
+static const struct {
+        const char *library; /* the start of the defining object's file name */
+        const char *symbol;
+} MOVABLE[] = {
+        { "libstdc++.so.", "_ZSt4cout" },  { "libstdc++.so.", "_ZSt4cerr" },  { "libstdc++.so.", "_ZSt4clog" },
+        { "libstdc++.so.", "_ZSt3cin" },   { "libstdc++.so.", "_ZSt5wcout" }, { "libstdc++.so.", "_ZSt5wcerr" },
+        { "libstdc++.so.", "_ZSt5wclog" }, { "libstdc++.so.", "_ZSt4wcin" },
+};
+
+static bool movable(const char *file, const char *symbol) {
+        const char *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        for (size_t i = 0; i < ELEMENTSOF(MOVABLE); i++)
+                if (strncmp(base, MOVABLE[i].library, strlen(MOVABLE[i].library)) == 0 &&
+                    strcmp(symbol, MOVABLE[i].symbol) == 0)
+                        return true;
+        return false;
+}
 
 struct builder {
         const struct elf_export **sorted; /* the exports by name */
@@ -84,8 +110,50 @@ static int cmp_slot(const void *a, const void *b) {
         return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-/* Why the variable at source cannot be copied as the loader would copy it, or NULL. */
-static const char *copy_refusal(const struct elf_export *x, const void *source, char *buf, size_t size) {
+struct data_query {
+        const char *name;
+        uintptr_t base, start, end;
+};
+
+static int find_data(struct dl_phdr_info *info, size_t size, void *userdata) {
+        (void) size;
+        struct data_query *q = userdata;
+        if (info->dlpi_addr != q->base || strcmp(info->dlpi_name, q->name) != 0)
+                return 0;
+        for (size_t i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+                        q->start = info->dlpi_addr + ph->p_vaddr;
+                        q->end = q->start + ph->p_memsz;
+                        return 1;
+                }
+        }
+        return 1;
+}
+
+/* The writable data of the library that defines a moved variable, without its RELRO part (which
+ * holds only what the loader relocated, and the binding plan redoes that): where the library's own
+ * constructors leave pointers into the variable, as libstdc++'s leave cin's tie to cout. */
+static void library_data(const void *source, struct bind_copy *c) {
+        Dl_info info;
+        struct link_map *l = NULL;
+        if (!dladdr1(source, &info, (void **) &l, RTLD_DL_LINKMAP) || !l)
+                return;
+        struct data_query q = { .name = l->l_name, .base = l->l_addr };
+        dl_iterate_phdr(find_data, &q);
+        uintptr_t relro_start, relro_end;
+        loaded_relro_range(l, &relro_start, &relro_end);
+        if (relro_start <= q.start && relro_end > q.start)
+                q.start = relro_end < q.end ? relro_end : q.end;
+        c->data_start = q.start;
+        c->data_end = q.end;
+}
+
+/* Why the variable at source cannot be copied as the loader would copy it, or NULL; c->moved set
+ * when it is one of MOVABLE, whose pointers move along (whether or not it was built yet: under
+ * GCC 12 the first constructor that includes <iostream> builds the streams, maybe a warm program's). */
+static const char *copy_refusal(const struct elf_export *x, const void *source, struct bind_copy *c, char *buf,
+                                size_t size) {
         Dl_info info;
         const ElfW(Sym) *sym = NULL;
         if (!dladdr1(source, &info, (void **) &sym, RTLD_DL_SYMENT) || !sym)
@@ -98,6 +166,11 @@ static const char *copy_refusal(const struct elf_export *x, const void *source, 
                                 "truncate it",
                                 x->name, (unsigned long long) x->size, (unsigned long long) sym->st_size),
                        buf;
+        if (movable(info.dli_fname, x->name)) {
+                c->moved = 1;
+                library_data(source, c);
+                return NULL;
+        }
         /* An object that points into itself (a C++ stream, say) would keep pointing at the old place. */
         const uintptr_t lo = (uintptr_t) source, hi = lo + x->size;
         for (uintptr_t p = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1); p + sizeof(uintptr_t) <= hi;
@@ -141,13 +214,65 @@ static const char *plan_copies(const struct elf_exports *ex, void *const *handle
                         return snprintf(buf, size, "copies the variable %s, which none of its libraries defines",
                                         x->name),
                                buf;
-                const char *why = copy_refusal(x, source, buf, size);
+                struct bind_copy c = { .offset = x->value, .source = (uintptr_t) source, .size = x->size };
+                const char *why = copy_refusal(x, source, &c, buf, size);
                 if (why)
                         return why;
-                plan->copies[plan->ncopies++] =
-                        (struct bind_copy){ .offset = x->value, .source = (uintptr_t) source, .size = x->size };
+                plan->copies[plan->ncopies++] = c;
         }
         return NULL;
+}
+
+struct fixup_builder {
+        struct bind_plan *plan;
+        const size_t *copy_of; /* the copy each scanned range is the source of */
+        size_t cap;
+};
+
+static int add_fixup(uintptr_t address, size_t range, void *userdata) {
+        struct fixup_builder *b = userdata;
+        struct bind_plan *plan = b->plan;
+        if (plan->nfixups == b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 16;
+                if (cap > BIND_MAX_FIXUPS)
+                        return -E2BIG;
+                struct bind_fixup *f = realloc(plan->fixups, cap * sizeof *f);
+                if (!f)
+                        return -ENOMEM;
+                plan->fixups = f;
+                b->cap = cap;
+        }
+        plan->fixups[plan->nfixups++] = (struct bind_fixup){ .address = address, .copy = b->copy_of[range] };
+        return 0;
+}
+
+/* Every pointer this process holds into a variable that moves to the program's copy: the loader
+ * of a fresh process would have built the variable there, and these pointers with it. */
+static const char *plan_fixups(struct bind_plan *plan) {
+        free(plan->fixups);
+        plan->fixups = NULL;
+        plan->nfixups = 0;
+        size_t n = 0;
+        for (uint32_t i = 0; i < plan->ncopies; i++)
+                n += plan->copies[i].moved;
+        if (n == 0)
+                return NULL;
+        _cleanup_free_ struct scan_range *ranges = calloc(n, sizeof *ranges);
+        _cleanup_free_ size_t *copy_of = calloc(n, sizeof *copy_of);
+        if (!ranges || !copy_of)
+                return "out of memory";
+        n = 0;
+        for (uint32_t i = 0; i < plan->ncopies; i++)
+                if (plan->copies[i].moved) {
+                        const struct bind_copy *c = &plan->copies[i];
+                        ranges[n] = (struct scan_range){ .lo = c->source, .hi = c->source + c->size };
+                        copy_of[n++] = i;
+                }
+        struct fixup_builder b = { .plan = plan, .copy_of = copy_of };
+        int r = pointer_scan(ranges, n, add_fixup, &b);
+        if (r == -E2BIG)
+                return "a library variable it copies is pointed at from too many places to move it";
+        return r < 0 ? "the daemon cannot read its own memory to move a library variable the program copies" : NULL;
 }
 
 static const char *plan_slots(const struct elf_exports *ex, void *const *handles, size_t nhandles,
@@ -210,6 +335,8 @@ const char *bind_plan_build(const struct elf_exports *ex, const struct string_li
                 why = plan_copies(ex, handles, n, plan, buf, size);
         if (!why)
                 why = plan_slots(ex, handles, n, plan, buf, size);
+        if (!why)
+                why = plan_fixups(plan);
         for (size_t i = 0; i < n; i++)
                 if (handles[i])
                         dlclose(handles[i]);
@@ -219,12 +346,90 @@ const char *bind_plan_build(const struct elf_exports *ex, const struct string_li
         return why;
 }
 
+const char *bind_plan_rescan(struct bind_plan *plan) {
+        return plan_fixups(plan);
+}
+
 void bind_plan_done(struct bind_plan *plan) {
         free(plan->copies);
         free(plan->slots);
+        free(plan->fixups);
         *plan = (struct bind_plan){ 0 };
 }
 
+
+/* The value a pointer into a moved variable's old place gets in the program's copy, or v itself. */
+static uintptr_t moved_value(const struct bind_plan *plan, uintptr_t base, uintptr_t v) {
+        for (uint32_t i = 0; i < plan->ncopies; i++) {
+                const struct bind_copy *c = &plan->copies[i];
+                if (c->moved && v >= c->source && v < c->source + c->size)
+                        return v - c->source + base + c->offset;
+        }
+        return v;
+}
+
+/* The copy's own words that point into a moved variable (into itself, or a stream into the one it
+ * is tied to), as they would have been built in the program's copies. */
+static void move_inside(const struct bind_plan *plan, uintptr_t base, uintptr_t to, uint64_t size) {
+        for (uintptr_t p = (to + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1); p + sizeof(uintptr_t) <= to + size;
+             p += sizeof(uintptr_t)) {
+                uintptr_t v;
+                memcpy(&v, (const void *) p, sizeof v);
+                uintptr_t w = moved_value(plan, base, v);
+                if (w != v)
+                        memcpy((void *) p, &w, sizeof w);
+        }
+}
+
+static bool in_moved(const struct bind_plan *plan, uintptr_t p) {
+        for (uint32_t i = 0; i < plan->ncopies; i++)
+                if (plan->copies[i].moved && p >= plan->copies[i].source && p < plan->copies[i].source + plan->copies[i].size)
+                        return true;
+        return false;
+}
+
+/* The defining libraries' own data, read now: a stream built in this child, after the plan was
+ * made, left its pointers there (cin's tie). The old variables themselves stay as they are. */
+static void move_in_library_data(const struct bind_plan *plan, uintptr_t base) {
+        for (uint32_t i = 0; i < plan->ncopies; i++) {
+                const struct bind_copy *c = &plan->copies[i];
+                bool seen = false;
+                for (uint32_t j = 0; j < i && !seen; j++)
+                        seen = plan->copies[j].data_start == c->data_start && plan->copies[j].moved;
+                if (!c->moved || seen || c->data_start >= c->data_end)
+                        continue;
+                for (uintptr_t p = (c->data_start + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
+                     p + sizeof(uintptr_t) <= c->data_end; p += sizeof(uintptr_t)) {
+                        if (in_moved(plan, p))
+                                continue;
+                        uintptr_t v = *(const uintptr_t *) p;
+                        uintptr_t w = moved_value(plan, base, v);
+                        if (w != v)
+                                *(uintptr_t *) p = w;
+                }
+        }
+}
+
+/* The pointers found elsewhere when the plan was made (pointer-scan.h), through /proc/self/mem: a
+ * word that is no longer mapped is an error rather than a fault, and one that no longer points into
+ * the variable is left alone. */
+static int move_fixups(const struct bind_plan *plan, uintptr_t base) {
+        if (plan->nfixups == 0)
+                return 0;
+        _cleanup_close_ int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+        if (mem < 0)
+                return -errno;
+        for (uint32_t i = 0; i < plan->nfixups; i++) {
+                const struct bind_fixup *f = &plan->fixups[i];
+                uintptr_t v;
+                if (pread(mem, &v, sizeof v, (off_t) f->address) != (ssize_t) sizeof v)
+                        return -EFAULT;
+                uintptr_t w = moved_value(plan, base, v);
+                if (w != v && pwrite(mem, &w, sizeof w, (off_t) f->address) != (ssize_t) sizeof w)
+                        return -EFAULT;
+        }
+        return 0;
+}
 
 /* Copies of read-only data sit in the program's RELRO range, which dlopen has made read-only. */
 static int fill_copies(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
@@ -241,11 +446,14 @@ static int fill_copies(const struct bind_plan *plan, const struct link_map *prog
                 if (r < 0)
                         return r;
                 memcpy((void *) to, (const void *) (uintptr_t) c->source, c->size);
+                if (plan->nfixups || c->moved)
+                        move_inside(plan, program->l_addr, to, c->size);
                 r = relro ? set_protection(first, end - first, PROT_READ) : 0;
                 if (r < 0)
                         return r;
         }
-        return 0;
+        move_in_library_data(plan, program->l_addr);
+        return move_fixups(plan, program->l_addr);
 }
 
 int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program) {
@@ -276,33 +484,41 @@ int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program
         return open_page ? set_protection(open_page, page_size, PROT_READ) : 0;
 }
 
+/* The bytes: a header of four uint32_t (ncopies, nslots, nfixups, 0), then each array. */
+#define PLAN_HEADER (4 * sizeof(uint32_t))
+
 size_t bind_plan_size(const struct bind_plan *plan) {
-        return sizeof(uint64_t) + plan->ncopies * sizeof(struct bind_copy) + plan->nslots * sizeof(struct bind_slot);
+        return PLAN_HEADER + plan->ncopies * sizeof(struct bind_copy) + plan->nslots * sizeof(struct bind_slot) +
+               plan->nfixups * sizeof(struct bind_fixup);
 }
 
 void bind_plan_write(const struct bind_plan *plan, void *buf) {
-        uint32_t counts[2] = { plan->ncopies, plan->nslots };
+        uint32_t counts[4] = { plan->ncopies, plan->nslots, plan->nfixups, 0 };
         uint8_t *p = buf;
         memcpy(p, counts, sizeof counts);
-        p += sizeof(uint64_t);
+        p += PLAN_HEADER;
         if (plan->ncopies)
                 memcpy(p, plan->copies, plan->ncopies * sizeof(struct bind_copy));
         p += plan->ncopies * sizeof(struct bind_copy);
         if (plan->nslots)
                 memcpy(p, plan->slots, plan->nslots * sizeof(struct bind_slot));
+        p += plan->nslots * sizeof(struct bind_slot);
+        if (plan->nfixups)
+                memcpy(p, plan->fixups, plan->nfixups * sizeof(struct bind_fixup));
 }
 
 int bind_plan_parse(const void *buf, size_t size, struct bind_plan *ret) {
-        uint32_t counts[2];
-        if (size < sizeof(uint64_t))
+        uint32_t counts[4];
+        if (size < PLAN_HEADER)
                 return -EBADMSG;
         memcpy(counts, buf, sizeof counts);
-        struct bind_plan p = { .ncopies = counts[0], .nslots = counts[1] };
-        if (counts[0] > size || counts[1] > BIND_MAX_SLOTS || bind_plan_size(&p) != size)
+        struct bind_plan p = { .ncopies = counts[0], .nslots = counts[1], .nfixups = counts[2] };
+        if (counts[0] > size || counts[1] > BIND_MAX_SLOTS || counts[2] > BIND_MAX_FIXUPS || bind_plan_size(&p) != size)
                 return -EBADMSG;
-        const uint8_t *b = (const uint8_t *) buf + sizeof(uint64_t);
+        const uint8_t *b = (const uint8_t *) buf + PLAN_HEADER;
         p.copies = (struct bind_copy *) (uintptr_t) b;
         p.slots = (struct bind_slot *) (uintptr_t) (b + p.ncopies * sizeof(struct bind_copy));
+        p.fixups = (struct bind_fixup *) (uintptr_t) ((const uint8_t *) p.slots + p.nslots * sizeof(struct bind_slot));
         *ret = p;
         return 0;
 }

@@ -21,6 +21,14 @@ struct bind_copy {
         uint64_t offset; /* of the program's copy, from its load address */
         uint64_t source; /* address of the variable the libraries use now */
         uint64_t size;
+        uint64_t moved;  /* 1: pointers into it move to the copy with it (see pointer-scan.h) */
+        uint64_t data_start, data_end; /* moved: its library's writable data, scanned at each launch */
+};
+
+/* A word outside the copies that pointed into the source of copies[copy] when the plan was made. */
+struct bind_fixup {
+        uint64_t address;
+        uint64_t copy;
 };
 
 struct bind_slot {
@@ -30,9 +38,10 @@ struct bind_slot {
 };
 
 struct bind_plan {
-        uint32_t ncopies, nslots;
+        uint32_t ncopies, nslots, nfixups;
         struct bind_copy *copies;
         struct bind_slot *slots; /* sorted by address */
+        struct bind_fixup *fixups;
 };
 
 /* Plans the binding of a program that defines the symbols ex and needs the libraries closure (in
@@ -41,6 +50,11 @@ struct bind_plan {
 const char *bind_plan_build(const struct elf_exports *ex, const struct string_list *closure, struct bind_plan *plan,
                             char *buf, size_t size);
 void bind_plan_done(struct bind_plan *plan);
+
+/* Finds again the pointers into the variables the plan moves (pointer-scan.h), once more code ran
+ * in this process since the plan was made (the warm programs' constructors, which may build the
+ * C++ streams). Returns NULL or why the plan cannot be kept. */
+const char *bind_plan_rescan(struct bind_plan *plan);
 
 /* In the launched child, with the program loaded. Returns 0 or a negative errno. */
 int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program);

@@ -269,3 +269,21 @@ int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const 
         *ret = e;
         return 0;
 }
+
+int image_cache_rescan(struct image_cache *c) {
+        int failed = 0;
+        for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++) {
+                struct image_entry *e = &c->entries[i];
+                bool moves = false;
+                for (uint32_t j = 0; j < e->plan.ncopies && !moves; j++)
+                        moves = e->plan.copies[j].moved;
+                if (e->fd < 0 || e->reason || !moves)
+                        continue;
+                const char *why = bind_plan_rescan(&e->plan);
+                if (why) {
+                        e->reason = strdup(why);
+                        failed++;
+                }
+        }
+        return failed;
+}

@@ -41,6 +41,10 @@ struct image_cache {
  * removes what daemons that are gone left there, and keeps this process's copies in dir/PID (an old
  * zygote and a new one run side by side). On -EPERM, *ret_why says what is wrong with dir. */
 int image_cache_init(struct image_cache *c, const char *dir, const char *interp, const char **ret_why);
+/* Finds again, for each entry whose binding moves a library variable, the pointers into it
+ * (bind_plan_rescan): once the warm programs are loaded, whose constructors may have built it.
+ * An entry whose pointers cannot be found gets a reason (exec). Returns how many did. */
+int image_cache_rescan(struct image_cache *c);
 /* Forgets every entry and removes this process's copies. */
 void image_cache_done(struct image_cache *c);
 

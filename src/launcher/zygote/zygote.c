@@ -267,6 +267,8 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
+        if (image_cache_rescan(&s.cache) > 0)
+                log_warning("some programs copy a C++ stream whose pointers cannot be found; they will be exec'd");
         if (!o->no_learn) {
                 s.learned = &learned;
                 r = learned_snapshot_self(&learned);
