@@ -48,9 +48,17 @@ BOOT_PACKAGES := qemu-system-x86 linux-image-amd64
 # What `make deb` builds the Debian packages with, and `make test-deb` checks them with: Debian's
 # own tooling (debian/), lintian, and mmdebstrap for a clean Debian 12 root to install them into.
 DEB_PACKAGES := debhelper dh-python dpkg-dev lintian mmdebstrap
-BUILD_DEB := build-deb
+# `make deb DEB_ARCH=arm64` cross-builds the packages for another architecture (Debian's cross
+# toolchain and that architecture's libxcb through multiarch) into build-deb-ARCH.
+HOST_ARCH := $(shell dpkg --print-architecture)
+DEB_ARCH ?= $(HOST_ARCH)
+BUILD_DEB := $(if $(filter $(HOST_ARCH),$(DEB_ARCH)),build-deb,build-deb-$(DEB_ARCH))
+# The virtual device (docs/device.md): QEMU for both architectures, and for an arm64 image the
+# packages' maintainer scripts run under qemu-user (binfmt_misc) while mmdebstrap builds it.
+DEVICE_ARCH ?= arm64
+DEVICE_PACKAGES := mmdebstrap qemu-system-arm qemu-system-x86 qemu-user-static binfmt-support e2fsprogs
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
 
 all: build
 
@@ -185,11 +193,17 @@ docs: build
 # the .deb files and lintian's report land in build-deb/.
 deb:
 	$(call install_missing,$(DEB_PACKAGES) meson ninja-build pkg-config libxcb1-dev python3)
+	@if [ "$(DEB_ARCH)" != "$(HOST_ARCH)" ]; then \
+		dpkg --print-foreign-architectures | grep -qx $(DEB_ARCH) || { dpkg --add-architecture $(DEB_ARCH); apt-get update -qq; }; \
+		dpkg-query -W -f='$${Status}\n' crossbuild-essential-$(DEB_ARCH) libxcb1-dev:$(DEB_ARCH) 2>/dev/null \
+			| grep -c 'install ok installed' | grep -qx 2 \
+			|| $(SUDO) apt-get install -y -q crossbuild-essential-$(DEB_ARCH) libxcb1-dev:$(DEB_ARCH); \
+	fi
 	rm -rf $(BUILD_DEB) && mkdir -p $(BUILD_DEB)/headstart
-	git ls-files -z --cached --others --exclude-standard | grep -zv '^$(BUILD_DEB)/' \
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^build-deb' \
 		| xargs -0 cp --parents -t $(BUILD_DEB)/headstart
-	cd $(BUILD_DEB)/headstart && dpkg-buildpackage -b -us -uc >../build.log 2>&1 \
-		|| { tail -40 ../build.log; exit 1; }
+	cd $(BUILD_DEB)/headstart && dpkg-buildpackage $(if $(filter $(HOST_ARCH),$(DEB_ARCH)),,-a$(DEB_ARCH)) -b -us -uc \
+		>../build.log 2>&1 || { tail -40 ../build.log; exit 1; }
 	lintian --fail-on error $(BUILD_DEB)/*.changes | tee $(BUILD_DEB)/lintian.txt
 	@ls $(BUILD_DEB)/*.deb
 
@@ -198,6 +212,14 @@ deb:
 # (tests/deb/check_packages.py).
 test-deb: deb
 	$(PY) tests/deb/check_packages.py $(BUILD_DEB)
+
+# The virtual embedded device (docs/device.md), opt-in: images from Debian 12's packages and this
+# checkout's packages (cached in build-device/ARCH/), booted by QEMU with an eMMC-like disk.
+device:
+	$(call install_missing,$(DEVICE_PACKAGES))
+	$(MAKE) deb DEB_ARCH=$(DEVICE_ARCH)
+	$(MAKE) deps
+	$(PY) device/image.py --arch $(DEVICE_ARCH) --debs $(if $(filter $(HOST_ARCH),$(DEVICE_ARCH)),build-deb,build-deb-$(DEVICE_ARCH))
 
 # Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
 # with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).

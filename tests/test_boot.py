@@ -483,3 +483,44 @@ def test_analyze_writes_a_trace_of_phases_initcalls_and_units(tmp_path):
             assert e["ts"] == pytest.approx(user_space * 1e6, abs=1e-3)
         if expected == "units":
             assert len(units) == 5
+
+
+def test_marks_split_the_phase_before_ready(tmp_path):
+    """A moment of the user's own (a compositor up) between init and ready: the phase from init to
+    ready becomes two that add up to it; a mark the log lacks merges them back; a bad one is one line."""
+    log = tmp_path / "marked.log"
+    lines = VERBOSE.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if READY in line)
+    init_s, ready_s = float(lines[at - 1].split("\t")[0]), float(lines[at].split("\t")[0])
+    middle = (init_s + ready_s) / 2
+    lines.insert(at, f"{middle:.6f}\tdevice: compositor ready")
+    log.write_text("\n".join(lines) + "\n")
+    plain = analyze_json(str(log), "--ready", READY)
+    marked = analyze_json(str(log), "--ready", READY, "--mark", "compositor=device: compositor ready")
+    names = [p["name"] for p in marked["phases"]]
+    assert names[-2:] == ["init started to compositor", "compositor to first program ready"]
+    before, after = marked["phases"][-2:]
+    assert before["end_s"] == pytest.approx(middle) and after["start_s"] == pytest.approx(middle)
+    assert before["duration_s"] + after["duration_s"] == pytest.approx(plain["phases"][-1]["duration_s"])
+    assert marked["total_s"] == plain["total_s"]
+    absent = analyze_json(str(VERBOSE), "--ready", READY, "--mark", "compositor=device: compositor ready")
+    assert [p["name"] for p in absent["phases"]] == [
+        p["name"] for p in analyze_json(str(VERBOSE), "--ready", READY)["phases"]
+    ]
+    for mark, why in (("no-equals-sign", "expected NAME=REGEX"), ("ready=x", "names a moment of the boot")):
+        done = headstart("boot", "analyze", str(log), "--mark", mark)
+        assert done.returncode == 2 and why in done.stderr.strip().splitlines()[-1], done.stderr
+
+
+def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
+    """quiet and a unit a kiosk does without come with the kernel arguments that carry them out
+    (the virtual device applies them); a unit not known to be optional is never advised away."""
+    blame = tmp_path / "blame.txt"
+    blame.write_text("  1.200s e2scrub_reap.service\n  2.500s systemd-udev-settle.service\n  10ms getty@tty1.service\n")
+    data = analyze_json(str(VERBOSE), str(blame), "--ready", READY)
+    by_topic = {r["topic"]: r for r in data["recommendations"]}
+    assert by_topic["quiet"]["kernel_args"] == ["quiet"]
+    units = [r for r in data["recommendations"] if r["topic"] == "unit"]
+    assert [r["kernel_args"] for r in units] == [["systemd.mask=e2scrub_reap.service"]]  # getty: too fast to matter
+    assert units[0]["seconds"] == pytest.approx(1.2)
+    assert by_topic["initramfs"]["kernel_args"] == []  # needs a new initramfs: nothing on the command line

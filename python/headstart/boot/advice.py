@@ -4,7 +4,7 @@ come from; a recommendation the log cannot support is not made."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from headstart.boot import initcalls
@@ -25,9 +25,18 @@ class Advice:
     message: str
     evidence: list[str]
     seconds: float | None  # what it costs now, when the log gives it
+    # The kernel command-line arguments that carry it out, when it needs no rebuild of the kernel,
+    # the initramfs or the image (device/bench.py applies them).
+    kernel_args: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"topic": self.topic, "message": self.message, "evidence": self.evidence, "seconds": self.seconds}
+        return {
+            "topic": self.topic,
+            "message": self.message,
+            "evidence": self.evidence,
+            "seconds": self.seconds,
+            "kernel_args": self.kernel_args,
+        }
 
 
 def advise(t: Timeline, log: BootLog) -> list[Advice]:
@@ -37,6 +46,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_initcalls(t),
         *_decompression(t),
         *_initramfs(t),
+        *_units(t),
         *_first_program(t),
     ]
 
@@ -59,6 +69,7 @@ def _console(t: Timeline, log: BootLog) -> list[Advice]:
             "are printed, and read the rest with dmesg afterwards.",
             evidence,
             seconds,
+            ["quiet"],
         )
     ]
 
@@ -78,6 +89,7 @@ def _calibration(log: BootLog) -> list[Advice]:
                     "(the value it found) on the command line to skip the calibration.",
                     [f"{line.source}: {line.text.strip()}", f"{after.source}: {after.text.strip()}"],
                     seconds,
+                    [f"lpj={m.group(1)}"],
                 )
             ]
     return []
@@ -141,6 +153,50 @@ def _initramfs(t: Timeline) -> list[Advice]:
             phase.duration_s,
         )
     ]
+
+
+def _units(t: Timeline) -> list[Advice]:
+    """Units that a device showing one program full screen does without, among the slow ones in
+    systemd's blame: only those named in KIOSK_OPTIONAL, each with why it is safe to mask there."""
+    out = []
+    for unit, seconds, source in t.services:
+        why = kiosk_optional(unit)
+        if why is None or seconds < SLOW_UNIT_S:
+            continue
+        out.append(
+            Advice(
+                "unit",
+                f"{unit} took {seconds * 1000:,.0f} ms of the boot. {why} On such a device, mask it "
+                f"(`systemctl mask {unit}`, or `systemd.mask={unit}` on the kernel command line).",
+                [f"{source}: {unit} {seconds:.3f}s"],
+                seconds,
+                [f"systemd.mask={unit}"],
+            )
+        )
+    return out
+
+
+SLOW_UNIT_S = 0.050
+# Units a kiosk (one user, one program full screen, no login, no LVM) can mask without losing
+# anything it uses, and why. A unit not named here is never advised away: the advice cannot know
+# what else a system relies on.
+KIOSK_OPTIONAL = {
+    "e2scrub_reap.service": "It removes snapshots left by e2scrub, which needs LVM; a device without LVM has none.",
+    "getty@tty1.service": "It offers a text login on the first virtual terminal, which the compositor's screen hides.",
+    "serial-getty@": "It offers a login on the serial port, a development aid a product's users never see.",
+    "systemd-update-utmp.service": "It records boots and shutdowns in wtmp for `last`, which no kiosk user runs.",
+    "apt-daily.service": "It downloads package lists; a product updates through its own channel.",
+    "apt-daily-upgrade.service": "It installs updates unattended; a product updates through its own channel.",
+    "dpkg-db-backup.service": "It backs up dpkg's database daily; nothing on a kiosk installs packages.",
+    "man-db.service": "It rebuilds the manual pages' index, which nobody reads on a kiosk.",
+}
+
+
+def kiosk_optional(unit: str) -> str | None:
+    for name, why in KIOSK_OPTIONAL.items():
+        if unit == name or (name.endswith("@") and unit.startswith(name)):
+            return why
+    return None
 
 
 def _first_program(t: Timeline) -> list[Advice]:

@@ -26,9 +26,14 @@ class Analysis:
         return max((p.end_s for p in self.timeline.phases), default=None)
 
 
-def analyze(paths: list[Path], ready: re.Pattern[str] | None, boot: int | None = None) -> Analysis:
+def analyze(
+    paths: list[Path],
+    ready: re.Pattern[str] | None,
+    boot: int | None = None,
+    marks: list[tuple[str, re.Pattern[str]]] = (),
+) -> Analysis:
     log = logs.read(paths, boot)
-    t = timeline.build(log, ready)
+    t = timeline.build(log, ready, marks)
     return Analysis([str(p) for p in paths], t, advice.advise(t, log))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from headstart.boot import timeline
 from headstart.boot.analysis import Analysis
 
 
@@ -48,12 +47,12 @@ def compare(a: Analysis, b: Analysis, name_a: str, name_b: str) -> Comparison | 
 def compared_end(a: Analysis, b: Analysis) -> tuple[str, str, float, float] | None:
     """The first program ready when both boots show it, else the last moment both reached; without
     any, the end of the last phase (systemd-analyze's durations)."""
-    common = [n for n in timeline.CHAIN if a.timeline.at(n) is not None and b.timeline.at(n) is not None]
+    common = [n for n in a.timeline.chain if a.timeline.at(n) is not None and b.timeline.at(n) is not None]
     if common:
         name = common[-1]
         at_a, at_b = a.timeline.at(name), b.timeline.at(name)
         assert at_a is not None and at_b is not None
-        label = timeline.CHAIN[name]
+        label = a.timeline.chain[name]
         if name != "ready":
             label += ", the last moment both boots reached"
         return name, label, at_a, at_b
@@ -78,7 +77,7 @@ def compare_moments(a: Analysis, b: Analysis) -> list[dict[str, Any]]:
     """The moments both boots show, when each reached them: phases split differently (a quiet kernel
     prints fewer landmarks) still line up here."""
     rows = []
-    for name, label in timeline.CHAIN.items():
+    for name, label in a.timeline.chain.items():
         at_a, at_b = a.timeline.at(name), b.timeline.at(name)
         if at_a is not None and at_b is not None:
             rows.append({"moment": label, "a_s": at_a, "b_s": at_b, "difference_ms": (at_b - at_a) * 1000})

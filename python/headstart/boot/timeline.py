@@ -66,6 +66,7 @@ class Timeline:
     console_bytes: int
     end_s: float | None  # the last line's time
     warnings: list[str] = field(default_factory=list)
+    chain: dict[str, str] = field(default_factory=lambda: dict(CHAIN))  # its moments in boot order, named
 
     def at(self, name: str) -> float | None:
         m = self.moments.get(name)
@@ -89,8 +90,11 @@ def _time(line: Line, axis: str, offset: float | None) -> float | None:
     return line.kernel_s
 
 
-def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
+def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re.Pattern[str]]] = ()) -> Timeline:
+    """MARKS: moments of the user's own between init and ready (the compositor up, say), each
+    named and found by the first line its pattern matches, in boot order."""
     offset = _kernel_offset(log)
+    chain = with_marks(marks)
     axis = "host" if log.recorded else "kernel"
     moments: dict[str, Moment] = {}
 
@@ -113,9 +117,11 @@ def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
     first("root_mounted", _ROOT)
     first("init", _INIT)
     _root_mounted_by_init(log, moments, axis, offset)
+    for name, pattern in marks:
+        first(name, pattern)
     if ready is not None:
         first("ready", ready)
-    dropped = _in_boot_order(moments)
+    dropped = _in_boot_order(moments, chain)
 
     timeline = Timeline(
         axis,
@@ -126,6 +132,7 @@ def build(log: BootLog, ready: re.Pattern[str] | None) -> Timeline:
         sorted(log.systemd_blame, key=lambda s: -s[1]),
         *_console_output(log),
         _end(log, axis, offset),
+        chain=chain,
     )
     timeline.phases = _phases(timeline, log)
     timeline.warnings = dropped + _warnings(timeline, log, ready)
@@ -142,17 +149,26 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
     moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
 
 
-def _in_boot_order(moments: dict[str, Moment]) -> list[str]:
+def with_marks(marks: list[tuple[str, re.Pattern[str]]]) -> dict[str, str]:
+    chain = {k: v for k, v in CHAIN.items() if k != "ready"}
+    for name, _ in marks:
+        if name in CHAIN:
+            raise ValueError(f"a mark cannot be named {name!r}: a moment of the boot is")
+        chain[name] = name
+    return chain | {"ready": CHAIN["ready"]}
+
+
+def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[str]:
     """Drops a moment the logs show before the one that must precede it: a phase is never negative."""
     warnings, last = [], None
-    for name in CHAIN:
+    for name in chain:
         m = moments.get(name)
         if m is None:
             continue
         if last is not None and m.at_s < last.at_s:
             del moments[name]
             warnings.append(
-                f"{CHAIN[name]} at {m.at_s:.3f} s comes before {CHAIN[last.name]} at {last.at_s:.3f} s: left out "
+                f"{chain[name]} at {m.at_s:.3f} s comes before {chain[last.name]} at {last.at_s:.3f} s: left out "
                 f"({_evidence(m.evidence)})"
             )
             continue
@@ -208,7 +224,7 @@ CHAIN = {
 def _phases(t: Timeline, log: BootLog) -> list[Phase]:
     """Between each two consecutive moments the logs show: a moment missing from a log (a quiet
     kernel prints no init line) merges the phases on either side of it."""
-    present = [name for name in CHAIN if name in t.moments]
+    present = [name for name in t.chain if name in t.moments]
     phases = []
     previous: str | None = None if t.axis == "host" else present[0] if present else None
     for name in present:
@@ -216,11 +232,11 @@ def _phases(t: Timeline, log: BootLog) -> list[Phase]:
             continue
         m = t.moments[name]
         if previous is None:
-            phases.append(Phase(f"power-on to {CHAIN[name]}", 0.0, m.at_s, [_evidence(m.evidence)]))
+            phases.append(Phase(f"power-on to {t.chain[name]}", 0.0, m.at_s, [_evidence(m.evidence)]))
         else:
             p = t.moments[previous]
             evidence = [_evidence(p.evidence), _evidence(m.evidence)]
-            phases.append(Phase(f"{CHAIN[previous]} to {CHAIN[name]}", p.at_s, m.at_s, evidence))
+            phases.append(Phase(f"{t.chain[previous]} to {t.chain[name]}", p.at_s, m.at_s, evidence))
         previous = name
     # systemd's own account has durations only, one after the other: firmware and loader from
     # power-on, then the kernel (from its start), the initrd and user space.

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
-from headstart.boot import analysis
+from headstart.boot import analysis, timeline
 from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
 from headstart.commands._regex import regex
@@ -31,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ana = sub.add_parser("analyze", help="one timeline from serial, dmesg and systemd logs, with advice")
     ana.add_argument("logs", nargs="+", type=Path, metavar="LOG")
     ana.add_argument("--ready", type=regex, help="the line that says the first program is ready")
+    _mark_option(ana)
     ana.add_argument("--json", action="store_true", help="print the analysis as JSON")
     ana.add_argument("-o", "--output", type=Path, help="also write an HTML report here")
     ana.add_argument(
@@ -47,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cmp.add_argument("a", type=Path, metavar="A", help="the reference boot's log")
     cmp.add_argument("b", type=Path, metavar="B", help="the boot to judge")
     cmp.add_argument("--ready", type=regex, help="the line that says the first program is ready")
+    _mark_option(cmp)
     cmp.add_argument(
         "--budget-ms",
         type=float,
@@ -56,6 +59,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _boot_option(cmp)
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(run=run_compare)
+
+
+def _mark_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mark",
+        type=_mark,
+        action="append",
+        default=[],
+        metavar="NAME=REGEX",
+        help="a moment of your own between init and ready (the compositor up), at the first line matching "
+        "REGEX; repeat in boot order: each splits the phase before ready",
+    )
+
+
+def _mark(text: str) -> tuple[str, re.Pattern[str]]:
+    name, sep, pattern = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=REGEX")
+    if name.strip() in timeline.CHAIN:
+        raise argparse.ArgumentTypeError(f"{name!r} names a moment of the boot already; choose another name")
+    return name.strip(), regex(pattern)
 
 
 def _boot_option(p: argparse.ArgumentParser) -> None:
@@ -90,7 +114,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    result = analysis.analyze(args.logs, args.ready, args.boot)
+    result = analysis.analyze(args.logs, args.ready, args.boot, args.mark)
     if args.output:
         _write(args.output, boot_page.page(result).render())
     if args.trace:
@@ -105,8 +129,8 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    a = analysis.analyze([args.a], args.ready, args.boot)
-    b = analysis.analyze([args.b], args.ready, args.boot)
+    a = analysis.analyze([args.a], args.ready, args.boot, args.mark)
+    b = analysis.analyze([args.b], args.ready, args.boot, args.mark)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
     c = compare(a, b, str(args.a), str(args.b))

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from headstart.boot.analysis import Analysis
-from headstart.boot.timeline import CHAIN
 from headstart.profiling.after_main_trace import PROBE_OUTPUT, relocations, started
 from headstart.profiling.launch import Launch
 from headstart.profiling.profiler import Recorded
@@ -255,7 +254,7 @@ def boot_trace(analysis: Analysis) -> Trace:
         track = 2 if p.name.startswith("systemd: ") else 1
         trace.slice(BOOT_PID, track, p.name, _ns(p.start_s), _ns(p.end_s), {"evidence": p.evidence})
     for name, m in t.moments.items():
-        trace.instant(BOOT_PID, 1, CHAIN.get(name, name), _ns(m.at_s), {"moment": name})
+        trace.instant(BOOT_PID, 1, t.chain.get(name, name), _ns(m.at_s), {"moment": name})
     spans = []
     for c in t.initcalls:
         end = t.time_of(c.evidence)

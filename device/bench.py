@@ -1,0 +1,146 @@
+"""make device-bench: the device's boots, three arms alternating, and its second app's launches.
+
+  1. stock: the image without headstart;
+  2. headstart: headstartd serving the home screen with what it learned at provisioning;
+  3. headstart + advice: arm 2 booted with what `headstart boot analyze` advises for arm 2's own
+     first boot, applied on the kernel command line (docs/device.md says which advice and why).
+
+Each boot: power-on to the home screen's first frame (the phases by `headstart boot analyze`), then
+the second app opened cold (first after boot: served and exec'd in turn across the boots of arms 2
+and 3) and warm (repeated, alternating). Writes bench.json and report.html into --out.
+
+    python device/bench.py --arch arm64 --boots 5 [--warm-runs 5] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import report
+import scenario
+from headstart.boot import analysis
+from provision import provision
+from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, require
+
+REPO = Path(__file__).resolve().parent.parent
+ARMS = ["stock", "headstart", "headstart+advice"]
+
+
+def analyze(result: scenario.BootResult) -> analysis.Analysis:
+    marks = [(name, re.compile(p)) for name, p in scenario.MARKS]
+    return analysis.analyze([result.log, result.systemd_log], re.compile(scenario.READY_REGEX), None, marks)
+
+
+def files_for(out: Path, arm: str) -> BootFiles:
+    image = out / ("stock.img" if arm == "stock" else "headstart.img")
+    return BootFiles(out / "boot/vmlinuz", out / "boot/initrd.img", image)
+
+
+def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int, extra: list[str]) -> dict[str, Any]:
+    served = arm != "stock"
+    plan = scenario.Plan(
+        cold_mode="served" if served and n % 2 == 0 else "exec",
+        warm_modes=["served", "exec"] if served else ["exec"],
+        warm_runs=warm_runs,
+        kernel_args=[*VERBOSE_ARGS, *extra],
+    )
+    log = out / "bench" / f"{arm}-{n}.log"
+    result = scenario.run(arch, files_for(out, arm), accel, plan, log)
+    a = analyze(result)
+    return {
+        "arm": arm,
+        "boot": n,
+        "kernel_args": plan.kernel_args,
+        **result.as_dict(),
+        "analysis": analysis.as_dict(a),
+    }
+
+
+def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for arm in ARMS:
+        mine = [b for b in boots if b["arm"] == arm]
+        if not mine:
+            continue
+        phases: dict[str, list[float]] = {}
+        for b in mine:
+            for p in b["analysis"]["phases"]:
+                if not p["name"].startswith("systemd: "):
+                    phases.setdefault(p["name"], []).append(p["duration_s"])
+        launches: dict[str, list[float]] = {}
+        for b in mine:
+            for launch in b["launches"]:
+                key = f"{'cold' if launch['cold'] else 'warm'} {launch['mode']}"
+                launches.setdefault(key, []).append(launch["ms"])
+        out[arm] = {
+            "boots": len(mine),
+            "home_frame_s": stats([b["home_frame_s"] for b in mine]),
+            "phases_s": {k: stats(v) for k, v in phases.items()},
+            "app_ms": {k: stats(v) for k, v in launches.items()},
+        }
+    return out
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]  # noqa: E731
+    return {"median": statistics.median(ordered), "p10": pick(0.1), "p90": pick(0.9), "n": len(ordered)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="arm64", choices=["arm64", "amd64"])
+    parser.add_argument("--boots", type=int, default=5, help="boots per arm (default 5)")
+    parser.add_argument("--warm-runs", type=int, default=5, help="repeated launches of each mode per boot")
+    parser.add_argument("--out", type=Path, help="default build-device/ARCH")
+    args = parser.parse_args()
+    out = args.out or REPO / "build-device" / args.arch
+    try:
+        require(args.arch)
+        accel = accelerator(args.arch, out / "accel")
+        print(f"QEMU accelerator: {accel}" + (" (KVM does not boot a guest here)" if accel == "tcg" else ""))
+        (out / "bench").mkdir(parents=True, exist_ok=True)
+        provision(args.arch, files_for(out, "headstart"), accel, out / "bench" / "provision.log")
+        boots: list[dict[str, Any]] = []
+        extra: list[str] = []
+        for n in range(args.boots):
+            order = ARMS if n % 2 == 0 else ARMS[::-1]
+            for arm in order:
+                if arm == "headstart+advice" and not extra:  # the first round boots arm 2 before arm 3
+                    first = next(b for b in boots if b["arm"] == "headstart")
+                    extra = [a for x in first["analysis"]["recommendations"] for a in x["kernel_args"]]
+                    print(f"advice applied: {' '.join(extra) or 'none applies on the command line'}")
+                b = one_boot(args.arch, out, accel, arm, n, args.warm_runs, extra if arm == "headstart+advice" else [])
+                boots.append(b)
+                print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s", flush=True)
+                _save(out, args, accel, boots, extra)
+    except DeviceError as e:
+        print(f"device-bench: {e}", file=sys.stderr)
+        return 1
+    data = _save(out, args, accel, boots, extra)
+    report.print_tables(data)
+    print(f"report: {out / 'bench' / 'report.html'}")
+    return 0
+
+
+def _save(out: Path, args: argparse.Namespace, accel: str, boots: list[dict[str, Any]], extra: list[str]) -> dict:
+    data = {
+        "arch": args.arch,
+        "accelerator": accel,
+        "advice_args": extra,
+        "summary": summary(boots),
+        "boots": boots,
+    }
+    (out / "bench" / "bench.json").write_text(json.dumps(data, indent=1))
+    (out / "bench" / "report.html").write_text(report.page(data))
+    return data
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Builds the virtual device's disk images from Debian 12 packages (mmdebstrap) and this checkout's
+Debian packages (make deb): a stock image, and the same image with headstart installed and set up
+as a product would. Cached in build-device/ARCH/ and rebuilt when what they are made from changes.
+
+    python device/image.py [--arch arm64|amd64] [--debs DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SUITE = "bookworm"
+# What a kiosk product needs and nothing more: systemd, the compositor, the home screen (GNOME's font
+# viewer, GTK 4 + libadwaita: a grid of tiles, as a home screen is) and the second app (galculator,
+# GTK 3), fonts and the keyboard map weston needs, Debian's kernel and its initramfs tooling.
+PACKAGES = [
+    "systemd-sysv", "udev", "dbus", "libpam-systemd", "kmod", "initramfs-tools", "procps",
+    "weston", "xkb-data", "gnome-font-viewer", "galculator", "fonts-dejavu-core",
+]  # fmt: skip
+UNITS = ["device-marks", "device-compositor", "device-home-screen", "device-app-agent"]
+KERNEL = {"arm64": "linux-image-arm64", "amd64": "linux-image-amd64"}
+IMAGE_SIZE = "3G"
+
+
+def run(argv: list[str]) -> None:
+    print("+", " ".join(argv), file=sys.stderr, flush=True)
+    subprocess.run(argv, check=True)
+
+
+def digest(*parts: Path | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            for f in sorted(p for p in ([part] if part.is_file() else part.rglob("*")) if p.is_file()):
+                h.update(f.name.encode() + f.read_bytes())
+        else:
+            h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
+def window_shown(debs: Path, out: Path) -> Path:
+    """The first-frame observer from the headstart package: both images run it (the stock one
+    without the rest of headstart), so that both are measured the same way."""
+    deb = next(debs.glob("headstart_*.deb"))
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(_tmpdir(out.parent)))
+        run(["dpkg-deb", "-x", str(deb), str(tmp)])
+        shutil.copy(tmp / "usr/libexec/headstart/window-shown", out)
+    return out
+
+
+@contextlib.contextmanager
+def _tmpdir(parent: Path) -> Iterator[str]:
+    path = parent / "tmp"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    try:
+        yield str(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def base_root(arch: str, root: Path, boot: Path) -> None:
+    """Debian's packages, the kiosk user, and the kernel and initramfs copied out for QEMU: the slow
+    part (an arm64 root configures its packages under qemu-user), kept apart so that a change to the
+    device's own files does not redo it."""
+    shutil.rmtree(root, ignore_errors=True)
+    boot.mkdir(parents=True, exist_ok=True)
+    hooks = [
+        'chroot "$1" useradd --create-home --uid 1000 --groups video,render,input kiosk',
+        'echo device >"$1/etc/hostname"',
+        'echo "/dev/vda / ext4 defaults,noatime 0 1" >"$1/etc/fstab"',
+        f'cp -L "$1"/vmlinuz "$1"/initrd.img {boot}/',
+    ]
+    argv = ["mmdebstrap", f"--arch={arch}", "--variant=apt", "--include=" + ",".join([*PACKAGES, KERNEL[arch]])]
+    argv += [f"--customize-hook={h}" for h in hooks]
+    run([*argv, SUITE, str(root)])
+
+
+def device_files(root: Path, observer: Path) -> None:
+    """The device's own units and scripts (overlay/), the first-frame observer, the units enabled."""
+    shutil.copytree(HERE / "overlay", root, dirs_exist_ok=True)
+    target = root / "usr/libexec/headstart-device/window-shown"
+    shutil.copy(observer, target)
+    run(["chroot", str(root), "chgrp", "kiosk", "/usr/libexec/headstart-device/window-shown"])
+    run(["systemctl", f"--root={root}", "set-default", "graphical.target"])
+    run(["systemctl", f"--root={root}", "enable", *UNITS])
+
+
+@contextlib.contextmanager
+def chroot_mounts(root: Path) -> Iterator[None]:
+    mounted = []
+    try:
+        for what in ("proc", "sys", "dev"):
+            run(["mount", "--rbind", f"/{what}", str(root / what)])
+            mounted.append(root / what)
+        yield
+    finally:
+        for path in reversed(mounted):
+            subprocess.run(["umount", "-R", str(path)], check=False)
+
+
+def install_headstart(root: Path, debs: Path) -> None:
+    """headstart's packages with apt (their dependencies from Debian), its user units enabled for
+    the kiosk user, the home screen and the second app registered, learning kept on the disk."""
+    inside = root / "tmp/headstart-debs"
+    inside.mkdir(parents=True)
+    for deb in debs.glob("*.deb"):
+        if "dbgsym" not in deb.name and "-dev_" not in deb.name:
+            shutil.copy(deb, inside)
+    shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
+    with chroot_mounts(root):
+        run(["chroot", str(root), "sh", "-c", "apt-get install -y --no-install-recommends /tmp/headstart-debs/*.deb"])
+        run(["chroot", str(root), "apt-get", "clean"])
+    shutil.rmtree(inside)
+    (root / "etc/resolv.conf").unlink()
+    shutil.copytree(HERE / "headstart", root, dirs_exist_ok=True)
+    run(["chroot", str(root), "chown", "-R", "kiosk:kiosk", "/home/kiosk"])
+    # The daemon starts with the user's session, before the home screen asks for it: its zygote
+    # loads the libraries while the compositor starts (the socket alone would start it at the first launch).
+    run(["systemctl", f"--root={root}", "--global", "enable", "headstart.socket", "headstart.service"])
+
+
+def ext4(root: Path, image: Path) -> None:
+    tmp = image.with_suffix(".tmp")
+    run(["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(root), str(tmp), IMAGE_SIZE])
+    tmp.rename(image)
+
+
+def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    boot, base, work = out / "boot", out / "base-root", out / "work-root"
+    base_key = digest(arch, SUITE, " ".join(PACKAGES))
+    stock_key = digest(base_key, HERE / "overlay", Path(__file__), *sorted(debs.glob("headstart_*.deb")))
+    headstart_key = digest(stock_key, HERE / "headstart", *sorted(debs.glob("*.deb")))
+    images = {"stock": out / "stock.img", "headstart": out / "headstart.img"}
+    if _stamp(out / "base.stamp") != base_key or not (base / "etc").exists():
+        base_root(arch, base, boot)
+        (out / "base.stamp").write_text(base_key)
+    if not images["stock"].exists() or _stamp(out / "stock.stamp") != stock_key:
+        _copy_tree(base, work)
+        device_files(work, window_shown(debs, out / "window-shown"))
+        ext4(work, images["stock"])
+        (out / "stock.stamp").write_text(stock_key)
+    if not images["headstart"].exists() or _stamp(out / "headstart.stamp") != headstart_key:
+        _copy_tree(base, work)
+        device_files(work, window_shown(debs, out / "window-shown"))
+        install_headstart(work, debs)
+        ext4(work, images["headstart"])
+        (out / "headstart.stamp").write_text(headstart_key)
+    shutil.rmtree(work, ignore_errors=True)
+    return {**images, "kernel": boot / "vmlinuz", "initrd": boot / "initrd.img"}
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    shutil.rmtree(dst, ignore_errors=True)
+    run(["cp", "-a", str(src), str(dst)])
+
+
+def _stamp(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="arm64", choices=sorted(KERNEL))
+    parser.add_argument(
+        "--debs", type=lambda s: Path(s).resolve(), required=True, help="the folder of `make deb`'s packages"
+    )
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    if not any(args.debs.glob(f"headstart_*_{args.arch}.deb")):
+        raise SystemExit(f"no headstart_*_{args.arch}.deb in {args.debs}: run make deb DEB_ARCH={args.arch}")
+    for name, path in build(args.arch, args.debs, args.out or REPO / "build-device" / args.arch).items():
+        print(f"{name}: {path}")
+
+
+if __name__ == "__main__":
+    main()

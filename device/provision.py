@@ -1,0 +1,25 @@
+"""Provisioning: the headstart image's first boot, as a product's factory or first start would do
+it, written to the image (no snapshot). headstartd serves the home screen and the second app once
+and learns what they load after main (kept in the kiosk's home, on the disk), so that every later
+boot preloads it. Done again whenever the image is rebuilt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qemu import BootFiles, booted
+from scenario import HOME_FRAME
+
+
+def provision(arch: str, files: BootFiles, accel: str, log: Path, timeout_s: float = 1200) -> None:
+    stamp = files.image.with_suffix(".provisioned")
+    if stamp.exists() and stamp.stat().st_mtime >= files.image.stat().st_mtime:
+        return
+    with booted(arch, files, accel, [], timeout_s, log=log, snapshot=False) as boot:
+        boot.wait_for(f"^{HOME_FRAME}$", timeout_s)
+        for _ in range(2):  # the first launch teaches the daemon; the second is served by what it learned
+            boot.wait_for("^app frame served$", 600, after=boot.send("open served"))
+            boot.wait_for("^app closed", 120, after=boot.send("close"))
+        boot.wait_for("^synced$", 120, after=boot.send("sync"))  # QEMU is killed, not shut down
+        boot.wait_for("^done$", 60, after=boot.send("done"))
+    stamp.touch()

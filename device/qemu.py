@@ -1,0 +1,239 @@
+"""One boot of the virtual device: QEMU started with its CPUs stopped, the serial console recorded
+by `headstart boot record` (time 0 is when the CPUs start: power-on), commands to the device's app
+agent over a virtio serial port, the device's marks read back from the recorded console.
+
+The disk is shaped like eMMC with QEMU's own throttling: Samsung's first eMMC 5.1 parts (KLMxGxJETD,
+announced February 2015: 250 MB/s sequential read, 125 MB/s write, 11,000 random read and 13,000
+random write IOPS). Boots run on a snapshot of the image (-snapshot): every boot is the first after
+the image was made, unless provisioning writes to it on purpose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+MARK = "headstart-device: "
+# systemd's console lines for a unit that failed, or that could not start because one it needs failed.
+UNIT_FAILED = re.compile(r"(Failed to start .*|Dependency failed for .*)$")
+EMMC = ",".join(
+    [
+        "throttling.bps-read=250000000",
+        "throttling.bps-write=125000000",
+        "throttling.iops-read=11000",
+        "throttling.iops-write=13000",
+    ]
+)
+ARCH = {
+    "arm64": {
+        "qemu": "qemu-system-aarch64",
+        "machine": ["-M", "virt", "-cpu", "cortex-a72"],
+        "console": "ttyAMA0",
+        "early": "earlycon=pl011,0x9000000",
+    },
+    "amd64": {
+        "qemu": "qemu-system-x86_64",
+        "machine": ["-M", "q35"],
+        "console": "ttyS0",
+        "early": "earlyprintk=serial,ttyS0,115200",
+    },
+}
+# What every measured boot passes: the root, the console, and what analysis needs (printk times and
+# each initcall's duration at a log level the console prints).
+BASE_ARGS = ["root=/dev/vda", "rw", "printk.time=1"]
+VERBOSE_ARGS = ["initcall_debug", "loglevel=8"]
+
+
+class DeviceError(Exception):
+    """A boot that failed: one line naming what."""
+
+
+@dataclass
+class BootFiles:
+    kernel: Path
+    initrd: Path | None
+    image: Path
+
+
+def accelerator(arch: str, cache: Path) -> str:
+    """KVM when it really boots a guest here (a guest of the host's own architecture that prints
+    its first kernel line within 30 s), else TCG; the verdict is kept in CACHE."""
+    if arch != _host_arch() or not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    if cache.exists():
+        return cache.read_text().strip()
+    verdict = "tcg"
+    with contextlib.suppress(DeviceError):
+        files = BootFiles(cache.parent / "boot/vmlinuz", cache.parent / "boot/initrd.img", cache.parent / "stock.img")
+        with booted(arch, files, "kvm", ["quiet"], timeout_s=30, stop=r"Linux version|Booting Linux") as boot:
+            boot.wait_for(r"Linux version|Booting Linux", 30)
+            verdict = "kvm"
+    cache.write_text(verdict + "\n")
+    return verdict
+
+
+def _host_arch() -> str:
+    return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def qemu_argv(arch: str, files: BootFiles, accel: str, kernel_args: list[str], tmp: Path, snapshot: bool) -> list[str]:
+    a = ARCH[arch]
+    args = [f"console={a['console']}", a["early"], *BASE_ARGS, *kernel_args]
+    argv = [a["qemu"], *a["machine"], "-accel", accel, "-smp", "2", "-m", "1024", "-S", "-nographic"]
+    argv += ["-kernel", str(files.kernel), "-append", " ".join(args)]
+    if files.initrd is not None:
+        argv += ["-initrd", str(files.initrd)]
+    argv += ["-drive", f"file={files.image},format=raw,if=none,id=root,{EMMC}", "-device", "virtio-blk-pci,drive=root"]
+    argv += ["-device", "virtio-gpu-pci", "-nic", "none", "-monitor", "none"]
+    argv += ["-serial", "pty", "-qmp", f"unix:{tmp / 'qmp.sock'},server=on,wait=off"]
+    argv += ["-device", "virtio-serial-pci", "-chardev", f"socket,id=cmd,path={tmp / 'cmd.sock'},server=on,wait=off"]
+    argv += ["-device", "virtserialport,chardev=cmd,name=headstart.commands", "-no-reboot"]
+    return argv + (["-snapshot"] if snapshot else [])
+
+
+class Boot:
+    """A running boot: its console log (as the recorder writes it) and its command port."""
+
+    def __init__(self, log: Path, commands: Path, qemu: subprocess.Popen[str], recorder: subprocess.Popen[str]) -> None:
+        self.log, self.commands_path, self.qemu, self.recorder = log, commands, qemu, recorder
+        self._commands: socket.socket | None = None
+
+    def lines(self) -> list[tuple[float, str]]:
+        out = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            seconds, _, text = line.partition("\t")
+            with contextlib.suppress(ValueError):
+                out.append((float(seconds), text))
+        return out
+
+    def marks(self) -> list[tuple[float, str]]:
+        return [(t, text.split(MARK, 1)[1]) for t, text in self.lines() if MARK in text]
+
+    def wait_for(self, pattern: str, timeout_s: float, after: int = 0) -> tuple[float, str]:
+        """The first mark from index AFTER on that matches; a boot that ends or fails first is an error."""
+        regex, deadline = re.compile(pattern), time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for t, text in self.marks()[after:]:
+                if regex.search(text):
+                    return t, text
+                if "failed" in text:
+                    raise DeviceError(f"the device says: {text}")
+            for _, text in self.lines():
+                if MARK not in text and (m := UNIT_FAILED.search(text)):
+                    raise DeviceError(f"a unit failed before {pattern!r}: {m.group(1).strip()}")
+            if self.qemu.poll() is not None:
+                raise DeviceError(f"QEMU ended (status {self.qemu.returncode}) before {pattern!r}{self._last_line()}")
+            time.sleep(0.1)
+        raise DeviceError(f"no {pattern!r} on the console within {timeout_s:.0f} s{self._last_line()}")
+
+    def _last_line(self) -> str:
+        lines = self.lines()
+        return f"; the console's last line: {lines[-1][1].strip()!r}" if lines else "; the console printed nothing"
+
+    def send(self, command: str) -> int:
+        """Sends a command to the app agent; returns how many marks there were before it."""
+        before = len(self.marks())
+        if self._commands is None:
+            self._commands = socket.socket(socket.AF_UNIX)
+            self._commands.connect(str(self.commands_path))
+        self._commands.sendall(command.encode() + b"\n")
+        return before
+
+    def close(self) -> None:
+        if self._commands is not None:
+            self._commands.close()
+
+
+@contextlib.contextmanager
+def booted(
+    arch: str,
+    files: BootFiles,
+    accel: str,
+    kernel_args: list[str],
+    timeout_s: float,
+    stop: str = MARK + "done",
+    log: Path | None = None,
+    snapshot: bool = True,
+) -> Iterator[Boot]:
+    """QEMU started paused, the recorder on its serial pty, then the CPUs started. Everything is
+    killed on the way out, whatever happened: a broken image never leaves a QEMU behind."""
+    for f in (files.kernel, files.image, *([files.initrd] if files.initrd else [])):
+        if not f.exists():
+            raise DeviceError(f"{f} is missing: run make device")
+    with tempfile.TemporaryDirectory(prefix="headstart-device-") as tmpdir:
+        tmp = Path(tmpdir)
+        log = log or tmp / "console.log"
+        log.unlink(missing_ok=True)
+        qemu = subprocess.Popen(
+            qemu_argv(arch, files, accel, kernel_args, tmp, snapshot),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        recorder = None
+        try:
+            pty = _pty_of(qemu)
+            recorder = subprocess.Popen(
+                [sys.executable, "-m", "headstart", "boot", "record", "--device", pty, "--stop", stop,
+                 "--timeout", str(timeout_s), "-o", str(log)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            _wait(lambda: log.exists() and log.stat().st_size > 0, 30, "the recorder did not start")
+            _qmp(tmp / "qmp.sock", "cont")
+            boot = Boot(log, tmp / "cmd.sock", qemu, recorder)
+            try:
+                yield boot
+            finally:
+                boot.close()
+        finally:
+            for p in (recorder, qemu):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                if p is not None:
+                    p.wait()
+            if qemu.stdout is not None:
+                qemu.stdout.close()
+
+
+def _pty_of(qemu: subprocess.Popen[str]) -> str:
+    assert qemu.stdout is not None
+    said = []
+    for line in qemu.stdout:
+        if m := re.search(r"redirected to (/dev/pts/\d+)", line):
+            return m.group(1)
+        said.append(line.strip())
+    raise DeviceError(f"QEMU did not start: {' '.join(said)[-300:] or 'no output'}")
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise DeviceError(what)
+        time.sleep(0.01)
+
+
+def _qmp(path: Path, command: str) -> None:
+    _wait(path.exists, 30, "QEMU's QMP socket did not appear")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(path))
+        f = s.makefile("rw")
+        f.readline()
+        for c in ("qmp_capabilities", command):
+            f.write(json.dumps({"execute": c}) + "\n")
+            f.flush()
+            f.readline()
+
+
+def require(arch: str) -> None:
+    if shutil.which(ARCH[arch]["qemu"]) is None:
+        raise DeviceError(f"{ARCH[arch]['qemu']} is not installed: run make device")

@@ -1,0 +1,133 @@
+"""The device bench's tables (terminal) and its one HTML page: each arm's boot to the home screen's
+first frame side by side, phase by phase, what the advice cut, and the second app's launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headstart.reporters.page import Page
+from matplotlib.figure import Figure
+from rich.console import Console
+from rich.table import Table
+
+COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+
+
+def _ms(s: dict[str, float] | None, scale: float = 1.0, unit: str = "ms") -> str:
+    if not s:
+        return "-"
+    return f"{s['median'] * scale:,.0f} {unit} ({s['p10'] * scale:,.0f}-{s['p90'] * scale:,.0f})"
+
+
+def boot_rows(data: dict[str, Any]) -> list[list[str]]:
+    summary = data["summary"]
+    stock = summary.get("stock", {}).get("home_frame_s", {}).get("median")
+    rows = []
+    for arm, s in summary.items():
+        median = s["home_frame_s"]["median"]
+        ratio = f"{median / stock:.2f}" if stock else "-"
+        rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio])
+    return rows
+
+
+def phase_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    arms = list(data["summary"])
+    names: list[str] = []
+    for s in data["summary"].values():
+        names += [n for n in s["phases_s"] if n not in names]
+    rows = [[n] + [_ms(data["summary"][a]["phases_s"].get(n), 1000) for a in arms] for n in names]
+    return ["phase (median, p10-p90)", *arms], rows
+
+
+def app_rows(data: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for arm, s in data["summary"].items():
+        app = s["app_ms"]
+        for when in ("cold", "warm"):
+            served, exec_ = app.get(f"{when} served"), app.get(f"{when} exec")
+            ratio = f"{served['median'] / exec_['median']:.2f}" if served and exec_ else "-"
+            rows.append([arm, when, _ms(exec_), _ms(served), ratio])
+    return rows
+
+
+def print_tables(data: dict[str, Any]) -> None:
+    console = Console()
+    t = Table(title=f"Power-on to the home screen's first frame ({data['arch']}, {data['accelerator']})")
+    for h in ("arm", "boots", "median (p10-p90)", "ratio to stock"):
+        t.add_column(h)
+    for row in boot_rows(data):
+        t.add_row(*row)
+    console.print(t)
+    headers, rows = phase_rows(data)
+    t = Table(title="Phases")
+    for h in headers:
+        t.add_column(h)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    t = Table(title="The second app, open to first frame")
+    for h in ("arm", "launch", "exec", "served", "served / exec"):
+        t.add_column(h)
+    for row in app_rows(data):
+        t.add_row(*row)
+    console.print(t)
+
+
+def _chart(data: dict[str, Any]) -> Figure:
+    """One horizontal bar per arm, its phases' medians laid end to end from power-on."""
+    arms = list(data["summary"])
+    names: list[str] = []
+    for a in arms:
+        names += [n for n in data["summary"][a]["phases_s"] if n not in names]
+    fig = Figure(figsize=(10, 1.2 + 0.6 * len(arms)))
+    ax = fig.add_subplot()
+    left = [0.0] * len(arms)
+    for k, name in enumerate(names):
+        widths = [(data["summary"][a]["phases_s"].get(name) or {"median": 0.0})["median"] for a in arms]
+        ax.barh(range(len(arms)), widths, left=left, color=COLOURS[k % len(COLOURS)], label=name)
+        left = [x + w for x, w in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(arms)), arms)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from power-on (medians)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    return fig
+
+
+def page(data: dict[str, Any]) -> str:
+    p = Page(f"The virtual device: power-on to the home screen ({data['arch']}, QEMU {data['accelerator']})")
+    p.text(
+        "Each arm booted alternately; times are the host's stamps of serial console lines, from the moment "
+        "QEMU's CPUs started. Medians with p10-p90."
+    )
+    p.heading("Power-on to the home screen's first frame")
+    p.table(["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data))
+    if data["summary"]:
+        p.chart(_chart(data), "Where the time went: each arm's phases (medians), end to end")
+    headers, rows = phase_rows(data)
+    p.table(headers, rows)
+    p.heading("The advice, and what it cut")
+    advised = next((b for b in data["boots"] if b["arm"] == "headstart"), None)
+    if advised:
+        p.table(
+            ["advice (from the first headstart boot)", "costs now", "applied as"],
+            [
+                [r["message"], f"{r['seconds'] * 1000:,.0f} ms" if r["seconds"] else "-", " ".join(r["kernel_args"])]
+                for r in advised["analysis"]["recommendations"]
+            ],
+        )
+    p.table(["phase", "headstart + advice against headstart (medians)"], _cut_rows(data))
+    p.heading("The second app: opened from the home screen, to its first frame")
+    p.table(["arm", "launch", "exec", "served", "served / exec"], app_rows(data))
+    return p.render()
+
+
+def _cut_rows(data: dict[str, Any]) -> list[list[str]]:
+    s = data["summary"]
+    if "headstart" not in s or "headstart+advice" not in s:
+        return []
+    a, b = s["headstart"]["phases_s"], s["headstart+advice"]["phases_s"]
+    rows = []
+    for name in a:
+        if name in b:
+            rows.append([name, f"{(b[name]['median'] - a[name]['median']) * 1000:+,.0f} ms with the advice"])
+    return rows

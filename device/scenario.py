@@ -1,0 +1,79 @@
+"""What one boot of the device measures, in order: power-on to the home screen's first frame, the
+boot's end (systemd-analyze), the second app's first launch after boot (cold), repeated launches
+(warm) alternating served and exec'd, and the daemon's --status. Every time is the host's stamp of
+a line on the serial console."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qemu import MARK, Boot, BootFiles, DeviceError, booted
+
+HOME_FRAME = "home screen frame"
+COMPOSITOR = "compositor ready"
+READY_REGEX = re.escape(MARK + HOME_FRAME) + "$"
+MARKS = [("compositor ready", re.escape(MARK + COMPOSITOR) + "$")]
+
+
+@dataclass
+class Plan:
+    cold_mode: str  # "exec" or "served": how the app's first launch after boot is opened
+    warm_modes: list[str]  # the modes of the repeated launches, alternating
+    warm_runs: int  # launches of each mode
+    kernel_args: list[str]
+    timeout_s: float = 900.0
+
+
+@dataclass
+class BootResult:
+    log: Path
+    systemd_log: Path
+    home_frame_s: float
+    launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
+    status: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "log": str(self.log),
+            "systemd_log": str(self.systemd_log),
+            "home_frame_s": self.home_frame_s,
+            "launches": self.launches,
+            "status": self.status,
+        }
+
+
+def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootResult:
+    with booted(arch, files, accel, plan.kernel_args, plan.timeout_s, log=log) as boot:
+        frame_s, _ = boot.wait_for(f"^{re.escape(HOME_FRAME)}$", plan.timeout_s)
+        analyze = _lines(boot, "analyze", plan.timeout_s)
+        result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
+        result.systemd_log.write_text("".join(line + "\n" for line in analyze))
+        result.launches.append(_launch(boot, plan.cold_mode, cold=True))
+        for i in range(plan.warm_runs):
+            modes = plan.warm_modes if i % 2 == 0 else plan.warm_modes[::-1]
+            result.launches += [_launch(boot, mode, cold=False) for mode in modes]
+        if "served" in {plan.cold_mode, *plan.warm_modes}:
+            result.status = _lines(boot, "status", 120)
+        boot.wait_for("^done$", 60, after=boot.send("done"))
+    return result
+
+
+def _launch(boot: Boot, mode: str, cold: bool) -> dict[str, Any]:
+    i = boot.send(f"open {mode}")
+    start, _ = boot.wait_for(f"^app start {mode}$", 300, after=i)
+    frame, _ = boot.wait_for(f"^app frame {mode}$", 300, after=i)
+    _, closed = boot.wait_for("^app closed", 120, after=boot.send("close"))
+    m = re.search(r"status=(\d+) output=(\w+)", closed)
+    if m is None:
+        raise DeviceError(f"the app agent said {closed!r}")
+    return {"mode": mode, "cold": cold, "ms": (frame - start) * 1000, "status": int(m[1]), "output": m[2]}
+
+
+def _lines(boot: Boot, command: str, timeout_s: float) -> list[str]:
+    i = boot.send(command)
+    boot.wait_for(f"^{command} done$", timeout_s, after=i)
+    prefix = f"{command}: "
+    return [text[len(prefix) :] for _, text in boot.marks()[i:] if text.startswith(prefix)]
