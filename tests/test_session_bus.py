@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -97,3 +98,36 @@ def test_a_program_registering_on_the_bus_behaves_the_same_served_and_by_exec(se
             finally:
                 stop(first)
         wait_for_name(session, present=False)
+
+
+def test_the_bus_and_what_it_started_are_gone_with_the_display():
+    """The services the bus started (portals, AT-SPI) end with it, and the runtime directory goes
+    too, though the document portal mounted its FUSE file system in it and its server went away
+    unclean. (A profile run over many programs once ended on that directory, a dead FUSE mount that
+    could not be removed: ECONNABORTED; this test does not make that exact state.)"""
+    with display.private_display("x11") as found:
+        folder = found["DBUS_SESSION_BUS_ADDRESS"].split("path=", 1)[1].split(",")[0].rsplit("/", 1)[0]
+        env = base_env(**found)
+        assert "'org.freedesktop.portal.Desktop'" in bus_names(env)
+        # The document portal, as a program's file chooser starts it: it mounts doc/ in the folder.
+        subprocess.run(
+            ["gdbus", "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+             "--method", "org.freedesktop.DBus.StartServiceByName", "org.freedesktop.portal.Documents", "0"],
+            env=env, capture_output=True, timeout=60, check=True,
+        )  # fmt: skip
+        assert f"{folder}/doc " in Path("/proc/self/mounts").read_text()
+        # Its server gone unclean.
+        for proc in Path("/proc").glob("[0-9]*"):
+            if b"xdg-document-portal" in _environ_or_cmdline(proc) and folder.encode() in _environ_or_cmdline(proc):
+                os.kill(int(proc.name), signal.SIGKILL)
+    assert not Path(folder).exists()
+    assert folder not in Path("/proc/self/mounts").read_text()
+    left = [p for p in Path("/proc").glob("[0-9]*") if folder.encode() in _environ_or_cmdline(p)]
+    assert not left, left
+
+
+def _environ_or_cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+    except OSError:
+        return b""

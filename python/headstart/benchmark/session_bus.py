@@ -8,9 +8,11 @@ its own; every launch, exec'd or served, gets its address in DBUS_SESSION_BUS_AD
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,19 +37,43 @@ def session_bus(display: dict[str, str] | None = None) -> Iterator[dict[str, str
         print("headstart: no dbus-daemon: programs run without a session bus (make deps installs it)", file=sys.stderr)
         yield {}
         return
-    with tempfile.TemporaryDirectory(prefix="headstart-bus-") as runtime:
+    # Cleaned up as well as can be: what a service left behind must not end the run.
+    with tempfile.TemporaryDirectory(prefix="headstart-bus-", ignore_cleanup_errors=True) as runtime:
         os.chmod(runtime, 0o700)
         proc, address = _start(daemon, runtime, display or {})
         try:
             _start_services(address)
             yield {ADDRESS: address}
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc, runtime)
+
+
+def _stop(proc: subprocess.Popen[bytes], runtime: str) -> None:
+    """The bus and the services it started (in its process group, though each has left it as a
+    child: they daemonise), then what they mounted in the runtime directory: the document portal's
+    FUSE file system in doc/, which outlives its server as a dead mount."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for mount in _mounts_under(runtime):
+        unmount = shutil.which("fusermount3") or shutil.which("fusermount")
+        argv = [unmount, "-u", "-z", mount] if unmount else ["umount", "-l", mount]
+        subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False)
+
+
+def _mounts_under(folder: str) -> list[str]:
+    """Mount points inside `folder` (/proc/self/mounts escapes a space as \\040)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = [line.split()[1].replace("\\040", " ") for line in lines if len(line.split()) > 1]
+    return [p for p in points if p.startswith(folder + "/")]
 
 
 def _start(daemon: str, runtime: str, display: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
