@@ -58,7 +58,7 @@ BUILD_DEB := $(if $(filter $(HOST_ARCH),$(DEB_ARCH)),build-deb,build-deb-$(DEB_A
 DEVICE_ARCH ?= arm64
 DEVICE_PACKAGES := mmdebstrap qemu-system-arm qemu-system-x86 qemu-user-static binfmt-support e2fsprogs
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench corpus bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
 
 all: build
 
@@ -250,6 +250,15 @@ schedule-demo: build
 # The full run behind docs/results.md.
 bench: build
 	$(VENV)/bin/headstart bench -o bench-results
+
+# Opt-in, about 10 minutes (issue 30): installs the Debian packages of corpus/packages.txt with apt,
+# then takes every ELF program they put in /usr/bin and /usr/sbin: headstartd's verdict on each, and
+# each served one launched through a private daemon and by exec (--version, --help, a sample stdin
+# for filters), compared byte for byte, as 'nobody' when run as root. The tables and every difference
+# (docs/results.md) go to corpus-results/corpus.md, every launch to corpus-results/corpus.json.
+corpus: build
+	mkdir -p corpus-results
+	$(PY) -m headstart.corpus --json corpus-results/corpus.json | tee corpus-results/corpus.md
 
 # The wider GUI set (issue 27, bench/programs/wider-gui.txt): unmodified Debian programs on GTK 3,
 # GTK 4, Qt 5 and Qt 6 that no test uses, installed here only (no test needs them), timed to their
