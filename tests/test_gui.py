@@ -70,6 +70,21 @@ def test_gtk4_and_qt6_quick_draw_their_first_frame_through_the_daemon_as_by_exec
             assert re.search(rf"started {re.escape(str(program))} as \d+ \(warm", d.log_text()), d.log_text()
 
 
+def test_gtk4_classes_warm_up_is_done_in_the_zygote_and_the_window_is_as_by_exec(display):
+    """--warm-up gtk4-classes initialises GTK 4's widget classes in the zygote (no thread, no socket,
+    no display needed: its test child passes) and the GTK 4 sample still draws and prints as by exec."""
+    env = gui_env(display)
+    args = ["--warm", str(GTK4), "--warm-up", "gtk4-classes", "--pool", "1", "--no-learn"]
+    with private_daemon([], extra_args=args, env=dict(os.environ, DISPLAY=display)) as d:
+        assert d.status()["warm-up"] == ["done gtk4-classes"]
+        assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
+        expected = run_exec([str(GTK4), "a b"], env=env)
+        assert expected.returncode == 0 and b"window shown\n" in expected.stdout, expected.stderr
+        with Served(d):
+            got = run_served(d, [str(GTK4), "a b"], env=env)
+        assert (got.returncode, got.stdout) == (0, expected.stdout), got.stderr
+
+
 def maps_at_main(d: RunningDaemon, env: dict[str, str]) -> str:
     """/proc/PID/maps of gtk-hello as it enters main (it stops itself there: bench/apps/mark.h)."""
     read_end, write_end = os.pipe()
