@@ -224,3 +224,14 @@ def test_programs_from_a_list_file(tmp_path):
         assert done.returncode == 2, done.stdout
         assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert not (tmp_path / "none").exists()
+
+
+def test_warm_up_names_the_warm_up_modes_steps():
+    """bench --warm-up STEPS reaches the warm-up mode's daemon only; fontconfig by default."""
+    from headstart.benchmark.daemons import mode_args
+
+    assert mode_args("warm-up")[-2:] == ["--warm-up", "fontconfig"]
+    assert mode_args("warm-up", "gtk4-classes,fontconfig")[-2:] == ["--warm-up", "gtk4-classes,fontconfig"]
+    assert "--warm-up" not in mode_args("learned", "gtk4-classes")
+    done = bench("--warm-up", "gtk4-classes", "--help")
+    assert done.returncode == 0 and "gtk4-classes" in done.stdout

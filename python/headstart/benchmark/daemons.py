@@ -56,7 +56,18 @@ class Daemons:
         return sum(d.launches_started() for d in self.running.values())
 
 
-def start_daemons(stack: ExitStack, modes: list[str], programs: list[Program], env: dict[str, str]) -> Daemons:
+WARM_UP = "fontconfig"  # the warm-up mode's steps unless bench --warm-up names others
+
+
+def mode_args(mode: str, warm_up: str = WARM_UP) -> list[str]:
+    """headstartd's options for a daemon mode; the warm-up mode runs `warm_up`'s steps."""
+    args = DAEMON_MODES[mode].args
+    return [warm_up if a == WARM_UP and mode == "warm-up" else a for a in args]
+
+
+def start_daemons(
+    stack: ExitStack, modes: list[str], programs: list[Program], env: dict[str, str], warm_up: str = WARM_UP
+) -> Daemons:
     """A daemon per mode holding every program; a mode whose daemon is missing, fails to start or
     to learn is recorded as unavailable and the others go on."""
     daemons = Daemons()
@@ -64,7 +75,7 @@ def start_daemons(stack: ExitStack, modes: list[str], programs: list[Program], e
         if mode == "exec":
             continue
         spec = DAEMON_MODES[mode]
-        extra = [arg for p in programs for arg in (spec.flag, str(p.path))] + spec.args
+        extra = [arg for p in programs for arg in (spec.flag, str(p.path))] + mode_args(mode, warm_up)
         try:
             daemon = stack.enter_context(private_daemon([], extra_args=extra, env=env))
             if spec.trained:

@@ -12,7 +12,7 @@ from rich.progress import Progress
 
 from headstart import relocations
 from headstart.benchmark import memory, repeated, scaling
-from headstart.benchmark.daemons import DAEMON_MODES, Daemons, daemon_memory, start_daemons
+from headstart.benchmark.daemons import DAEMON_MODES, WARM_UP, Daemons, daemon_memory, start_daemons
 from headstart.benchmark.display import display_env, private_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
 from headstart.benchmark.repeated import MAX_LAUNCHES
@@ -37,6 +37,7 @@ class Plan:
     ready: dict[str, Ready] = field(default_factory=dict)  # per program given by path: when it is ready
     displays: tuple[str, ...] = ("x11",)  # where programs that show a window are timed, each in turn
     x_server: str | None = None  # an X server to use; None: a private Xvfb when a program needs one
+    warm_up: str = WARM_UP  # the warm-up mode's steps (headstartd --warm-up)
 
 
 def quick_plan(plan: Plan) -> Plan:
@@ -83,7 +84,7 @@ def _measure_group(
     env = mark_main_env(programs, base_env)
     results = []
     with ExitStack() as stack:
-        daemons = start_daemons(stack, plan.modes, programs, env)
+        daemons = start_daemons(stack, plan.modes, programs, env, plan.warm_up)
         for program in programs:
             before = daemons.launches_started()
             modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)

@@ -78,6 +78,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "its first frame on Wayland",
     )
     p.add_argument(
+        "--warm-up",
+        default="fontconfig",
+        metavar="STEP,...",
+        help="the steps the warm-up mode's daemon runs in its zygote (headstartd --warm-up: fontconfig, "
+        "gdk-pixbuf, gtk4-classes, LIBRARY:FUNCTION); default fontconfig",
+    )
+    p.add_argument(
         "--display",
         metavar="KIND",
         help="where programs that show a window run: x11 (a private Xvfb), wayland (a private weston), both, "
@@ -164,6 +171,7 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
         ready=ready,
         displays=tuple(displays),
         x_server=x_server,
+        warm_up=args.warm_up,
     )
     return suite.quick_plan(plan) if args.quick else plan
 
