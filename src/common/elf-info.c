@@ -239,6 +239,7 @@ struct symbol_tables {
         const uint16_t *versym;         /* NULL: no versions */
         const uint8_t *verneed, *verdef; /* section contents */
         size_t verneed_size, verdef_size;
+        uint64_t sym_addr; /* the dynamic symbol table's address in memory, from the load address */
 };
 
 /* What the tables we read of a section need. */
@@ -275,6 +276,7 @@ static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
                                 return -ENOEXEC;
                         t->sym = data;
                         t->nsym = sh[i].sh_size / sizeof(Elf64_Sym);
+                        t->sym_addr = sh[i].sh_addr;
                         t->str = at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size, 1);
                         t->strsz = sh[sh[i].sh_link].sh_size;
                         if (!t->str || t->strsz == 0 || t->str[t->strsz - 1] != '\0')
@@ -353,8 +355,9 @@ static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
         return NULL;
 }
 
-/* Marks the exports that the file's copy relocations fill, by symbol index. */
-static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
+/* Marks the exports that the file's copy relocations fill, by symbol index: 1, or 2 when another
+ * of its relocations refers to the symbol too. */
+static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         const Elf64_Phdr *ph = at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
         if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
@@ -381,17 +384,23 @@ static int mark_copied(const struct image *im, bool *copied, size_t nsym) {
         if (vaddr_to_offset(&m, rela, relasz, &off) < 0)
                 return -ENOEXEC;
         const Elf64_Rela *r = at(im, off, relasz, _Alignof(Elf64_Rela));
-        for (uint64_t i = 0; r && i < relasz / sizeof *r; i++)
-                if (ELF64_R_TYPE(r[i].r_info) == HS_R_COPY) {
-                        uint64_t idx = ELF64_R_SYM(r[i].r_info);
-                        if (idx >= nsym)
-                                return -ENOEXEC;
-                        copied[idx] = true;
-                }
+        for (uint64_t i = 0; r && i < relasz / sizeof *r; i++) {
+                uint64_t idx = ELF64_R_SYM(r[i].r_info);
+                bool copy = ELF64_R_TYPE(r[i].r_info) == HS_R_COPY;
+                if (copy && idx >= nsym)
+                        return -ENOEXEC;
+                if (copy)
+                        copied[idx] |= 1;
+                else if (idx != 0 && idx < nsym)
+                        copied[idx] |= 2;
+        }
+        for (size_t i = 0; i < nsym; i++)
+                copied[i] = copied[i] & 1 ? (uint8_t) (copied[i] & 2 ? 2 : 1) : 0;
         return 0;
 }
 
-static int add_export(struct elf_exports *ex, const struct symbol_tables *t, size_t i, bool copied) {
+static int add_export(struct elf_exports *ex, const struct image *im, const struct symbol_tables *t, size_t i,
+                      uint8_t copied) {
         const Elf64_Sym *s = &t->sym[i];
         const char *name = table_string(t, s->st_name);
         if (!name)
@@ -399,8 +408,10 @@ static int add_export(struct elf_exports *ex, const struct symbol_tables *t, siz
         uint16_t v = t->versym ? t->versym[i] : 1;
         const char *version = (v & 0x7fff) > 1 ? version_name(t, v & 0x7fff) : NULL;
         struct elf_export *x = &ex->items[ex->n];
-        *x = (struct elf_export){ .value = s->st_value, .size = s->st_size, .copied = copied,
-                                  .hidden = (v & 0x8000) != 0 };
+        *x = (struct elf_export){ .value = s->st_value, .size = s->st_size, .copied = copied != 0,
+                                  .copy_only = copied == 1, .hidden = (v & 0x8000) != 0, .shndx = s->st_shndx,
+                                  .sym_offset = (uint64_t) ((const uint8_t *) s - im->data),
+                                  .sym_addr = t->sym_addr + i * sizeof(Elf64_Sym) };
         x->name = strdup(name);
         x->version = version ? strdup(version) : NULL;
         if (!x->name || (version && !x->version)) {
@@ -417,7 +428,7 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
         int r = find_symbol_tables(im, &t);
         if (r < 0 || !t.sym || t.nsym == 0)
                 return r;
-        bool *copied = calloc(t.nsym, sizeof *copied);
+        uint8_t *copied = calloc(t.nsym, sizeof *copied);
         ex->items = calloc(t.nsym, sizeof *ex->items);
         if (!copied || !ex->items) {
                 free(copied);
@@ -429,7 +440,7 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
                 if (s->st_shndx == SHN_UNDEF || ELF64_ST_BIND(s->st_info) == STB_LOCAL ||
                     ELF64_ST_VISIBILITY(s->st_other) == STV_HIDDEN || ELF64_ST_TYPE(s->st_info) == STT_TLS)
                         continue;
-                r = add_export(ex, &t, i, copied[i]);
+                r = add_export(ex, im, &t, i, copied[i]);
         }
         free(copied);
         return r;

@@ -41,6 +41,10 @@ struct elf_export {
         uint64_t value; /* st_value: its address relative to the load address */
         uint64_t size;
         bool copied;   /* its bytes come from a library through a copy relocation */
+        bool copy_only; /* copied, and no other relocation of the file refers to it */
+        uint16_t shndx; /* its st_shndx */
+        uint64_t sym_offset; /* where its Elf64_Sym is in the file */
+        uint64_t sym_addr;   /* ... and in memory, from the load address */
         bool hidden;   /* a non-default version (name@VERSION, not @@): no unversioned reference binds to it */
 };
 

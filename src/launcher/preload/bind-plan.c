@@ -214,7 +214,8 @@ static const char *plan_copies(const struct elf_exports *ex, void *const *handle
                         return snprintf(buf, size, "copies the variable %s, which none of its libraries defines",
                                         x->name),
                                buf;
-                struct bind_copy c = { .offset = x->value, .source = (uintptr_t) source, .size = x->size };
+                struct bind_copy c = { .offset = x->value, .source = (uintptr_t) source, .size = x->size,
+                                       .sym_addr = x->copy_only ? x->sym_addr : 0, .shndx = x->shndx };
                 const char *why = copy_refusal(x, source, &c, buf, size);
                 if (why)
                         return why;
@@ -431,6 +432,31 @@ static int move_fixups(const struct bind_plan *plan, uintptr_t base) {
         return 0;
 }
 
+/* The copied variables' symbols, undefined in the loaded image (image-cache.c), defined again in
+ * memory, through /proc/self/mem since the symbol table is read-only: only where they differ. */
+static int restore_symbols(const struct bind_plan *plan, uintptr_t base) {
+        int mem = -1, r = 0;
+        for (uint32_t i = 0; r == 0 && i < plan->ncopies; i++) {
+                const struct bind_copy *c = &plan->copies[i];
+                if (!c->sym_addr)
+                        continue;
+                ElfW(Sym) now, want;
+                memcpy(&now, (const void *) (uintptr_t) (base + c->sym_addr), sizeof now);
+                want = now;
+                want.st_shndx = (uint16_t) c->shndx;
+                want.st_value = c->offset;
+                if (memcmp(&now, &want, sizeof now) == 0)
+                        continue;
+                if (mem < 0 && (mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0)
+                        return -errno;
+                if (pwrite(mem, &want, sizeof want, (off_t) (base + c->sym_addr)) != (ssize_t) sizeof want)
+                        r = -EFAULT;
+        }
+        if (mem >= 0)
+                close(mem);
+        return r;
+}
+
 /* Copies of read-only data sit in the program's RELRO range, which dlopen has made read-only. */
 static int fill_copies(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
         if (plan->ncopies == 0)
@@ -453,7 +479,8 @@ static int fill_copies(const struct bind_plan *plan, const struct link_map *prog
                         return r;
         }
         move_in_library_data(plan, program->l_addr);
-        return move_fixups(plan, program->l_addr);
+        int r = move_fixups(plan, program->l_addr);
+        return r < 0 ? r : restore_symbols(plan, program->l_addr);
 }
 
 int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program) {

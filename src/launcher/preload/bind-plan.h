@@ -23,6 +23,8 @@ struct bind_copy {
         uint64_t size;
         uint64_t moved;  /* 1: pointers into it move to the copy with it (see pointer-scan.h) */
         uint64_t data_start, data_end; /* moved: its library's writable data, scanned at each launch */
+        uint64_t sym_addr; /* its Elf64_Sym in the program, from its load address; 0: none to restore */
+        uint64_t shndx;    /* the st_shndx to restore there (image-cache.c undefines it in the copy) */
 };
 
 /* A word outside the copies that pointed into the source of copies[copy] when the plan was made. */

@@ -139,6 +139,33 @@ static int clear_pie_flag(int fd, off_t offset) {
         return 0;
 }
 
+/* In the copy, the variables that the program's copy relocations fill are undefined: dlopen looks
+ * a copy relocation up in the object's own scope, where the program itself comes first and would
+ * be copied onto itself (leaving zeros for its constructors), while exec's loader skips the
+ * executable. Undefined and without a value, the lookup finds the library's variable and copies it before any
+ * constructor runs, as under exec; each launch restores the symbols in memory (bind-plan.c), so
+ * that what the program loads later binds to its copies. */
+static int undefine_copies(int fd, int out) {
+        struct elf_exports ex;
+        int r = elf_exports_read(fd, &ex);
+        for (size_t i = 0; r >= 0 && i < ex.n; i++) {
+                const struct elf_export *x = &ex.items[i];
+                Elf64_Sym sym;
+                if (!x->copy_only)
+                        continue;
+                if (pread(out, &sym, sizeof sym, (off_t) x->sym_offset) != (ssize_t) sizeof sym)
+                        r = -EIO;
+                /* glibc's lookup skips an undefined symbol only for a PLT reference; for data it
+                 * skips the ones without a value. */
+                sym.st_shndx = SHN_UNDEF;
+                sym.st_value = 0;
+                if (r >= 0 && pwrite(out, &sym, sizeof sym, (off_t) x->sym_offset) != (ssize_t) sizeof sym)
+                        r = -EIO;
+        }
+        elf_exports_done(&ex);
+        return r;
+}
+
 /* Writes a loadable copy under a temporary name and renames it into place only if the source did
  * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
  * loaded through the fd returned, never by its name. */
@@ -159,6 +186,8 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         int r = copy_fd(fd, out, st->st_size);
         if (r >= 0)
                 r = clear_pie_flag(out, flags_offset);
+        if (r >= 0)
+                r = undefine_copies(fd, out);
         struct stat now;
         if (r >= 0 && fstat(fd, &now) < 0)
                 r = -errno;

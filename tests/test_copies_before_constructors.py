@@ -1,0 +1,47 @@
+"""Copy relocations are filled before the program's constructors run, as exec's loader fills them
+(issue 30: the corpus run found Debian's pdftotext refusing every command line when served, its
+static initialiser having read 0 for poppler's minColSpacing1_default). dlopen looked the copy up
+in the program itself and copied it onto itself; the daemon's loadable copy of the program now has
+those symbols undefined, and each launch defines them again in memory, so that the dynamic loader
+still finds the program's copies afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import Served, base_env, helper_path, run_exec, run_served
+from headstart.daemon import RunningDaemon, private_daemon
+
+PROGRAMS = {
+    "copies-in-constructor": [str(helper_path("copies-in-constructor"))],
+    "pdftotext -v": ["/usr/bin/pdftotext", "-v"],
+    "pdftotext bad page": ["/usr/bin/pdftotext", "-f", "x", "/nonexistent.pdf", "-"],
+}
+
+
+@pytest.fixture(scope="module", params=["preload", "warm", "pool"])
+def copies_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
+    option = "--app" if request.param == "preload" else "--warm"
+    programs = sorted({argv[0] for argv in PROGRAMS.values()})
+    extra = [arg for p in programs for arg in (option, p)]
+    if request.param == "pool":
+        extra += ["--pool", "2"]
+    with private_daemon([], extra_args=extra) as d:
+        yield d
+    assert d.process.returncode == 0, d.log_text()
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_constructors_see_the_copies_as_under_exec(copies_daemon, name):
+    argv = PROGRAMS[name]
+    env = base_env()
+    want = run_exec(argv, env=env)
+    with Served(copies_daemon):
+        got = run_served(copies_daemon, argv, env=env)
+    assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
+    if name == "copies-in-constructor":
+        assert b"constructor saw counter=7 greeting=hello from the library" in got.stdout
+        assert b"the loader finds the program's copy: 1" in got.stdout
+    if name == "pdftotext -v":
+        assert got.returncode == 0 and b"pdftotext version" in got.stderr
