@@ -17,6 +17,8 @@ PROGRAMS = {
     "copies-in-constructor": [str(helper_path("copies-in-constructor"))],
     "pdftotext -v": ["/usr/bin/pdftotext", "-v"],
     "pdftotext bad page": ["/usr/bin/pdftotext", "-f", "x", "/nonexistent.pdf", "-"],
+    # The state main starts in: errno 0, as exec leaves it.
+    "errno-at-main": [str(helper_path("errno-at-main"))],
 }
 
 
@@ -43,5 +45,7 @@ def test_constructors_see_the_copies_as_under_exec(copies_daemon, name):
     if name == "copies-in-constructor":
         assert b"constructor saw counter=7 greeting=hello from the library" in got.stdout
         assert b"the loader finds the program's copy: 1" in got.stdout
+    if name == "errno-at-main":
+        assert got.stdout == b"errno at main: 0\n"
     if name == "pdftotext -v":
         assert got.returncode == 0 and b"pdftotext version" in got.stderr

@@ -260,5 +260,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
         announce(conn_fd, report_fd);
         close(report_fd);
         after_main_arm(spec->after_main);
+        /* A program starts with errno 0 under exec; what the daemon's own calls left would show in
+         * a program that reports errno without a failing call of its own first (xrdb's "Can't open
+         * display" became "Invalid argument", issue 30). */
+        errno = 0;
         exit(main_fn((int) req->fixed.argc, req->argv, environ));
 }

@@ -312,9 +312,97 @@ static const char *plan_slots(const struct elf_exports *ex, void *const *handles
         return NULL;
 }
 
+/* Symbols every object defines for itself (the linker's section markers): never looked up across objects. */
+static bool linker_marker(const char *name) {
+        return strcmp(name, "_edata") == 0 || strcmp(name, "_end") == 0 || strcmp(name, "__bss_start") == 0 ||
+               strcmp(name, "_init") == 0 || strcmp(name, "_fini") == 0;
+}
+
+/* Whether the daemon's C library (or its loader) defines name: the daemon's global scope, which a
+ * served program's lookups search before the program's own libraries. */
+static const char *global_definer(void *libc, const char *name) {
+        void *p = dlsym(libc, name);
+        Dl_info info;
+        if (!p || !dladdr(p, &info) || !info.dli_fname)
+                return NULL;
+        const char *base = strrchr(info.dli_fname, '/');
+        base = base ? base + 1 : info.dli_fname;
+        return strncmp(base, "libc.so.", 8) == 0 || strncmp(base, "ld-linux", 8) == 0 ? base : NULL;
+}
+
+/* The first exported symbol of the library at path that the daemon's C library defines too (and
+ * that C library's name), or NULL; remembered per library, since most programs share theirs (the
+ * zygote is replaced when a library changes on disk). */
+struct interposer {
+        char *path, *symbol;
+        const char *definer;
+};
+static struct interposer known[256];
+static size_t nknown;
+
+static const struct interposer *library_interposes(const char *path, void *libc) {
+        for (size_t i = 0; i < nknown; i++)
+                if (strcmp(known[i].path, path) == 0)
+                        return &known[i];
+        struct interposer found = { 0 };
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct elf_exports lib;
+        if (fd < 0 || elf_exports_read(fd, &lib) < 0)
+                return NULL; /* the loader read it; the plan says what is wrong if it matters */
+        for (size_t j = 0; j < lib.n && !found.definer; j++) {
+                const struct elf_export *x = &lib.items[j];
+                /* Versioned (glibc's own libm defines finite@GLIBC_2.2.5 as libc does): references
+                 * to a version bind where it is defined. */
+                if (linker_marker(x->name) || x->version)
+                        continue;
+                found.definer = global_definer(libc, x->name);
+                if (found.definer)
+                        found.symbol = strdup(x->name);
+        }
+        elf_exports_done(&lib);
+        found.path = strdup(path);
+        if (!found.path || (found.definer && !found.symbol) || nknown == ELEMENTSOF(known)) {
+                free(found.path);
+                free(found.symbol);
+                return NULL;
+        }
+        known[nknown] = found;
+        return &known[nknown++];
+}
+
+/* Why a library the program needs ahead of the C library, in exec's lookup order, interposes on it
+ * (gnulib's argp in man-db's libman, a malloc of its own...), or NULL. Under exec the program and its
+ * libraries bind such a symbol to that library; served, the daemon's C library is found first. */
+static const char *interposer_refusal(const struct string_list *closure, char *buf, size_t size) {
+        size_t libc_at = closure->n;
+        for (size_t i = 0; i < closure->n && libc_at == closure->n; i++) {
+                const char *base = strrchr(closure->items[i], '/');
+                if (strncmp(base ? base + 1 : closure->items[i], "libc.so.", 8) == 0)
+                        libc_at = i;
+        }
+        void *libc = libc_at < closure->n ? dlopen(closure->items[libc_at], RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        if (!libc)
+                return NULL;
+        const char *why = NULL;
+        for (size_t i = 0; i < libc_at && !why; i++) {
+                const struct interposer *k = library_interposes(closure->items[i], libc);
+                if (k && k->definer)
+                        why = (snprintf(buf, size,
+                                        "a library it needs defines a symbol of the C library, which a served program "
+                                        "would bind to instead: %s in %s (also in %s)",
+                                        k->symbol, closure->items[i], k->definer),
+                               buf);
+        }
+        dlclose(libc);
+        return why;
+}
+
 const char *bind_plan_build(const struct elf_exports *ex, const struct string_list *closure, struct bind_plan *plan,
                             char *buf, size_t size) {
         *plan = (struct bind_plan){ 0 };
+        const char *interposed = interposer_refusal(closure, buf, size);
+        if (interposed)
+                return interposed;
         if (ex->n == 0)
                 return NULL;
         void **handles = calloc(closure->n ? closure->n : 1, sizeof *handles);
