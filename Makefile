@@ -180,8 +180,8 @@ test-python: build build-sanitize aarch64
 		$(PY) -m pytest -q tests
 
 lint: deps
-	$(VENV)/bin/ruff check python tests
-	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/ruff check python tests device
+	$(VENV)/bin/ruff format --check python tests device
 
 test: lint test-c test-fuzz test-python
 
@@ -221,6 +221,16 @@ device:
 	$(MAKE) deb DEB_ARCH=$(DEVICE_ARCH)
 	$(MAKE) deps
 	$(PY) device/image.py --arch $(DEVICE_ARCH) --debs $(if $(filter $(HOST_ARCH),$(DEVICE_ARCH)),build-deb,build-deb-$(DEVICE_ARCH))
+
+# Boots the headstart image (provisioned on its first boot) and checks it; two broken boots must
+# each end in one line (device/check.py).
+test-device: device
+	cd device && ../$(PY) check.py --arch $(DEVICE_ARCH)
+
+# Three arms (stock, headstart, headstart + the boot advice), DEVICE_BOOTS boots each, alternating.
+DEVICE_BOOTS ?= 5
+device-bench: device
+	cd device && ../$(PY) bench.py --arch $(DEVICE_ARCH) --boots $(DEVICE_BOOTS)
 
 # Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
 # with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).

@@ -110,8 +110,9 @@ def chroot_mounts(root: Path) -> Iterator[None]:
 
 
 def install_headstart(root: Path, debs: Path) -> None:
-    """headstart's packages with apt (their dependencies from Debian), its user units enabled for
-    the kiosk user, the home screen and the second app registered, learning kept on the disk."""
+    """headstart's packages with apt (their dependencies from Debian, and strace, which profiling
+    uses), its user units enabled for the kiosk user, the home screen and the second app registered,
+    learning kept on the disk, pind's units enabled (they wait for the plan provisioning makes)."""
     inside = root / "tmp/headstart-debs"
     inside.mkdir(parents=True)
     for deb in debs.glob("*.deb"):
@@ -119,7 +120,7 @@ def install_headstart(root: Path, debs: Path) -> None:
             shutil.copy(deb, inside)
     shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
     with chroot_mounts(root):
-        run(["chroot", str(root), "sh", "-c", "apt-get install -y --no-install-recommends /tmp/headstart-debs/*.deb"])
+        run(["chroot", str(root), "sh", "-c", "apt-get install -y --no-install-recommends strace /tmp/headstart-debs/*.deb"])
         run(["chroot", str(root), "apt-get", "clean"])
     shutil.rmtree(inside)
     (root / "etc/resolv.conf").unlink()
@@ -128,6 +129,8 @@ def install_headstart(root: Path, debs: Path) -> None:
     # The daemon starts with the user's session, before the home screen asks for it: its zygote
     # loads the libraries while the compositor starts (the socket alone would start it at the first launch).
     run(["systemctl", f"--root={root}", "--global", "enable", "headstart.socket", "headstart.service"])
+    # Prefetch at boot and pinning, once provisioning has made the plan on the device.
+    run(["systemctl", f"--root={root}", "enable", "headstart-pind.service", "headstart-pind-prefetch.service"])
 
 
 def ext4(root: Path, image: Path) -> None:

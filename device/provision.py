@@ -1,7 +1,8 @@
 """Provisioning: the headstart image's first boot, as a product's factory or first start would do
-it, written to the image (no snapshot). headstartd serves the home screen and the second app once
-and learns what they load after main (kept in the kiosk's home, on the disk), so that every later
-boot preloads it. Done again whenever the image is rebuilt."""
+it, written to the image (no snapshot). headstartd serves the home screen and the second app and
+learns what they load after main (kept in the kiosk's home, on the disk), so that every later boot
+preloads it; device-provision.service profiles both cold and makes headstart-pind's plan on the
+device, which every later boot prefetches. Done again whenever the image is rebuilt."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ def provision(arch: str, files: BootFiles, accel: str, log: Path, timeout_s: flo
     stamp = files.image.with_suffix(".provisioned")
     if stamp.exists() and stamp.stat().st_mtime >= files.image.stat().st_mtime:
         return
-    with booted(arch, files, accel, [], timeout_s, log=log, snapshot=False) as boot:
+    args = ["systemd.wants=device-provision.service"]
+    with booted(arch, files, accel, args, timeout_s, log=log, snapshot=False) as boot:
         boot.wait_for(f"^{HOME_FRAME}$", timeout_s)
+        boot.wait_for("^pin plan made", timeout_s)
         for _ in range(2):  # the first launch teaches the daemon; the second is served by what it learned
             boot.wait_for("^app frame served$", 600, after=boot.send("open served"))
             boot.wait_for("^app closed", 120, after=boot.send("close"))
