@@ -82,7 +82,10 @@ def relink(out: Path, advice: list[dict], dest: Path) -> tuple[Path, list[str]]:
                     these = [f"-Wl,--export-dynamic-symbol={s}" for s in a["symbols"]]
         else:
             these = list(a["flags"])
-        if on_program:
+        if on_program or (merged and a["advice"] == "pack-relative-relocs"):
+            # Linked in, the library's relocations are the program's: packing them is its flag.
+            if these[0] in flags:
+                continue
             flags += these
         elif not merged:
             lib_flags += these

@@ -108,6 +108,16 @@ def exec_to_main(
     return summarize(values)
 
 
+def mark_main_env(env: dict[str, str], programs: list[str]) -> dict[str, str]:
+    """`env`, with libheadstart-mark-main.so preloaded when a program does not mark main itself. A
+    daemon that serves the program needs the same (its loader environment must match the client's)."""
+    mark = str(binaries.find("mark-main"))
+    preload = env.get("LD_PRELOAD", "")
+    if all(marks_main(p) for p in programs) or mark in preload.split():
+        return env
+    return dict(env, LD_PRELOAD=" ".join(p for p in (mark, preload) if p))
+
+
 def timer_rows(
     argv: list[str],
     ready: re.Pattern[str] | None,
@@ -136,8 +146,7 @@ def timer_rows(
         cmd += ["--ready", ready.pattern]
     cmd += ["--modes", ",".join(modes), "--", *argv]
     full = dict(os.environ, **(env or {}))
-    if not all(marks_main(p) for p in [argv[0], *(builds or {}).values()]):
-        full["LD_PRELOAD"] = " ".join(p for p in (str(binaries.find("mark-main")), full.get("LD_PRELOAD")) if p)
+    full = mark_main_env(full, [argv[0], *(builds or {}).values()])
     done = subprocess.run(cmd, capture_output=True, text=True, env=full, start_new_session=True)
     if done.returncode not in (0, 3):
         raise HeadstartError(f"launch-timer failed (exit status {done.returncode}): {done.stderr.strip()}")

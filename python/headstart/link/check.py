@@ -16,7 +16,7 @@ from typing import Any
 from headstart.benchmark.display import display_env, private_display
 from headstart.daemon import private_daemon
 from headstart.errors import HeadstartError
-from headstart.link.analysis import analyse, timer_rows
+from headstart.link.analysis import analyse, mark_main_env, timer_rows
 from headstart.link.collect import count
 from headstart.link.objects import read_object
 from headstart.link.relink import SAMPLES, relink
@@ -84,6 +84,7 @@ def compare(
         "counts_after": counts(after_argv, ready, timeout, env),
     }
     modes = ["exec", "exec@after"]
+    env = mark_main_env(env, [before[0], after])
     with ExitStack() as stack:
         daemons = {}
         if warm:

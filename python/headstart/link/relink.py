@@ -133,7 +133,12 @@ def relink(name: str, build_dir: Path, folder: Path, advice: list[dict[str, Any]
             _link(build_dir, rules, lib_step, lib_out, lib_step.inputs, lib_args)
             program_args = [str(lib_out) if w == spec.library else w for w in program_args]
     for a in chosen:
-        if a["advice"] == "link-into-program" or (spec.library and Path(a["path"]).name == Path(spec.library).name):
+        on_library = spec.library and Path(a["path"]).name == Path(spec.library).name
+        # Linked in, the library's relocations are the program's: packing them is the program's flag.
+        carried = merged and on_library and a["advice"] == "pack-relative-relocs"
+        if a["advice"] == "link-into-program" or (on_library and not carried):
+            continue
+        if carried and "-Wl,-z,pack-relative-relocs" in program_args:
             continue
         program_args = [w for w in program_args if w not in a["remove_flags"]] + _flags(a, out, "program")
         applied.append(a["advice"])
