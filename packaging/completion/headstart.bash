@@ -13,8 +13,8 @@ _shtab_headstart_subparsers=(bench boot check lazy link order pin profile report
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --warm-up --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
-_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --json -o --output --trace --boot)
-_shtab_headstart_boot_compare_option_strings=(-h --help --ready --budget-ms --boot --json)
+_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --mark --json -o --output --trace --boot)
+_shtab_headstart_boot_compare_option_strings=(-h --help --ready --mark --budget-ms --boot --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --dir --package --list --json)
 _shtab_headstart_lazy_plan_option_strings=(-h --help --json --sysroot)
