@@ -27,10 +27,13 @@ GUI4_PACKAGES := libgtk-4-dev qt6-base-dev qt6-declarative-dev qml6-module-qtqui
 # (libclang-rt) runs the fuzz targets; bash-completion, whose _longopt the completions of headstartd
 # and headstart-pind call (packaging/completion).
 TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev bash-completion
+# `headstart link` (docs/linking.md): cmake, an unmodified Debian C++ program with 40-odd libraries that
+# tests/test_link.py analyses (no other test runs it), and what `make link-demo` builds exiv2 with.
+LINK_PACKAGES := cmake libexpat1-dev zlib1g-dev
 APT_PACKAGES := meson ninja-build gcc g++ pkg-config python3-venv qtbase5-dev \
 	libgtk-3-dev libjpeg-dev libmp3lame-dev libfftw3-dev strace chromium chromium-driver \
 	gcc-aarch64-linux-gnu qemu-user-static \
-	$(GUI_PACKAGES) $(GUI4_PACKAGES) $(TOOL_PACKAGES) $(CORPUS_PACKAGES)
+	$(GUI_PACKAGES) $(GUI4_PACKAGES) $(TOOL_PACKAGES) $(LINK_PACKAGES) $(CORPUS_PACKAGES)
 VENV := .venv
 PY := $(VENV)/bin/python
 BUILD := build
@@ -59,7 +62,7 @@ BUILD_DEB := $(if $(filter $(HOST_ARCH),$(DEB_ARCH)),build-deb,build-deb-$(DEB_A
 DEVICE_ARCH ?= arm64
 DEVICE_PACKAGES := mmdebstrap qemu-system-arm qemu-system-x86 qemu-user-static binfmt-support e2fsprogs
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench corpus bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench link-demo corpus bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
 
 all: build
 
@@ -252,6 +255,13 @@ order-demo: build
 # each launched once with --version, as nobody in namespaces of its own. Root; about 20 minutes on 2 cores.
 lazy-corpus: build
 	$(PY) bench/lazy/corpus.py --jobs 2 $(BUILD)/lazy-corpus
+
+# Link advice end to end (docs/linking.md): `headstart link check` on our samples, then exiv2 0.27.6
+# built from Debian's source (CMake, libexiv2.so), analysed, relinked with the advice that holds and
+# timed against its first build by exec, with headstartd's warm mode beside. About ten minutes.
+link-demo: build
+	$(PY) -m headstart link check
+	$(PY) bench/link/demo.py $(BUILD)/link-demo
 
 # Per-program scheduling under load (docs/scheduling.md): launch latency and period jitter of a
 # periodic task with and without its --schedule, CPU hogs on every core. Root; about a minute.

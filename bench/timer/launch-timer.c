@@ -3,10 +3,12 @@
  * all alike, and prints one JSON line per launch. The Python side turns these into statistics.
  *
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
- *                     [--modes exec,run,direct,run@NAME,direct@NAME...]
+ *                     [--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME...]
  *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--linger-ms MS] [--timeout SECONDS]
  *                     -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
+ *   exec@BUILD   posix_spawn of another build of it (--build BUILD=PATH: relinked, say) with the same
+ *                arguments, its argv[0] that PATH
  *   run[@NAME]   posix_spawn of headstart-run PROGRAM ARGS... against --socket or daemon NAME
  *   direct[@NAME] a request through libheadstart-client, as a program linking it would make
  * Several daemons (preload, warm, pool...) can so be compared with exec in one alternating run.
@@ -52,11 +54,13 @@ extern char **environ;
 enum how { HOW_EXEC, HOW_RUN, HOW_DIRECT };
 #define MAX_MODES 32
 #define MAX_DAEMONS 8
+#define MAX_BUILDS 8
 
 struct mode {
         char name[64]; /* as given in --modes; it names the mode in the output */
         enum how how;
         const char *socket;
+        const char *path; /* exec@BUILD: that build's program, else NULL (the program) */
 };
 
 struct daemon {
@@ -70,6 +74,8 @@ struct config {
         const char *run_client;
         struct daemon daemons[MAX_DAEMONS];
         int ndaemons;
+        struct daemon builds[MAX_BUILDS]; /* --build NAME=PATH: other builds of the program, exec'd */
+        int nbuilds;
         const char *mode_list;
         struct mode modes[MAX_MODES];
         int nmodes;
@@ -115,6 +121,20 @@ static int spawn(struct launch *x, const char *file, char **argv, char **envp, c
 static int start(struct launch *x, const struct config *c, const struct mode *m, char **envp,
                  const posix_spawn_file_actions_t *fa) {
         *x = (struct launch){ .pid = -1, .pidfd = -1 };
+        if (m->how == HOW_EXEC && m->path) {
+                /* Another build: the same arguments after its own path. */
+                int argc = 0;
+                while (c->argv[argc])
+                        argc++;
+                char **argv = calloc((size_t) argc + 1, sizeof(char *));
+                if (!argv)
+                        return snprintf(x->why, sizeof x->why, "out of memory"), -1;
+                memcpy(argv, c->argv, (size_t) argc * sizeof(char *));
+                argv[0] = (char *) m->path;
+                int r = spawn(x, m->path, argv, envp, fa);
+                free(argv);
+                return r;
+        }
         if (m->how == HOW_EXEC)
                 return spawn(x, c->path, c->argv, envp, fa);
         if (m->how == HOW_RUN) {
@@ -397,6 +417,13 @@ static const char *daemon_socket(const struct config *c, const char *name) {
         return NULL;
 }
 
+static const char *build_path(const struct config *c, const char *name) {
+        for (int i = 0; i < c->nbuilds; i++)
+                if (strcmp(c->builds[i].name, name) == 0)
+                        return c->builds[i].socket;
+        return NULL;
+}
+
 static int parse_modes(struct config *c, const char *list) {
         char *copy = strdup(list), *save = NULL;
         int r = 0;
@@ -406,7 +433,10 @@ static int parse_modes(struct config *c, const char *list) {
                 snprintf(m->name, sizeof m->name, "%s", t);
                 if (at)
                         *at++ = '\0';
+                m->path = NULL;
                 if (strcmp(t, "exec") == 0 && !at)
+                        m->how = HOW_EXEC;
+                else if (strcmp(t, "exec") == 0 && (m->path = build_path(c, at)))
                         m->how = HOW_EXEC;
                 else if (strcmp(t, "run") == 0)
                         m->how = HOW_RUN;
@@ -419,7 +449,8 @@ static int parse_modes(struct config *c, const char *list) {
                 if (r == 0 && ++c->nmodes == MAX_MODES)
                         r = -1;
                 if (r < 0)
-                        fprintf(stderr, "launch-timer: bad mode '%s' (exec, run[@DAEMON], direct[@DAEMON])\n", m->name);
+                        fprintf(stderr, "launch-timer: bad mode '%s' (exec[@BUILD], run[@DAEMON], direct[@DAEMON])\n",
+                                m->name);
         }
         free(copy);
         return r;
@@ -465,13 +496,18 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         char *eq = strchr(argv[i + 1], '='); /* NAME=PATH, split in place */
                         *eq = '\0';
                         c->daemons[c->ndaemons++] = (struct daemon){ argv[i + 1], eq + 1 };
+                } else if (strcmp(argv[i], "--build") == 0 && strchr(v, '=') && c->nbuilds < MAX_BUILDS) {
+                        char *eq = strchr(argv[i + 1], '='); /* NAME=PATH, split in place */
+                        *eq = '\0';
+                        c->builds[c->nbuilds++] = (struct daemon){ argv[i + 1], eq + 1 };
                 } else
                         break;
                 i++;
         }
         if (i >= argc - 1 || strcmp(argv[i], "--") != 0 || c->runs < 1 || !c->run_client) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
-                                "[--modes exec,run,direct,run@NAME,direct@NAME] [--ready REGEX] [--ready-window] "
+                                "[--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME] "
+                                "[--ready REGEX] [--ready-window] "
                                 "[--stop-at-ready] [--linger-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...\n");
                 return -1;
         }

@@ -37,12 +37,13 @@ _BUILD_PATHS = {
     "many-globals": "bench/many-globals",
     "qt-widgets": "bench/qt-widgets",
     "qml-tiles": "bench/qml-tiles",
+    "catalog": "bench/catalog",  # on libhs-catalog.so, a library of our own (headstart link check)
     "observe": "tests/helpers/observe",
 }
 
 SAMPLE_APPS = ("gtk-hello", "gtk4-tiles", "jpeg-encode", "mp3-encode", "fft", "many-globals", "qt-widgets", "qml-tiles")
 
-_LAUNCHED = ("probe", *SAMPLE_APPS, "observe")
+_LAUNCHED = ("probe", *SAMPLE_APPS, "catalog", "observe")
 
 # Installed by `meson install` (and the Debian package): file names in lib/<multiarch>/headstart/
 # (meson.build's private_lib_dir), and the tools in libexec/headstart/ (bench/meson.build).

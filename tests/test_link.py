@@ -1,0 +1,172 @@
+"""headstart link on real launches: the C++ sample with a thousand globals (libstdc++ binds most of
+its own symbols by lookup; only the program needs it, so it may be linked in), the library of our own
+(libhs-catalog.so looks up two thousand of its own symbols: -Bsymbolic holds, unless something
+interposes one), an unmodified Debian program no other test uses (cmake: every object is Debian's,
+so no change is ours to make), and `link check`, which relinks the samples with the advice applied
+and times both builds by exec, the GTK and Qt ones under Xvfb."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from headstart import binaries
+from headstart.link.objects import read_object
+
+
+def headstart(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "headstart", *args], capture_output=True, text=True, timeout=900, env=env
+    )
+
+
+def link_json(*argv: str, env: dict[str, str] | None = None) -> dict:
+    done = headstart("link", "--runs", "3", "--json", "--", *argv, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def advice(data: dict, kind: str, obj: str) -> dict:
+    found = [a for a in data["advice"] if a["advice"] == kind and a["object"] == obj]
+    assert found, f"no {kind} for {obj}: {[(a['advice'], a['object']) for a in data['advice']]}"
+    return found[0]
+
+
+def row(data: dict, name: str) -> dict:
+    return next(r for r in data["objects"] if r["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def many_globals() -> dict:
+    return link_json(str(binaries.find("many-globals")))
+
+
+def test_many_globals_libstdcxx_lookups_and_its_advice(many_globals):
+    d = many_globals
+    stdcxx = row(d, "libstdc++.so.6")
+    # libstdc++ looks up most of its own symbols (it is not linked -Bsymbolic): Debian's to change.
+    assert stdcxx["lookups_self"] > 1000 and not stdcxx["yours"]
+    # The loader's own count of start-up lookups matches what the bindings log split at main.
+    assert abs(d["loader"]["lookups"] - d["loader"]["bindings_before_main"]) <= 0.1 * d["loader"]["lookups"]
+    assert d["costs"]["lookup_ns"] > 0
+    program = row(d, "many-globals")
+    assert program["yours"] and program["relative"] > 7000 and not program["relr"]
+    relr = advice(d, "pack-relative-relocs", "many-globals")
+    facts = read_object(program["path"])
+    assert relr["holds"] and relr["saves"]["table_bytes"] == facts.relative_in_rela * 24 - facts.relr_bytes_if_packed
+    cxx = advice(d, "static-libstdc++", "many-globals")
+    assert cxx["holds"] and any(p.endswith("libstdc++.so.6") for p in cxx["drops"])
+    assert cxx["saves"]["lookups"] > 1000 and cxx["saves"]["us"] > 0
+    exports = advice(d, "export-only-imported", "many-globals")
+    assert exports["symbols"] == ["main"] and "-rdynamic" in exports["remove_flags"]
+    # Debian's libstdc++: -Bsymbolic would hold only with operator new and delete left interposable.
+    bsym = advice(d, "Bsymbolic", "libstdc++.so.6")
+    assert not bsym["yours"] and {"_Znam", "_ZdlPv"} <= set(bsym["symbols"])
+
+
+def test_the_terminal_report_names_objects_and_advice(tmp_path):
+    done = headstart("link", "--runs", "2", "--", str(binaries.find("many-globals")))
+    assert done.returncode == 0, done.stderr
+    assert "libstdc++.so.6" in done.stdout and "static-libstdc++" in done.stdout
+    assert "Advice for what you build" in done.stdout
+
+
+def catalog_program() -> Path:
+    return binaries.find("catalog")
+
+
+def test_a_library_of_our_own_binds_its_own_symbols_and_bsymbolic_holds():
+    d = link_json(str(catalog_program()))
+    lib = row(d, "libhs-catalog.so")
+    assert lib["yours"] and lib["lookups_self"] >= 2000
+    bsym = advice(d, "Bsymbolic", "libhs-catalog.so")
+    assert bsym["holds"] and bsym["flags"] == ["-Wl,-Bsymbolic"] and bsym["saves"]["lookups"] >= 2000
+    hide = advice(d, "hide-unimported", "libhs-catalog.so")
+    assert hide["symbols"] == ["catalog_total"]
+    assert advice(d, "link-into-program", "libhs-catalog.so")["holds"]
+
+
+def test_an_interposed_symbol_stays_interposable(tmp_path):
+    """A preloaded object defines catalog_weight, which the library calls: -Bsymbolic would bypass it,
+    so the advice keeps it in a --dynamic-list and binds the rest locally."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    src = tmp_path / "weight.c"
+    src.write_text("double catalog_weight(double x) { return x; }\n")
+    lib = tmp_path / "libweight.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    d = link_json(str(catalog_program()), env=dict(os.environ, LD_PRELOAD=str(lib)))
+    bsym = advice(d, "Bsymbolic", "libhs-catalog.so")
+    assert "catalog_weight" in bsym["symbols"] and any("--dynamic-list" in f for f in bsym["flags"])
+    assert "catalog_weight" in bsym["why"] or "interposable" in bsym["why"]
+
+
+def test_an_unmodified_debian_program_gets_no_advice_of_its_own():
+    """cmake, from Debian and used by no other test: 40-odd objects, all the system's."""
+    cmake = shutil.which("cmake")
+    if not cmake:
+        pytest.skip("cmake is not installed (make deps installs it)")
+    d = link_json(cmake, "--version")
+    assert len(d["objects"]) > 20 and d["loader"]["lookups"] > 1000
+    assert not any(a["yours"] for a in d["advice"])
+    assert not any(a["advice"] == "static-libstdc++" for a in d["advice"])  # the program is not ours to relink
+    assert any(a["advice"] == "Bsymbolic" and not a["yours"] for a in d["advice"])
+    done = headstart("link", "--runs", "2", "--", cmake, "--version")
+    assert done.returncode == 0 and "no link change of yours applies" in done.stdout
+
+
+# The relinking checks time real launches for minutes: once, against the normal build (the sanitizer
+# pass of `make test` runs the same Python against an instrumented daemon, which times nothing here).
+slow = pytest.mark.skipif(os.environ.get("HEADSTART_SANITIZED") == "1", reason="timed in the normal pass")
+
+
+def check(samples: str, runs: str, out: Path, env: dict[str, str] | None = None) -> dict:
+    done = headstart("link", "check", "--samples", samples, "--runs", runs, "-o", str(out), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    return {p["name"]: p for p in json.loads(done.stdout)["programs"]}
+
+
+@slow
+def test_check_relinks_many_globals_and_our_library(tmp_path):
+    found = check("many-globals,catalog", "15", tmp_path)
+    mg, cat = found["many-globals"], found["catalog"]
+    for p in (mg, cat):
+        assert "error" not in p, p
+        assert p["output_identical"]
+        assert p["counts_after"]["lookups"] < p["counts_before"]["lookups"] / 5
+        assert p["exec_before_us"]["count"] == 15 and p["exec_after_us"]["count"] == 15
+    assert "static-libstdc++" in mg["applied"] and "pack-relative-relocs" in mg["applied"]
+    assert mg["counts_after"]["objects"] < mg["counts_before"]["objects"]
+    assert mg["ratio"] < 0.9
+    after = read_object(mg["after"])
+    assert after.relr and not read_object(mg["before"]).relr
+    assert (
+        cat["applied"] == ["link-into-program"]
+        and cat["counts_after"]["objects"] == cat["counts_before"]["objects"] - 1
+    )
+    assert "warm_client_us" in mg, mg.get("warm_error")
+
+
+@slow
+@pytest.mark.skipif(not shutil.which("Xvfb"), reason="Xvfb is not installed (make deps installs it)")
+def test_check_on_the_gtk_and_qt_samples(tmp_path):
+    found = check("gtk-hello,qt-widgets", "5", tmp_path)
+    for p in found.values():
+        assert "error" not in p, p
+        assert p["output_identical"]
+        # Their cost is in the toolkits' libraries, which are Debian's: the relink changes little.
+        assert p["counts_after"]["objects"] == p["counts_before"]["objects"]
+
+
+def test_usage_errors():
+    done = headstart("link", "check", "--samples", "nothing")
+    assert done.returncode != 0 and "not a sample" in done.stderr
+    done = headstart("link", "--samples", "catalog", "--", "/bin/true")
+    assert done.returncode != 0 and "link check" in done.stderr
+    done = headstart("link", "check", "--after", "/nonexistent", "--", "/bin/true")
+    assert done.returncode != 0 and "no such file" in done.stderr
