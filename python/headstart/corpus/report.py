@@ -75,4 +75,4 @@ def render(results: list[ProgramResult], file: IO[str]) -> None:
         print(f"- `{r.path} {x.case}`: {describe(x.exec_run, x.served_run)}", file=file)
     varies = sorted({f"`{r.path} {x.case}`" for r in results for x in r.launches if x.result == "varies"})
     if varies:
-        print(f"\nDiffer between two runs by exec too, so not compared: {', '.join(varies)}.", file=file)
+        print(f"\nNot the same twice (by exec, or served), so not counted: {', '.join(varies)}.", file=file)
