@@ -1,0 +1,57 @@
+"""The virtual device's fast parts (docs/device.md); booting it is `make test-device`, opt-in.
+Here: its scripts parse, its units are ones systemd accepts, and a device that was never built
+ends the check in one line instead of a hang or a traceback."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DEVICE = Path(__file__).resolve().parent.parent / "device"
+SCRIPTS = sorted(p for p in DEVICE.rglob("usr/libexec/headstart-device/*") if p.is_file())
+UNITS = sorted(DEVICE.rglob("etc/systemd/system/*.service"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_device_scripts_parse(script):
+    assert script.stat().st_mode & 0o111, f"{script} is not executable"
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
+@pytest.mark.parametrize("unit", UNITS, ids=lambda p: p.name)
+def test_device_units_are_valid(unit, tmp_path):
+    """systemd-analyze verify reads the unit as systemd would, beside the device's other units;
+    only programs that exist in the image and not here may be reported missing."""
+    for u in UNITS:
+        shutil.copy(u, tmp_path)
+    done = subprocess.run(["systemd-analyze", "verify", str(tmp_path / unit.name)], capture_output=True, text=True)
+    problems = [
+        line
+        for line in done.stderr.splitlines()
+        if line.strip()
+        and "is not executable: No such file" not in line
+        and "Command /usr/libexec/headstart-device" not in line
+        and "Unit configuration has fatal error" not in line
+        and "/usr/bin/weston" not in line
+    ]
+    assert not problems, done.stderr
+
+
+def test_a_device_never_built_fails_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "check.py", "--arch", "arm64", "--out", str(tmp_path)],
+        cwd=DEVICE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    (failed,) = done.stderr.strip().splitlines()
+    assert failed.startswith("FAILED: ") and "is missing: run make device" in failed
