@@ -131,3 +131,17 @@ def _environ_or_cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
     except OSError:
         return b""
+
+
+def test_no_launch_spawns_dbus_launch_with_the_bus(session):
+    """GTK 4 asks for the session bus as it starts (accessibility): without one it spawns
+    dbus-launch and warns; with the bench's bus neither the exec'd nor the served launch does."""
+    gtk4 = bin_path("gtk4-tiles")
+    with private_daemon([], extra_args=["--warm", str(gtk4)], env=dict(os.environ, **session)) as d:
+        expected = run_exec([str(gtk4)], env=session)
+        with Served(d):
+            got = run_served(d, [str(gtk4)], env=session)
+    assert expected.returncode == 0 and b"window shown" in expected.stdout, expected.stderr
+    assert (got.returncode, got.stdout) == (0, expected.stdout)
+    for launch in (expected, got):
+        assert b"dbus-launch" not in launch.stderr and b"session bus" not in launch.stderr, launch.stderr
