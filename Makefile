@@ -253,7 +253,7 @@ order-demo: build
 	$(PY) bench/order/demo.py $(BUILD)/order-demo $(BUILD)
 
 # headstart lazy plan over every dynamically linked program in /usr/bin and /usr/sbin (docs/lazy.md):
-# each launched once with --version, as nobody in namespaces of its own. Root; about 20 minutes on 2 cores.
+# each launched once with --version, as nobody in namespaces of its own. Root; about 30 minutes on 2 busy cores.
 lazy-corpus: build
 	$(PY) bench/lazy/corpus.py --jobs 2 $(BUILD)/lazy-corpus
 
