@@ -23,6 +23,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--programs", nargs="+", metavar="PROGRAM", help="these programs instead of the packages'")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds before a launch is stopped (default 10)")
     p.add_argument("--batch", type=int, default=25, help="programs per daemon (default 25)")
+    p.add_argument("--mode", choices=["warm", "preload"], default="warm",
+                   help="register each batch's programs with --warm (default) or --app")  # fmt: skip
     p.add_argument("--json", type=Path, help="write every program's verdict and launches here")
     return p.parse_args(argv)
 
@@ -39,7 +41,8 @@ def main(argv: list[str]) -> int:
             programs = corpus_programs.corpus_programs(
                 [p for p in packages if p not in corpus_programs.missing_packages(packages)]
             )
-        settings = Settings(timeout=args.timeout, batch=args.batch, who=unprivileged())
+        register = "--warm" if args.mode == "warm" else "--app"
+        settings = Settings(timeout=args.timeout, batch=args.batch, who=unprivileged(), register=register)
         with progress() as bars:
             tasks = {"check": bars.add_task("headstartd --check", total=len(programs)),
                      "launch": bars.add_task("launches", total=len(programs))}  # fmt: skip

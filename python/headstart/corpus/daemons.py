@@ -1,5 +1,6 @@
 """A private headstartd for a batch of corpus programs, each registered with --warm (loaded in the
-daemon, the mode `headstart check` names first), run as the identity the launches run as."""
+daemon, the mode `headstart check` names first) or --app (preload: the program loaded in each
+child), run as the identity the launches run as."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from headstart.daemon import RunningDaemon, _end_with_parent, _wait_ready, stop
 
 
 @contextmanager
-def batch_daemon(programs: list[str], who: Identity, timeout: float = 120.0) -> Iterator[RunningDaemon]:
+def batch_daemon(
+    programs: list[str], who: Identity, timeout: float = 120.0, register: str = "--warm"
+) -> Iterator[RunningDaemon]:
     with tempfile.TemporaryDirectory(prefix="headstart-corpus-daemon-") as tmp:
         runtime = Path(tmp)
         runtime.chmod(0o700)
@@ -27,7 +30,7 @@ def batch_daemon(programs: list[str], who: Identity, timeout: float = 120.0) -> 
         if who.uid == 0:
             args.append("--allow-root")
         for program in programs:
-            args += ["--warm", program]
+            args += [register, program]
         env = {"PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(runtime), "LC_ALL": "C.UTF-8"}
         with open(log, "wb") as logf:
             proc = subprocess.Popen(

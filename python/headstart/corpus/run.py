@@ -56,6 +56,7 @@ class Settings:
     timeout: float = 10.0
     batch: int = BATCH
     who: Identity = field(default_factory=Identity)
+    register: str = "--warm"  # or --app: how each batch's daemon registers its programs
 
 
 def unprivileged() -> Identity:
@@ -109,7 +110,7 @@ def launch_program(daemon: RunningDaemon, r: ProgramResult, env: dict[str, str],
 
 def run_batch(batch: list[ProgramResult], env: dict[str, str], s: Settings) -> None:
     try:
-        with batch_daemon([r.path for r in batch], s.who) as daemon:
+        with batch_daemon([r.path for r in batch], s.who, register=s.register) as daemon:
             for r in batch:
                 launch_program(daemon, r, env, s)
     except HeadstartError as e:
