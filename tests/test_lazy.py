@@ -84,6 +84,10 @@ int lazy_sum(int n, ...) {
 #ifdef WITH_CONSTRUCTOR
 __attribute__((constructor)) static void hello(void) { fputs("loaded\n", stderr); }
 #endif
+#ifdef WITH_SELF_CALL /* as Debian's libgdal: its constructors call its own exported functions */
+#include <stdlib.h>
+__attribute__((constructor)) static void self_call(void) { if (lazy_add(1, 1) != 2) abort(); }
+#endif
 #ifdef WITH_THREAD
 #include <pthread.h>
 #include <unistd.h>
@@ -419,3 +423,16 @@ def test_z_now_debian_gpg_defers_libbz2_until_it_decompresses(tmp_path):
     assert deferred_loads([*base, "--version"], env) == []  # never loaded
     loads = deferred_loads([*base, "-d", str(packed)], env)
     assert len(loads) == 1 and Path(loads[0]).name.startswith("libbz2.so"), loads  # at its first call
+
+
+def test_z_now_a_run_a_stub_ends_at_a_first_call_before_ready_counts_as_a_call(tmp_path):
+    """With the drop-in, the library's constructor calling its own function reaches a stub, which ends
+    the run (docs/lazy.md): that came at a first call of the program, so it is a call, not unknown."""
+    sample, profile = native_sample(tmp_path, define="WITH_SELF_CALL", link=("-Wl,-z,now",))
+    assert verdicts(profile)[SONAME]["verdict"] == "defer"
+    early = tmp_path / "early.json"
+    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(early), "--", str(sample.eager), "e")
+    assert done.returncode == 0, done.stderr
+    found = verdicts(early)[SONAME]
+    assert (found["verdict"], found["called_before_ready"], found["refusals"]) == ("used before ready", True, [])
+    assert any("called while its library loads" in n for n in found["notes"]), found
