@@ -118,6 +118,8 @@ static void *call(void *arg) {
 int main(int argc, char **argv) {
         if (argc > 1 && argv[1][0] == 'e') /* "early": a call before ready */
                 printf("early %d\n", lazy_add(1, 2));
+        if (argc > 1 && argv[1][0] == 'q') /* "quit", ready at its _exit, past the probe's stop; "qc": after a call */
+                _exit(argv[1][1] == 'c' ? lazy_add(-3, 3) : 0);
         printf("ready\n");
         fflush(stdout);
         if (argc > 1) /* the path that stops at ready, for a profile */
@@ -436,3 +438,17 @@ def test_z_now_a_run_a_stub_ends_at_a_first_call_before_ready_counts_as_a_call(t
     found = verdicts(early)[SONAME]
     assert (found["verdict"], found["called_before_ready"], found["refusals"]) == ("used before ready", True, [])
     assert any("called while its library loads" in n for n in found["notes"]), found
+
+
+def test_z_now_calls_are_told_for_a_program_that_ends_without_the_probe_stopping_it(tmp_path):
+    """_exit skips the loader's closing of objects, where the probe stops the program for its maps
+    (as gpg-agent and the JDK's launchers end): the probe's account of the loads tells instead."""
+    sample, _ = native_sample(tmp_path, link=("-Wl,-z,now",))
+    found = {}
+    for arg in ("q", "qc"):
+        profile = tmp_path / f"{arg}.json"
+        done = headstart("profile", "--runs", "1", "-o", str(profile), "--", str(sample.eager), arg)
+        assert done.returncode == 0, done.stderr
+        found[arg] = verdicts(profile)[SONAME]
+    assert (found["q"]["verdict"], found["q"]["called_before_ready"]) == ("defer", False), found["q"]
+    assert (found["qc"]["verdict"], found["qc"]["called_before_ready"]) == ("used before ready", True), found["qc"]
