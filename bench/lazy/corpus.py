@@ -17,6 +17,7 @@ skipped."""
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import multiprocessing
 import os
@@ -25,7 +26,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from headstart.errors import HeadstartError
 from headstart.lazy.elf_facts import read_facts
@@ -109,7 +110,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             reason = (
                 said
                 if "LD_AUDIT" in said
-                else said.split(" did not ")[-1]
+                else "did not " + said.split(" did not ")[-1]
                 if " did not " in said
                 else said.split(":")[0]
             )
@@ -165,10 +166,19 @@ def main() -> int:
         programs = sorted(real.values())
     programs = programs[: args.limit] if args.limit else programs
     log = args.out / "lazy-corpus.jsonl"
-    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    with open(log, "a") as f:
+        try:  # one run at a time in OUT: a second one would plan the same programs again
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(f"lazy corpus: another run is writing {log}")
+        return _plan_all(programs, log, f, args)
+
+
+def _plan_all(programs: list[str], log: Path, f: IO[str], args: argparse.Namespace) -> int:
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
     done = {r["program"] for r in rows}
     todo = [p for p in programs if p not in done]
-    with open(log, "a") as f, multiprocessing.Pool(args.jobs) as pool:
+    with multiprocessing.Pool(args.jobs) as pool:
         for i, row in enumerate(pool.imap_unordered(one, todo), len(programs) - len(todo) + 1):
             rows.append(row)
             f.write(json.dumps(row) + "\n")
