@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
-from headstart.profiling import after_main_trace, syscalls
+from headstart.profiling import after_main_shares, after_main_trace, syscalls
 from headstart.reporters.profile import render
 
 pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
@@ -563,3 +563,25 @@ def test_memory_is_read_when_the_ready_line_comes_only_at_exit():
         assert data[kind]["pss_kb"]["median"] > 0, kind
     libc = next(f for f in data["files"] if f["path"].endswith("/libc.so.6"))
     assert libc["cold"]["mapped"] > 0
+
+
+def test_after_main_shares_name_what_a_wait_was_for():
+    """A wait of the main thread that ends just after another thread's call on the bus counts as the
+    bus; one that ends long after the other thread's last call is its threads' own work; the display
+    socket is named by its connect; every moment from main to the end is in one kind."""
+    trace = (
+        '100 10.000000 openat(AT_FDCWD</x>, "/tmp/probe.jsonl", O_WRONLY) = 4</tmp/probe.jsonl> <0.000010>\n'
+        '100 10.001000 connect(5<socket:[11]>, {sa_family=AF_UNIX, sun_path=@"/tmp/.X11-unix/X3"}, 20) = 0 <0.000010>\n'
+        "100 10.002000 sendmsg(5<socket:[11]>, {msg_name=NULL}, 0) = 32 <0.001000>\n"
+        '101 10.003000 connect(6<socket:[12]>, {sa_family=AF_UNIX, sun_path="/tmp/b/bus-1"}, 20) = 0 <0.000010>\n'
+        "100 10.004000 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <0.010000>\n"
+        "101 10.013000 recvmsg(6<socket:[12]>, {msg_name=NULL}, 0) = 64 <0.000500>\n"
+        "100 10.020000 futex(0x2, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <0.020000>\n"
+        "100 10.050000 getpid() = 100 <0.000005>\n"
+    )
+    calls = syscalls.parse(trace)
+    shares = after_main_shares.shares(after_main_trace.after_main(calls), calls)
+    kinds = {k["kind"]: k["ms"] for k in shares["kinds"]}
+    assert kinds["display"] == pytest.approx(1.01) and kinds["session bus"] == pytest.approx(10.0)
+    assert kinds["waiting for its threads"] == pytest.approx(20.0)
+    assert sum(kinds.values()) == pytest.approx(shares["traced_ms"]) and shares["traced_ms"] == pytest.approx(50.005)

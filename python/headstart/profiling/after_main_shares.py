@@ -5,8 +5,10 @@ Every moment of the main thread from main to the end of the trace is either in a
 the stretch between two (computation). Each is put in one kind:
 - never takeable, per launch: the display connection (calls on its socket: the connection's setup,
   round trips, the first frame sent; poll on it, waiting for the server), the session bus's
-  connections (D-Bus, the accessibility bus), waiting for the program's own threads (futex: a
-  thread cannot be started ahead in a forking zygote);
+  connections (D-Bus, the accessibility bus), and waiting for the program's own threads (futex: a
+  thread cannot be started ahead in a forking zygote). A wait that ends within WOKEN_WITHIN_S of
+  another thread's call on the display, the bus, fontconfig's files or an object being loaded is
+  counted as that kind instead (GLib's D-Bus worker, Qt's xcb thread, Pango's font thread);
 - could be taken: the loader mapping and relocating objects (`.so` files opened, mapped, made
   read-only, and the stretches that end with an object's RELRO made read-only), which learned preload
   takes; fontconfig's configuration and caches, which `--warm-up fontconfig` takes;
@@ -55,18 +57,40 @@ def socket_kinds(calls: list[Call]) -> dict[str, str]:
     return found
 
 
-def _call_kind(c: Call, sockets: dict[str, str], mapped: AddressMap) -> str:
+# A wait of the main thread (futex) that ends this soon after another thread's call of a known kind
+# ended waited for that work: GLib's D-Bus worker thread does the bus round trips of the main
+# thread's synchronous calls (a GtkApplication registering its name), Qt's xcb thread reads X, and
+# Pango's font thread reads fontconfig's files. The first kind found, in this order, names the wait.
+WOKEN_WITHIN_S = 0.002
+WAKERS = ("display", "session bus", "fontconfig", "loading objects")
+
+
+def _socket_kind(c: Call, sockets: dict[str, str]) -> str | None:
     named = {sockets[s] for s in _SOCKET.findall(c.rest) if s in sockets}
-    if named:
-        return "display" if "display" in named else "session bus"
-    if c.name == "futex":
-        return "waiting for its threads"
+    return ("display" if "display" in named else "session bus") if named else None
+
+
+def _own_kind(c: Call, sockets: dict[str, str], mapped: AddressMap) -> str:
+    """A call's kind by what it works on, whichever thread makes it."""
+    if named := _socket_kind(c, sockets):
+        return named
     path = c.path() or mapped.object_of(c) or ""
     if _OBJECT.search(path) or (c.name == "mprotect" and _RELRO.match(c.rest) and path):
         return "loading objects"
     if FONTCONFIG.search(path):
         return "fontconfig"
     return "other system calls"
+
+
+def _woken_by(wait: Call, others: list[tuple[float, str]]) -> str:
+    """What a wait for another thread was for: the known kind of work another thread ended just
+    before it ended, else its threads' own work."""
+    kinds = {kind for end, kind in others if wait.end - WOKEN_WITHIN_S <= end <= wait.end}
+    return next((k for k in WAKERS if k in kinds), "waiting for its threads")
+
+
+def _call_kind(c: Call, sockets: dict[str, str], mapped: AddressMap, others: list[tuple[float, str]]) -> str:
+    return _woken_by(c, others) if c.name == "futex" else _own_kind(c, sockets, mapped)
 
 
 def shares(calls: list[Call], all_calls: list[Call]) -> dict[str, Any] | None:
@@ -78,9 +102,11 @@ def shares(calls: list[Call], all_calls: list[Call]) -> dict[str, Any] | None:
     end = max(c.end for c in calls)
     mapped, sockets = AddressMap(all_calls), socket_kinds(all_calls)
     mine = [c for c in calls if c.pid == pid]
+    # Other threads' calls of a kind that may wake the main thread: when each ended, and its kind.
+    others = [(c.end, k) for c in calls if c.pid != pid and (k := _own_kind(c, sockets, mapped)) in WAKERS]
     ms: dict[str, float] = defaultdict(float)
     for c in mine:
-        ms[_call_kind(c, sockets, mapped)] += c.ms
+        ms[_call_kind(c, sockets, mapped, others)] += c.ms
     for a, b in itertools.pairwise(mine):
         relocating = b.name == "mprotect" and _RELRO.match(b.rest) and mapped.object_of(b)
         ms["loading objects" if relocating else "computation"] += max(0.0, b.start - a.end) * 1000
