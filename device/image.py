@@ -120,7 +120,15 @@ def install_headstart(root: Path, debs: Path) -> None:
             shutil.copy(deb, inside)
     shutil.copy("/etc/resolv.conf", root / "etc/resolv.conf")
     with chroot_mounts(root):
-        run(["chroot", str(root), "sh", "-c", "apt-get install -y --no-install-recommends strace /tmp/headstart-debs/*.deb"])
+        run(
+            [
+                "chroot",
+                str(root),
+                "sh",
+                "-c",
+                "apt-get install -y --no-install-recommends strace /tmp/headstart-debs/*.deb",
+            ]
+        )
         run(["chroot", str(root), "apt-get", "clean"])
     shutil.rmtree(inside)
     (root / "etc/resolv.conf").unlink()
