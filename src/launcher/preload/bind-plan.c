@@ -340,6 +340,9 @@ struct interposer {
 static struct interposer known[256];
 static size_t nknown;
 
+/* One past the cache's end: the answer for a library that did not fit, kept until the next call. */
+static struct interposer overflow;
+
 static const struct interposer *library_interposes(const char *path, void *libc) {
         for (size_t i = 0; i < nknown; i++)
                 if (strcmp(known[i].path, path) == 0)
@@ -360,11 +363,12 @@ static const struct interposer *library_interposes(const char *path, void *libc)
                         found.symbol = strdup(x->name);
         }
         elf_exports_done(&lib);
-        found.path = strdup(path);
-        if (!found.path || (found.definer && !found.symbol) || nknown == ELEMENTSOF(known)) {
-                free(found.path);
-                free(found.symbol);
-                return NULL;
+        found.path = nknown < ELEMENTSOF(known) ? strdup(path) : NULL;
+        if (!found.path) {
+                /* Not remembered, but answered all the same: an unchecked library must not pass. */
+                free(overflow.symbol);
+                overflow = found;
+                return &overflow;
         }
         known[nknown] = found;
         return &known[nknown++];
@@ -390,7 +394,7 @@ static const char *interposer_refusal(const struct string_list *closure, char *b
                         why = (snprintf(buf, size,
                                         "a library it needs defines a symbol of the C library, which a served program "
                                         "would bind to instead: %s in %s (also in %s)",
-                                        k->symbol, closure->items[i], k->definer),
+                                        k->symbol ? k->symbol : "a symbol", closure->items[i], k->definer),
                                buf);
         }
         dlclose(libc);
