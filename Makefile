@@ -282,7 +282,8 @@ bench: build
 # (docs/results.md) go to corpus-results/corpus.md, every launch to corpus-results/corpus.json.
 corpus: build
 	mkdir -p corpus-results
-	$(PY) -m headstart.corpus --json corpus-results/corpus.json | tee corpus-results/corpus.md
+	$(PY) -m headstart.corpus --json corpus-results/corpus.json >corpus-results/corpus.md
+	@cat corpus-results/corpus.md
 
 # The wider GUI set (issue 27, bench/programs/wider-gui.txt): unmodified Debian programs on GTK 3,
 # GTK 4, Qt 5 and Qt 6 that no test uses, installed here only (no test needs them), timed to their
