@@ -10,8 +10,10 @@ from headstart.corpus.launch import Outcome
 from headstart.corpus.run import ProgramResult
 from headstart.reporters.check import reason_kind
 
-# headstartd's reasons for programs that are not dynamically linked PIE programs at all.
-NOT_DYNAMIC_PIE = ("statically linked", "static PIE", "not position-independent (ET_EXEC)")
+# headstartd's reasons for programs that are not dynamically linked PIE programs of this machine at
+# all (or not programs it could find and read).
+NOT_DYNAMIC_PIE = ("statically linked", "static PIE", "not position-independent (ET_EXEC)", "cannot find",
+                   "not executable", "not an ELF file", "built for another architecture")  # fmt: skip
 
 
 def is_dynamic_pie(r: ProgramResult) -> bool:
