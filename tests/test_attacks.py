@@ -7,6 +7,7 @@ does. docs/reliability.md lists them with what was found.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -322,20 +323,30 @@ def test_a_configuration_file_others_could_change_is_refused(tmp_path):
     assert f"refusing the configuration file {conf}: {conf.parent} is writable by other users".encode() in got.stderr
 
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+def spare_uid() -> int:
+    """A user id with no account and no process: RLIMIT_NPROC counts the processes of a real user
+    id, and nobody's are whatever else runs as nobody on the machine (corpus runs, a soak)."""
+    taken = {int(line.split(":")[2]) for line in Path("/etc/passwd").read_text().splitlines() if line.count(":") >= 2}
+    running = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(FileNotFoundError):  # a process that ended meanwhile
+            running.add(os.stat(f"/proc/{pid}").st_uid)
+    return next(uid for uid in range(61000, 65000) if uid not in taken | running)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_a_zygote_that_cannot_start_at_rlimit_nproc_is_tried_again_and_clients_exec_meanwhile(trusted_tmp):
     """The user at RLIMIT_NPROC: the serving zygote died and the supervisor could not fork another
     (EAGAIN), and exited for good. It now declines (clients exec) and tries again until it can."""
+    uid = spare_uid()
+    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     runtime = trusted_tmp / "runtime"
     runtime.mkdir(mode=0o700)
-    os.chown(runtime, 65534, 65534)
+    os.chown(runtime, uid, uid)
     log = trusted_tmp / "daemon.log"
     observe = str(bin_path("observe"))
     # The client under the same limit: one above the daemon's hard limit would be declined.
-    limit = [*NOBODY, "prlimit", "--nproc=4:4"]
+    limit = [*user, "prlimit", "--nproc=4:4"]
     daemon_cmd = [*limit, str(bin_path("headstartd")), "--socket", f"{runtime}/socket"]
     client = [*limit, str(bin_path("headstart-run")), "--socket", f"{runtime}/socket"]
     sleepers: list[subprocess.Popen[bytes]] = []
@@ -345,7 +356,7 @@ def test_a_zygote_that_cannot_start_at_rlimit_nproc_is_tried_again_and_clients_e
         wait_for_line(log, "ready: listening")
         assert served(client, observe)
         # Two processes of the user run (supervisor, zygote); three more fill its limit of 4.
-        sleepers = [subprocess.Popen([*NOBODY, "sleep", "600"]) for _ in range(3)]
+        sleepers = [subprocess.Popen([*user, "sleep", "600"]) for _ in range(3)]
         zygote = int(subprocess.check_output(["pgrep", "-P", str(daemon.pid)]).split()[0])
         os.kill(zygote, signal.SIGKILL)
         wait_for_line(log, "cannot start a zygote; trying again")
