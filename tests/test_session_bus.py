@@ -6,10 +6,12 @@ window of its own and run until stopped)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,3 +147,32 @@ def test_no_launch_spawns_dbus_launch_with_the_bus(session):
     assert (got.returncode, got.stdout) == (0, expected.stdout)
     for launch in (expected, got):
         assert b"dbus-launch" not in launch.stderr and b"session bus" not in launch.stderr, launch.stderr
+
+
+KEEPS_A_DISPLAY = """
+import json, sys, time
+from headstart.benchmark import display
+with display.private_display("x11") as found:
+    print(json.dumps(found), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_killed_run_leaves_no_display_bus_or_service_behind():
+    """A run killed before it can stop them (a test's timeout, kill -9): its Xvfb, its bus and the
+    services the bus started end with it (they would run on, orphaned, with the portal's mount)."""
+    run = subprocess.Popen([sys.executable, "-c", KEEPS_A_DISPLAY], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    found = json.loads(run.stdout.readline())
+    folder = found["DBUS_SESSION_BUS_ADDRESS"].split("path=", 1)[1].split(",")[0].rsplit("/", 1)[0]
+    x_socket = Path(f"/tmp/.X11-unix/X{found['DISPLAY'][1:]}")
+    assert x_socket.exists()
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 20
+    while True:
+        left = [p for p in Path("/proc").glob("[0-9]*") if folder.encode() in _environ_or_cmdline(p)]
+        if not left and not x_socket.exists():
+            break
+        assert time.monotonic() < deadline, (left, x_socket.exists())
+        time.sleep(0.1)

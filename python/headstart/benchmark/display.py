@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from headstart.benchmark.lifetime import ends_with_parent
 from headstart.benchmark.session_bus import session_bus
 from headstart.errors import HeadstartError, UsageError
 
@@ -45,6 +46,7 @@ def x_display(display: str | None = None) -> Iterator[str]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=ends_with_parent,
         )
     finally:
         os.close(write_end)
@@ -97,6 +99,7 @@ def wayland_display() -> Iterator[dict[str, str]]:
                 stderr=out,
                 env=_weston_env(runtime),
                 start_new_session=True,
+                preexec_fn=ends_with_parent,
             )
         try:
             _wait_listening(proc, socket, log)

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from headstart.benchmark.lifetime import ends_with_parent
 from headstart.errors import HeadstartError
 
 START_TIMEOUT_S = 15.0
@@ -90,6 +91,7 @@ def _start(daemon: str, runtime: str, display: dict[str, str]) -> tuple[subproce
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 start_new_session=True,
+            preexec_fn=ends_with_parent,
                 env=_bus_env(runtime, display),
             )  # fmt: skip
     finally:
