@@ -142,7 +142,6 @@ def test_check_relinks_many_globals_and_our_library(tmp_path):
         assert p["exec_before_us"]["count"] == 15 and p["exec_after_us"]["count"] == 15
     assert "static-libstdc++" in mg["applied"] and "pack-relative-relocs" in mg["applied"]
     assert mg["counts_after"]["objects"] < mg["counts_before"]["objects"]
-    assert mg["ratio"] < 0.9
     after = read_object(mg["after"])
     assert after.relr and not read_object(mg["before"]).relr
     assert (
