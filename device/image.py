@@ -126,7 +126,7 @@ def install_headstart(root: Path, debs: Path) -> None:
                 str(root),
                 "sh",
                 "-c",
-                "apt-get install -y --no-install-recommends strace /tmp/headstart-debs/*.deb",
+                "apt-get update -q && apt-get install -y --no-install-recommends strace /tmp/headstart-debs/*.deb",
             ]
         )
         run(["chroot", str(root), "apt-get", "clean"])

@@ -141,12 +141,15 @@ class Boot:
         lines = self.lines()
         return f"; the console's last line: {lines[-1][1].strip()!r}" if lines else "; the console printed nothing"
 
+    def connect(self) -> None:
+        _wait(self.commands_path.exists, 30, "QEMU's command socket did not appear")
+        self._commands = socket.socket(socket.AF_UNIX)
+        self._commands.connect(str(self.commands_path))
+
     def send(self, command: str) -> int:
         """Sends a command to the app agent; returns how many marks there were before it."""
         before = len(self.marks())
-        if self._commands is None:
-            self._commands = socket.socket(socket.AF_UNIX)
-            self._commands.connect(str(self.commands_path))
+        assert self._commands is not None
         self._commands.sendall(command.encode() + b"\n")
         return before
 
@@ -188,8 +191,9 @@ def booted(
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             _wait(lambda: log.exists() and log.stat().st_size > 0, 30, "the recorder did not start")
-            _qmp(tmp / "qmp.sock", "cont")
             boot = Boot(log, tmp / "cmd.sock", qemu, recorder)
+            boot.connect()  # before the device boots: its agent reads end of file while nobody is connected
+            _qmp(tmp / "qmp.sock", "cont")
             try:
                 yield boot
             finally:
