@@ -524,3 +524,26 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
     assert [r["kernel_args"] for r in units] == [["systemd.mask=e2scrub_reap.service"]]  # getty: too fast to matter
     assert units[0]["seconds"] == pytest.approx(1.2)
     assert by_topic["initramfs"]["kernel_args"] == []  # needs a new initramfs: nothing on the command line
+
+
+def test_a_boot_of_the_virtual_arm64_device(tmp_path):
+    """A boot of the arm64 device (make test-device's console and its systemd-analyze account): one
+    boot, although arm64 prints "Booting Linux" before the banner (read as a second boot before),
+    and every phase from power-on to the home screen's first frame, the compositor's mark between."""
+    log, systemd = FIXTURES / "device-arm64.log", FIXTURES / "device-arm64.systemd.txt"
+    mark = "compositor ready=headstart-device: compositor ready$"
+    data = analyze_json(str(log), str(systemd), "--mark", mark, "--ready", "headstart-device: home screen frame$")
+    names = [p["name"] for p in data["phases"] if not p["name"].startswith("systemd: ")]
+    assert names == [
+        "power-on to kernel start",
+        "kernel start to initramfs unpacking",
+        "initramfs unpacking to initramfs unpacked",
+        "initramfs unpacked to init started",
+        "init started to root file system mounted by init",
+        "root file system mounted by init to compositor ready",
+        "compositor ready to first program ready",
+    ]
+    frame = next(float(x.split("\t")[0]) for x in log.read_text().splitlines() if x.endswith("home screen frame"))
+    assert data["total_s"] == pytest.approx(frame)
+    assert data["services"][0]["unit"] == "dev-vda.device"
+    assert not data["warnings"]

@@ -40,7 +40,10 @@ def _restarts(line: Line, last_kernel: Line | None, last_host: float | None) -> 
         return True  # a second recording appended to the first
     if line.kernel_s is None or last_kernel is None or last_kernel.kernel_s is None:
         return False
-    return bool(BANNER.search(line.text)) or line.kernel_s < last_kernel.kernel_s - _BACKWARDS_S
+    # The banner starts a boot only after a later line: arm64 prints "Booting Linux on physical
+    # CPU" before it, both at 0.000000.
+    banner = bool(BANNER.search(line.text)) and line.kernel_s < last_kernel.kernel_s
+    return banner or line.kernel_s < last_kernel.kernel_s - _BACKWARDS_S
 
 
 def _back_to_setup(lines: list[Line], since: int, at: int) -> int:
