@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import Served, base_env, bin_path, helper_path, run_exec, run_served
@@ -144,12 +146,27 @@ def test_killed_daemon_leaves_a_stale_socket_and_clients_exec():
         d.process.kill()
         d.process.wait()
         assert d.socket.exists()
+        # The zygote held the listening socket too, until it saw its supervisor gone: a client
+        # connecting meanwhile is accepted, then reset (and execs). Stale means nobody listens.
+        deadline = time.monotonic() + 10
+        while listening(d.socket):
+            assert time.monotonic() < deadline, "the killed daemon's zygote still listens"
+            time.sleep(0.05)
         got = run_exec(
             [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("exit", "6")],
             env=debug_env(),
         )
         assert got.returncode == 6
         assert b"no daemon answers" in got.stderr
+
+
+def listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+        except ConnectionRefusedError:
+            return False
+        return True
 
 
 def start_sleeper(d: RunningDaemon) -> subprocess.Popen[bytes]:
