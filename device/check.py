@@ -71,7 +71,7 @@ def check_broken(arch: str, out: Path, accel: str) -> list[str]:
             "a compositor that cannot start",
             files,
             ["systemd.mask=device-compositor.service"],
-            r"Dependency failed for home screen|session \(the compositor's unit\) did not start|no 'home screen frame'",
+            r"Dependency failed for|session \(the compositor's unit\) did not start|no 'home screen frame'",
         ),
     ]
     for what, f, args, pattern in expect:
