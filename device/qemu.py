@@ -77,8 +77,9 @@ def accelerator(arch: str, cache: Path) -> str:
     verdict = "tcg"
     with contextlib.suppress(DeviceError):
         files = BootFiles(cache.parent / "boot/vmlinuz", cache.parent / "boot/initrd.img", cache.parent / "stock.img")
-        with booted(arch, files, "kvm", ["quiet"], timeout_s=30, stop=r"Linux version|Booting Linux") as boot:
-            boot.wait_for(r"Linux version|Booting Linux", 30)
+        with booted(arch, files, "kvm", [], timeout_s=30, stop=r"Linux version|Booting Linux") as boot:
+            banner = re.compile(r"Linux version|Booting Linux")
+            _wait(lambda: any(banner.search(text) for _, text in boot.lines()), 30, "no kernel line under KVM")
             verdict = "kvm"
     cache.write_text(verdict + "\n")
     return verdict
