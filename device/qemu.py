@@ -74,9 +74,11 @@ def accelerator(arch: str, cache: Path) -> str:
         return "tcg"
     if cache.exists():
         return cache.read_text().strip()
+    files = BootFiles(cache.parent / "boot/vmlinuz", cache.parent / "boot/initrd.img", cache.parent / "stock.img")
+    if not all(f.exists() for f in (files.kernel, files.image)):
+        return "tcg"  # nothing to try it with yet; tried once the images are there
     verdict = "tcg"
     with contextlib.suppress(DeviceError):
-        files = BootFiles(cache.parent / "boot/vmlinuz", cache.parent / "boot/initrd.img", cache.parent / "stock.img")
         with booted(arch, files, "kvm", [], timeout_s=30, stop=r"Linux version|Booting Linux") as boot:
             banner = re.compile(r"Linux version|Booting Linux")
             _wait(lambda: any(banner.search(text) for _, text in boot.lines()), 30, "no kernel line under KVM")
