@@ -18,6 +18,11 @@ import pytest
 from headstart import binaries
 from headstart.link.objects import read_object
 
+# headstart link loads the probe and libheadstart-mark-main into the programs it execs: the sanitizer
+# pass's are instrumented (AddressSanitizer must come first in a process), and the daemon, which that
+# pass is for, plays no part in what these tests check: they run in the normal pass only.
+pytestmark = pytest.mark.skipif(os.environ.get("HEADSTART_SANITIZED") == "1", reason="run in the normal pass")
+
 
 def headstart(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -120,18 +125,12 @@ def test_an_unmodified_debian_program_gets_no_advice_of_its_own():
     assert done.returncode == 0 and "no link change of yours applies" in done.stdout
 
 
-# The relinking checks time real launches for minutes: once, against the normal build (the sanitizer
-# pass of `make test` runs the same Python against an instrumented daemon, which times nothing here).
-slow = pytest.mark.skipif(os.environ.get("HEADSTART_SANITIZED") == "1", reason="timed in the normal pass")
-
-
 def check(samples: str, runs: str, out: Path, env: dict[str, str] | None = None) -> dict:
     done = headstart("link", "check", "--samples", samples, "--runs", runs, "-o", str(out), "--json", env=env)
     assert done.returncode == 0, done.stderr
     return {p["name"]: p for p in json.loads(done.stdout)["programs"]}
 
 
-@slow
 def test_check_relinks_many_globals_and_our_library(tmp_path):
     found = check("many-globals,catalog", "15", tmp_path)
     mg, cat = found["many-globals"], found["catalog"]
@@ -151,7 +150,6 @@ def test_check_relinks_many_globals_and_our_library(tmp_path):
     assert "warm_client_us" in mg, mg.get("warm_error")
 
 
-@slow
 @pytest.mark.skipif(not shutil.which("Xvfb"), reason="Xvfb is not installed (make deps installs it)")
 @pytest.mark.skipif(
     os.environ.get("HEADSTART_SLOW_TESTS") != "1",
