@@ -7,6 +7,7 @@ and again against the sanitizer build of the daemon and client.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -179,3 +180,16 @@ def charts_in_chromium(report: Path) -> list[list[object]]:
         )
     finally:
         driver.quit()
+
+
+@contextlib.contextmanager
+def daemon_in_mode(mode: str, programs: list[str]) -> Iterator[RunningDaemon]:
+    """A private daemon serving PROGRAMS in one of the modes the faithfulness tests compare:
+    "preload" (--app), "warm" (--warm) or "pool" (--warm with two children forked ahead)."""
+    option = "--app" if mode == "preload" else "--warm"
+    extra = [arg for p in programs for arg in (option, p)]
+    if mode == "pool":
+        extra += ["--pool", "2"]
+    with private_daemon([], extra_args=extra) as d:
+        yield d
+    assert d.process.returncode == 0, d.log_text()

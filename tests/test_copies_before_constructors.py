@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import Served, base_env, helper_path, run_exec, run_served
-from headstart.daemon import RunningDaemon, private_daemon
+from conftest import Served, base_env, daemon_in_mode, helper_path, run_exec, run_served
+from headstart.daemon import RunningDaemon
 
 PROGRAMS = {
     "copies-in-constructor": [str(helper_path("copies-in-constructor"))],
@@ -24,14 +24,9 @@ PROGRAMS = {
 
 @pytest.fixture(scope="module", params=["preload", "warm", "pool"])
 def copies_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
-    option = "--app" if request.param == "preload" else "--warm"
     programs = sorted({argv[0] for argv in PROGRAMS.values()})
-    extra = [arg for p in programs for arg in (option, p)]
-    if request.param == "pool":
-        extra += ["--pool", "2"]
-    with private_daemon([], extra_args=extra) as d:
+    with daemon_in_mode(request.param, programs) as d:
         yield d
-    assert d.process.returncode == 0, d.log_text()
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -13,9 +13,9 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from conftest import Served, base_env, helper_path
+from conftest import Served, base_env, daemon_in_mode, helper_path
 from headstart import binaries
-from headstart.daemon import RunningDaemon, private_daemon
+from headstart.daemon import RunningDaemon
 
 SAMPLE = "cxx-streams"
 # Debian's programs reaching a stream by a copy relocation, and how each is run.
@@ -33,14 +33,9 @@ def copies_streams(path: str) -> bool:
 
 @pytest.fixture(scope="module", params=["preload", "warm", "pool"])
 def streams_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
-    option = "--app" if request.param == "preload" else "--warm"
     programs = [str(helper_path(SAMPLE)), "/usr/bin/qpdf"]
-    extra = [arg for p in programs for arg in (option, p)]
-    if request.param == "pool":
-        extra += ["--pool", "2"]
-    with private_daemon([], extra_args=extra) as d:
+    with daemon_in_mode(request.param, programs) as d:
         yield d
-    assert d.process.returncode == 0, d.log_text()
 
 
 def run_both(daemon: RunningDaemon, argv: list[str], stdin: bytes) -> tuple[bytes, bytes]:

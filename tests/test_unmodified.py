@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from conftest import Served, base_env, helper_path, run_exec, run_served
-from headstart.daemon import RunningDaemon, private_daemon
+from conftest import Served, base_env, daemon_in_mode, helper_path, run_exec, run_served
+from headstart.daemon import RunningDaemon
 from test_fallback import assert_fallback
 
 SERVED = ("uses-copyvars", "observe-copyreloc", "observe-noexport")
@@ -25,13 +25,8 @@ SESSION_LINES = (b"own_process_group=", b"session_leader=")
 @pytest.fixture(scope="module", params=["preload", "warm", "pool"])
 def unmodified_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
     programs = [str(helper_path(p)) for p in (*SERVED, *REFUSED)]
-    option = "--app" if request.param == "preload" else "--warm"
-    extra = [arg for p in programs for arg in (option, p)]
-    if request.param == "pool":
-        extra += ["--pool", "2"]
-    with private_daemon([], extra_args=extra) as d:
+    with daemon_in_mode(request.param, programs) as d:
         yield d
-    assert d.process.returncode == 0, d.log_text()
 
 
 def same_as_exec(daemon: RunningDaemon, argv: list[str], env: dict[str, str] | None = None) -> bytes:
