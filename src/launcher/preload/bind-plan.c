@@ -48,6 +48,7 @@ struct builder {
         struct bind_slot *slots;
         size_t nslots, cap;
         uintptr_t relro_start, relro_end;
+        const struct interposed_list *interposed;
         const char *refused; /* the name of a symbol bound through a relocation we cannot redo */
 };
 
@@ -69,7 +70,7 @@ static bool binds_to(const struct elf_export *x, const struct loaded_reloc *r) {
         return !r->version || strcmp(r->version, x->version) == 0;
 }
 
-static int add_slot(struct builder *b, const struct loaded_reloc *r, const struct elf_export *x) {
+static int add_slot(struct builder *b, const struct loaded_reloc *r, uint64_t value, bool absolute) {
         if (b->nslots == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
                 if (cap > BIND_MAX_SLOTS)
@@ -83,22 +84,30 @@ static int add_slot(struct builder *b, const struct loaded_reloc *r, const struc
         uintptr_t a = (uintptr_t) r->slot;
         b->slots[b->nslots++] = (struct bind_slot){
                 .slot = a,
-                .offset = x->value + (uint64_t) r->addend,
+                .value = value + (uint64_t) r->addend,
                 .relro = a >= b->relro_start && a < b->relro_end,
+                .absolute = absolute,
         };
         return 0;
 }
 
+static bool redoable(const struct loaded_reloc *r) {
+        return r->type == HS_R_GLOB_DAT || r->type == HS_R_ABS || r->type == HS_R_JUMP_SLOT;
+}
+
+/* A reference that exec binds to the program, or to a library that defines a symbol of the C
+ * library again (an unversioned definition: only a reference to a non-default version misses it). */
 static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
         struct builder *b = userdata;
         const struct elf_export *const *found = bsearch(r->name, b->sorted, b->nsorted, sizeof *b->sorted, cmp_name);
-        if (!found || !binds_to(*found, r))
+        const struct interposed *i = found ? NULL : interposers_lookup(b->interposed, r->name);
+        if (found ? !binds_to(*found, r) : !i || r->hidden_version)
                 return 0;
-        if (r->type != HS_R_GLOB_DAT && r->type != HS_R_ABS && r->type != HS_R_JUMP_SLOT) {
-                b->refused = (*found)->name;
+        if (!redoable(r)) {
+                b->refused = r->name;
                 return -EPROTO;
         }
-        return add_slot(b, r, *found);
+        return found ? add_slot(b, r, (*found)->value, false) : add_slot(b, r, i->address, true);
 }
 
 static int set_protection(uintptr_t page, size_t size, int prot) {
@@ -186,17 +195,22 @@ static const char *copy_refusal(const struct elf_export *x, const void *source, 
         return NULL;
 }
 
-/* The variable the libraries use now: the first definition in the daemon's global scope (which may
- * be the daemon's own copy), else the first of the program's libraries that defines it. */
-static void *copy_source(const struct elf_export *x, void *const *handles, size_t nhandles) {
+/* The variable the libraries use now: a library's that defines a C library variable again (which
+ * the plan binds them to), else the first definition in the daemon's global scope (which may be the
+ * daemon's own copy), else the first of the program's libraries that defines it. */
+static void *copy_source(const struct elf_export *x, const struct interposed_list *interposed, void *const *handles,
+                         size_t nhandles) {
+        const struct interposed *i = x->version ? NULL : interposers_lookup(interposed, x->name);
+        if (i)
+                return (void *) (uintptr_t) i->address;
         void *p = x->version ? dlvsym(RTLD_DEFAULT, x->name, x->version) : dlsym(RTLD_DEFAULT, x->name);
         for (size_t i = 0; !p && i < nhandles; i++)
                 p = x->version ? dlvsym(handles[i], x->name, x->version) : dlsym(handles[i], x->name);
         return p;
 }
 
-static const char *plan_copies(const struct elf_exports *ex, void *const *handles, size_t nhandles,
-                               struct bind_plan *plan, char *buf, size_t size) {
+static const char *plan_copies(const struct elf_exports *ex, const struct interposed_list *interposed,
+                               void *const *handles, size_t nhandles, struct bind_plan *plan, char *buf, size_t size) {
         size_t n = 0;
         for (size_t i = 0; i < ex->n; i++)
                 n += ex->items[i].copied;
@@ -209,7 +223,7 @@ static const char *plan_copies(const struct elf_exports *ex, void *const *handle
                 const struct elf_export *x = &ex->items[i];
                 if (!x->copied)
                         continue;
-                void *source = copy_source(x, handles, nhandles);
+                void *source = copy_source(x, interposed, handles, nhandles);
                 if (!source)
                         return snprintf(buf, size, "copies the variable %s, which none of its libraries defines",
                                         x->name),
@@ -276,9 +290,9 @@ static const char *plan_fixups(struct bind_plan *plan) {
         return r < 0 ? "the daemon cannot read its own memory to move a library variable the program copies" : NULL;
 }
 
-static const char *plan_slots(const struct elf_exports *ex, void *const *handles, size_t nhandles,
-                              struct bind_plan *plan, char *buf, size_t size) {
-        struct builder b = { .nsorted = ex->n };
+static const char *plan_slots(const struct elf_exports *ex, const struct interposed_list *interposed,
+                              void *const *handles, size_t nhandles, struct bind_plan *plan, char *buf, size_t size) {
+        struct builder b = { .nsorted = ex->n, .interposed = interposed };
         b.sorted = calloc(ex->n, sizeof *b.sorted);
         if (!b.sorted)
                 return "out of memory";
@@ -299,8 +313,8 @@ static const char *plan_slots(const struct elf_exports *ex, void *const *handles
                 free(b.slots);
                 if (r == -EPROTO)
                         return snprintf(buf, size,
-                                        "defines %s, which a library refers to through a relocation the daemon "
-                                        "cannot redo",
+                                        "a library refers to %s, which exec would bind elsewhere, through a "
+                                        "relocation the daemon cannot redo",
                                         b.refused),
                                buf;
                 return r == -E2BIG ? "its libraries refer to too many of its symbols" : "out of memory";
@@ -312,101 +326,24 @@ static const char *plan_slots(const struct elf_exports *ex, void *const *handles
         return NULL;
 }
 
-/* Symbols every object defines for itself (the linker's section markers): never looked up across objects. */
-static bool linker_marker(const char *name) {
-        return strcmp(name, "_edata") == 0 || strcmp(name, "_end") == 0 || strcmp(name, "__bss_start") == 0 ||
-               strcmp(name, "_init") == 0 || strcmp(name, "_fini") == 0;
-}
-
-/* Whether the daemon's C library (or its loader) defines name: the daemon's global scope, which a
- * served program's lookups search before the program's own libraries. */
-static const char *global_definer(void *libc, const char *name) {
-        void *p = dlsym(libc, name);
-        Dl_info info;
-        if (!p || !dladdr(p, &info) || !info.dli_fname)
-                return NULL;
-        const char *base = strrchr(info.dli_fname, '/');
-        base = base ? base + 1 : info.dli_fname;
-        return strncmp(base, "libc.so.", 8) == 0 || strncmp(base, "ld-linux", 8) == 0 ? base : NULL;
-}
-
-/* The first exported symbol of the library at path that the daemon's C library defines too (and
- * that C library's name), or NULL; remembered per library, since most programs share theirs (the
- * zygote is replaced when a library changes on disk). */
-struct interposer {
-        char *path, *symbol;
-        const char *definer;
-};
-static struct interposer known[256];
-static size_t nknown;
-
-/* One past the cache's end: the answer for a library that did not fit, kept until the next call. */
-static struct interposer overflow;
-
-static const struct interposer *library_interposes(const char *path, void *libc) {
-        for (size_t i = 0; i < nknown; i++)
-                if (strcmp(known[i].path, path) == 0)
-                        return &known[i];
-        struct interposer found = { 0 };
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct elf_exports lib;
-        if (fd < 0 || elf_exports_read(fd, &lib) < 0)
-                return NULL; /* the loader read it; the plan says what is wrong if it matters */
-        for (size_t j = 0; j < lib.n && !found.definer; j++) {
-                const struct elf_export *x = &lib.items[j];
-                /* Versioned (glibc's own libm defines finite@GLIBC_2.2.5 as libc does): references
-                 * to a version bind where it is defined. */
-                if (linker_marker(x->name) || x->version)
+/* The program's own references bind where the plan cannot see them yet (it is loaded at each
+ * launch): the names go along, for bind_plan_apply to look up in the loaded program. */
+static const char *plan_rebinds(const struct interposed_list *interposed, struct bind_plan *plan) {
+        for (uint32_t i = 0; i < interposed->n; i++) {
+                if (interposed->items[i].program_defines)
                         continue;
-                found.definer = global_definer(libc, x->name);
-                if (found.definer)
-                        found.symbol = strdup(x->name);
+                struct interposed *r = realloc(plan->rebinds, (plan->nrebinds + 1) * sizeof *r);
+                if (!r)
+                        return "out of memory";
+                plan->rebinds = r;
+                r[plan->nrebinds++] = interposed->items[i];
         }
-        elf_exports_done(&lib);
-        found.path = nknown < ELEMENTSOF(known) ? strdup(path) : NULL;
-        if (!found.path) {
-                /* Not remembered, but answered all the same: an unchecked library must not pass. */
-                free(overflow.symbol);
-                overflow = found;
-                return &overflow;
-        }
-        known[nknown] = found;
-        return &known[nknown++];
-}
-
-/* Why a library the program needs ahead of the C library, in exec's lookup order, interposes on it
- * (gnulib's argp in man-db's libman, a malloc of its own...), or NULL. Under exec the program and its
- * libraries bind such a symbol to that library; served, the daemon's C library is found first. */
-static const char *interposer_refusal(const struct string_list *closure, char *buf, size_t size) {
-        size_t libc_at = closure->n;
-        for (size_t i = 0; i < closure->n && libc_at == closure->n; i++) {
-                const char *base = strrchr(closure->items[i], '/');
-                if (strncmp(base ? base + 1 : closure->items[i], "libc.so.", 8) == 0)
-                        libc_at = i;
-        }
-        void *libc = libc_at < closure->n ? dlopen(closure->items[libc_at], RTLD_LAZY | RTLD_NOLOAD) : NULL;
-        if (!libc)
-                return NULL;
-        const char *why = NULL;
-        for (size_t i = 0; i < libc_at && !why; i++) {
-                const struct interposer *k = library_interposes(closure->items[i], libc);
-                if (k && k->definer)
-                        why = (snprintf(buf, size,
-                                        "a library it needs defines a symbol of the C library, which a served program "
-                                        "would bind to instead: %s in %s (also in %s)",
-                                        k->symbol ? k->symbol : "a symbol", closure->items[i], k->definer),
-                               buf);
-        }
-        dlclose(libc);
-        return why;
+        return NULL;
 }
 
 const char *bind_plan_build(const struct elf_exports *ex, const struct string_list *closure, struct bind_plan *plan,
                             char *buf, size_t size) {
         *plan = (struct bind_plan){ 0 };
-        const char *interposed = interposer_refusal(closure, buf, size);
-        if (interposed)
-                return interposed;
         if (ex->n == 0)
                 return NULL;
         void **handles = calloc(closure->n ? closure->n : 1, sizeof *handles);
@@ -424,12 +361,18 @@ const char *bind_plan_build(const struct elf_exports *ex, const struct string_li
                         why = buf;
                 }
         }
+        struct interposed_list interposed = { 0 };
         if (!why)
-                why = plan_copies(ex, handles, n, plan, buf, size);
+                why = interposers_find(ex, closure, handles, &interposed, buf, size);
         if (!why)
-                why = plan_slots(ex, handles, n, plan, buf, size);
+                why = plan_copies(ex, &interposed, handles, n, plan, buf, size);
+        if (!why)
+                why = plan_slots(ex, &interposed, handles, n, plan, buf, size);
         if (!why)
                 why = plan_fixups(plan);
+        if (!why)
+                why = plan_rebinds(&interposed, plan);
+        interposed_list_done(&interposed);
         for (size_t i = 0; i < n; i++)
                 if (handles[i])
                         dlclose(handles[i]);
@@ -447,6 +390,7 @@ void bind_plan_done(struct bind_plan *plan) {
         free(plan->copies);
         free(plan->slots);
         free(plan->fixups);
+        free(plan->rebinds);
         *plan = (struct bind_plan){ 0 };
 }
 
@@ -575,10 +519,48 @@ static int fill_copies(const struct bind_plan *plan, const struct link_map *prog
         return r < 0 ? r : restore_symbols(plan, program->l_addr);
 }
 
+struct program_rebind {
+        const struct bind_plan *plan;
+        uintptr_t relro_start, relro_end;
+        size_t page_size;
+};
+
+/* One word of the program, which dlopen may have made read-only. */
+static int write_word(const struct program_rebind *p, uintptr_t *word, uintptr_t value) {
+        uintptr_t page = (uintptr_t) word & ~(p->page_size - 1);
+        bool relro = (uintptr_t) word >= p->relro_start && (uintptr_t) word < p->relro_end;
+        int r = relro ? set_protection(page, p->page_size, PROT_READ | PROT_WRITE) : 0;
+        if (r < 0)
+                return r;
+        *word = value;
+        return relro ? set_protection(page, p->page_size, PROT_READ) : 0;
+}
+
+static int rebind_reloc(const struct loaded_reloc *r, void *userdata) {
+        const struct program_rebind *p = userdata;
+        const struct interposed_list list = { .items = p->plan->rebinds, .n = p->plan->nrebinds };
+        const struct interposed *i = interposers_lookup(&list, r->name);
+        if (!i || r->hidden_version)
+                return 0;
+        return redoable(r) ? write_word(p, r->slot, (uintptr_t) (i->address + (uint64_t) r->addend)) : -EPROTO;
+}
+
+/* The program's own references to what a library defines again of the C library: dlopen bound
+ * them to the daemon's C library, exec to that library. */
+static int rebind_program(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
+        if (plan->nrebinds == 0)
+                return 0;
+        struct program_rebind p = { .plan = plan, .page_size = page_size };
+        loaded_relro_range(program, &p.relro_start, &p.relro_end);
+        return loaded_relocs_walk(program, rebind_reloc, &p);
+}
+
 int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program) {
         const size_t page_size = (size_t) sysconf(_SC_PAGESIZE);
         const uintptr_t base = program->l_addr;
         int r = fill_copies(plan, program, page_size);
+        if (r >= 0)
+                r = rebind_program(plan, program, page_size);
         if (r < 0)
                 return r;
         /* Slots are sorted: a read-only page is opened once for all its slots. */
@@ -598,21 +580,21 @@ int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program
                                 return r;
                         open_page = page;
                 }
-                *(uintptr_t *) (uintptr_t) s->slot = base + s->offset;
+                *(uintptr_t *) (uintptr_t) s->slot = s->absolute ? s->value : base + s->value;
         }
         return open_page ? set_protection(open_page, page_size, PROT_READ) : 0;
 }
 
-/* The bytes: a header of four uint32_t (ncopies, nslots, nfixups, 0), then each array. */
+/* The bytes: a header of four uint32_t (ncopies, nslots, nfixups, nrebinds), then each array. */
 #define PLAN_HEADER (4 * sizeof(uint32_t))
 
 size_t bind_plan_size(const struct bind_plan *plan) {
         return PLAN_HEADER + plan->ncopies * sizeof(struct bind_copy) + plan->nslots * sizeof(struct bind_slot) +
-               plan->nfixups * sizeof(struct bind_fixup);
+               plan->nfixups * sizeof(struct bind_fixup) + plan->nrebinds * sizeof(struct interposed);
 }
 
 void bind_plan_write(const struct bind_plan *plan, void *buf) {
-        uint32_t counts[4] = { plan->ncopies, plan->nslots, plan->nfixups, 0 };
+        uint32_t counts[4] = { plan->ncopies, plan->nslots, plan->nfixups, plan->nrebinds };
         uint8_t *p = buf;
         memcpy(p, counts, sizeof counts);
         p += PLAN_HEADER;
@@ -624,6 +606,9 @@ void bind_plan_write(const struct bind_plan *plan, void *buf) {
         p += plan->nslots * sizeof(struct bind_slot);
         if (plan->nfixups)
                 memcpy(p, plan->fixups, plan->nfixups * sizeof(struct bind_fixup));
+        p += plan->nfixups * sizeof(struct bind_fixup);
+        if (plan->nrebinds)
+                memcpy(p, plan->rebinds, plan->nrebinds * sizeof(struct interposed));
 }
 
 int bind_plan_parse(const void *buf, size_t size, struct bind_plan *ret) {
@@ -631,13 +616,18 @@ int bind_plan_parse(const void *buf, size_t size, struct bind_plan *ret) {
         if (size < PLAN_HEADER)
                 return -EBADMSG;
         memcpy(counts, buf, sizeof counts);
-        struct bind_plan p = { .ncopies = counts[0], .nslots = counts[1], .nfixups = counts[2] };
-        if (counts[0] > size || counts[1] > BIND_MAX_SLOTS || counts[2] > BIND_MAX_FIXUPS || bind_plan_size(&p) != size)
+        struct bind_plan p = { .ncopies = counts[0], .nslots = counts[1], .nfixups = counts[2], .nrebinds = counts[3] };
+        if (counts[0] > size || counts[1] > BIND_MAX_SLOTS || counts[2] > BIND_MAX_FIXUPS || counts[3] > size ||
+            bind_plan_size(&p) != size)
                 return -EBADMSG;
         const uint8_t *b = (const uint8_t *) buf + PLAN_HEADER;
         p.copies = (struct bind_copy *) (uintptr_t) b;
         p.slots = (struct bind_slot *) (uintptr_t) (b + p.ncopies * sizeof(struct bind_copy));
         p.fixups = (struct bind_fixup *) (uintptr_t) ((const uint8_t *) p.slots + p.nslots * sizeof(struct bind_slot));
+        p.rebinds = (struct interposed *) (uintptr_t) ((const uint8_t *) p.fixups + p.nfixups * sizeof(struct bind_fixup));
+        for (uint32_t i = 0; i < p.nrebinds; i++)
+                if (memchr(p.rebinds[i].name, 0, sizeof p.rebinds[i].name) == NULL)
+                        return -EBADMSG;
         *ret = p;
         return 0;
 }

@@ -7,7 +7,11 @@
  * daemon dlopens after its libraries finds them bound to their own definitions, so getopt would
  * update an optind that the program never reads. The daemon plans once per program which slots of
  * the libraries to point at the program and which copies to fill; each launch applies the plan
- * right after loading the program. */
+ * right after loading the program.
+ *
+ * A library ahead of the C library that defines some of its symbols again (interposers.h) comes
+ * first in exec's lookup order too: the plan points the program's and the libraries' references to
+ * those names at it, as exec would. */
 #pragma once
 
 #include <link.h>
@@ -15,6 +19,7 @@
 #include <stdint.h>
 
 #include "elf-info.h"
+#include "interposers.h"
 #include "string-list.h"
 
 struct bind_copy {
@@ -34,16 +39,18 @@ struct bind_fixup {
 };
 
 struct bind_slot {
-        uint64_t slot;   /* address of the library's word */
-        uint64_t offset; /* the value it gets, from the program's load address */
-        uint64_t relro;  /* the word is in a range the loader made read-only */
+        uint64_t slot;     /* address of the library's word */
+        uint64_t value;    /* the value it gets, from the program's load address unless absolute */
+        uint64_t relro;    /* the word is in a range the loader made read-only */
+        uint64_t absolute; /* 1: value is an address in a library the daemon loaded (an interposer) */
 };
 
 struct bind_plan {
-        uint32_t ncopies, nslots, nfixups;
+        uint32_t ncopies, nslots, nfixups, nrebinds;
         struct bind_copy *copies;
         struct bind_slot *slots; /* sorted by address */
         struct bind_fixup *fixups;
+        struct interposed *rebinds; /* the program's own references to these go to the library */
 };
 
 /* Plans the binding of a program that defines the symbols ex and needs the libraries closure (in
