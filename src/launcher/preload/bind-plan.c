@@ -200,7 +200,7 @@ static const char *copy_refusal(const struct elf_export *x, const void *source, 
  * daemon's own copy), else the first of the program's libraries that defines it. */
 static void *copy_source(const struct elf_export *x, const struct interposed_list *interposed, void *const *handles,
                          size_t nhandles) {
-        const struct interposed *i = x->version ? NULL : interposers_lookup(interposed, x->name);
+        const struct interposed *i = x->hidden ? NULL : interposers_lookup(interposed, x->name);
         if (i)
                 return (void *) (uintptr_t) i->address;
         void *p = x->version ? dlvsym(RTLD_DEFAULT, x->name, x->version) : dlsym(RTLD_DEFAULT, x->name);
