@@ -77,4 +77,5 @@ def render(results: list[ProgramResult], file: IO[str]) -> None:
         print(f"- `{r.path} {x.case}`: {describe(x.exec_run, x.served_run)}", file=file)
     varies = sorted({f"`{r.path} {x.case}`" for r in results for x in r.launches if x.result == "varies"})
     if varies:
-        print(f"\nNot the same twice (by exec, or served), so not counted: {', '.join(varies)}.", file=file)
+        why = "exec gave another output too, or a served run gave one of exec's"
+        print(f"\nVaries by exec ({why}), so not counted: {', '.join(varies)}.", file=file)

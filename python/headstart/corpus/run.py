@@ -75,6 +75,26 @@ def environment(home: Path) -> dict[str, str]:
             "TZ": "UTC", "USER": "corpus", "LOGNAME": "corpus"}  # fmt: skip
 
 
+# How many more runs each way a difference gets before it counts.
+RETRIES = 3
+
+
+def judge_difference(
+    daemon: RunningDaemon, argv: list[str], case: Case, env: dict[str, str], s: Settings, first: tuple[Outcome, Outcome]
+) -> str:
+    """A program whose output changes from one run to the next (a time, a process ID, the order in
+    which its children write: groff's subprograms) is not told apart from a served one that differs:
+    a difference counts when exec gives its first result every time and no served run gives it."""
+    by_exec, served = first
+    execs, serveds = [by_exec], [served]
+    for _ in range(RETRIES):
+        execs.append(run_exec(argv, case.stdin, env, s.who, s.timeout))
+        serveds.append(run_served(daemon, argv, case.stdin, env, s.who, s.timeout))
+        if any(e.same_as(x) for e in execs for x in serveds):
+            return "varies"
+    return "differs" if all(by_exec.same_as(e) for e in execs) else "varies"
+
+
 def compare(daemon: RunningDaemon, path: str, case: Case, env: dict[str, str], s: Settings) -> Launch:
     argv = [path, *case.args]
     by_exec = run_exec(argv, case.stdin, env, s.who, s.timeout)
@@ -86,12 +106,7 @@ def compare(daemon: RunningDaemon, path: str, case: Case, env: dict[str, str], s
     elif by_exec.same_as(served):
         result = "same"
     else:
-        # A program whose output changes from one run to the next (a time, a process ID, the order
-        # in which its children write) is not told apart from a served one that differs: a
-        # difference counts when exec gives its first result again and served differs again.
-        again = run_exec(argv, case.stdin, env, s.who, s.timeout)
-        served_again = run_served(daemon, argv, case.stdin, env, s.who, s.timeout)
-        result = "differs" if by_exec.same_as(again) and not by_exec.same_as(served_again) else "varies"
+        result = judge_difference(daemon, argv, case, env, s, (by_exec, served))
     return Launch(case.label, result, by_exec, served)
 
 
