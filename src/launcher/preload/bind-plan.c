@@ -248,11 +248,19 @@ struct fixup_builder {
         struct bind_plan *plan;
         const size_t *copy_of; /* the copy each scanned range is the source of */
         size_t cap;
+        /* The plan's copies and the scan's ranges, which hold the variables' addresses: words of
+         * ours, not the program's. Moved, the plan's sources would point at the copies halfway
+         * through the child's fixups (the child applies the plan in the zygote's memory), and
+         * the pointers after them would stay unmoved. */
+        struct scan_range own[2];
 };
 
 static int add_fixup(uintptr_t address, size_t range, void *userdata) {
         struct fixup_builder *b = userdata;
         struct bind_plan *plan = b->plan;
+        for (size_t i = 0; i < ELEMENTSOF(b->own); i++)
+                if (address >= b->own[i].lo && address < b->own[i].hi)
+                        return 0;
         if (plan->nfixups == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 16;
                 if (cap > BIND_MAX_FIXUPS)
@@ -289,7 +297,12 @@ static const char *plan_fixups(struct bind_plan *plan) {
                         ranges[n] = (struct scan_range){ .lo = c->source, .hi = c->source + c->size };
                         copy_of[n++] = i;
                 }
-        struct fixup_builder b = { .plan = plan, .copy_of = copy_of };
+        struct fixup_builder b = {
+                .plan = plan,
+                .copy_of = copy_of,
+                .own = { { (uintptr_t) plan->copies, (uintptr_t) (plan->copies + plan->ncopies) },
+                         { (uintptr_t) ranges, (uintptr_t) (ranges + n) } },
+        };
         int r = pointer_scan(ranges, n, add_fixup, &b);
         if (r == -E2BIG)
                 return "a library variable it copies is pointed at from too many places to move it";
