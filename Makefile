@@ -3,10 +3,11 @@
 
 # Unmodified programs from Debian that the tests run through the daemon (tests/test_corpus.py;
 # poppler-utils' pdftotext for tests/test_copies_before_constructors.py; man-db and gettext, whose
-# libraries redefine C library functions, for tests/test_interposers.py).
+# libraries redefine C library functions, for tests/test_interposers.py; apt's apt-get and apt-mark and
+# binutils' cross tools, which copy variables pointing into themselves, for tests/test_moved_variables.py).
 CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils diffutils findutils tar \
 	bash perl file bc jq m4 sqlite3 lua5.4 libxml2-utils xxd libjpeg-turbo-progs lame flac opus-tools \
-	webp qpdf exiv2 tzdata poppler-utils man-db gettext
+	webp qpdf exiv2 tzdata poppler-utils man-db gettext apt binutils-aarch64-linux-gnu
 # GUI programs run under a private X server (Xvfb): our GTK and Qt samples, and Debian's galculator
 # (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
 # On Wayland they run under a private weston (its headless backend; launch-timer's proxy needs no

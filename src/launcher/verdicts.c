@@ -78,7 +78,9 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         /* Its kind may make this fail (a static program); the rules below then say why it is exec. */
         struct string_list libs = { 0 };
         size_t loaded;
-        bool preloaded = preload_resolve_closure(interp, path, &libs) >= 0 && preload_load(&libs, &loaded) >= 0;
+        char unloaded[PATH_MAX + 256] = "";
+        bool preloaded = preload_resolve_closure(interp, path, &libs) >= 0 &&
+                         preload_load(&libs, &loaded, unloaded, sizeof unloaded) >= 0;
         struct image_cache cache;
         struct stat st;
         const char *why;
@@ -91,6 +93,9 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         int r = image_cache_get(&cache, fd, &st, path, true, &e);
         if (r < 0)
                 print_verdict(program, path, "exec", strerror(-r), NULL);
+        else if (!preloaded && unloaded[0])
+                /* First: the binding plan's reason would only be that a library is not loaded. */
+                print_verdict(program, path, "exec", unloaded, NULL);
         else if (e->reason)
                 print_verdict(program, path, "exec", e->reason, NULL);
         else if (!preloaded)

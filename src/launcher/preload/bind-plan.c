@@ -20,16 +20,36 @@
 #define BIND_MAX_FIXUPS 4096u
 
 /* The library variables with pointers into themselves that a copy may move, each shown by a test
- * with real programs to behave as under exec once moved (tests/test_cxx_streams.py): libstdc++'s
- * standard streams, which ios_base::Init builds once and which point into themselves (ios_base's
- * _M_word) and at each other (cin, cerr and clog are tied to cout), from nowhere else. */
+ * with real programs to behave as under exec once moved. Under exec the library's references to
+ * them bind to the program's copy: a constructor builds them there, and a relocation against their
+ * own symbol points there. Each here is reached only through such references (its GOT slot, the
+ * plan's slots redo them), has no pointer into it that the loader resolves locally (a relative
+ * relocation) nor code that addresses it without its GOT, and the other pointers into it are in
+ * writable memory, which pointer-scan.c finds. */
 static const struct {
         const char *library; /* the start of the defining object's file name */
         const char *symbol;
 } MOVABLE[] = {
-        { "libstdc++.so.", "_ZSt4cout" },  { "libstdc++.so.", "_ZSt4cerr" },  { "libstdc++.so.", "_ZSt4clog" },
-        { "libstdc++.so.", "_ZSt3cin" },   { "libstdc++.so.", "_ZSt5wcout" }, { "libstdc++.so.", "_ZSt5wcerr" },
-        { "libstdc++.so.", "_ZSt5wclog" }, { "libstdc++.so.", "_ZSt4wcin" },
+        /* libstdc++'s standard streams, which ios_base::Init builds once and which point into
+         * themselves (ios_base's _M_word) and at each other (cin, cerr and clog are tied to cout),
+         * from nowhere else (tests/test_cxx_streams.py). */
+        { "libstdc++.so.", "_ZSt4cout" },
+        { "libstdc++.so.", "_ZSt4cerr" },
+        { "libstdc++.so.", "_ZSt4clog" },
+        { "libstdc++.so.", "_ZSt3cin" },
+        { "libstdc++.so.", "_ZSt5wcout" },
+        { "libstdc++.so.", "_ZSt5wcerr" },
+        { "libstdc++.so.", "_ZSt5wclog" },
+        { "libstdc++.so.", "_ZSt4wcin" },
+        /* apt's c1out, an std::ostream its library's constructor builds (pointing into itself like
+         * the streams): pointed at from elsewhere only by the C library's list of exit handlers,
+         * which destroys it (apt-get, apt-mark: tests/test_moved_variables.py). */
+        { "libapt-private.so.", "c1out" },
+        /* libbfd's four standard sections, initialised by relocations against their own symbol
+         * (output_section, symbol_ptr_ptr): exec points them, and libbfd's global symbols, at the
+         * program's copy; no code of libbfd changes them before main (binutils' cross tools:
+         * tests/test_moved_variables.py). */
+        { "libbfd-", "_bfd_std_section" },
 };
 
 static bool movable(const char *file, const char *symbol) {
@@ -242,11 +262,19 @@ struct fixup_builder {
         struct bind_plan *plan;
         const size_t *copy_of; /* the copy each scanned range is the source of */
         size_t cap;
+        /* The plan's copies and the scan's ranges, which hold the variables' addresses: words of
+         * ours, not the program's. Moved, the plan's sources would point at the copies halfway
+         * through the child's fixups (the child applies the plan in the zygote's memory), and
+         * the pointers after them would stay unmoved. */
+        struct scan_range own[2];
 };
 
 static int add_fixup(uintptr_t address, size_t range, void *userdata) {
         struct fixup_builder *b = userdata;
         struct bind_plan *plan = b->plan;
+        for (size_t i = 0; i < ELEMENTSOF(b->own); i++)
+                if (address >= b->own[i].lo && address < b->own[i].hi)
+                        return 0;
         if (plan->nfixups == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 16;
                 if (cap > BIND_MAX_FIXUPS)
@@ -283,7 +311,12 @@ static const char *plan_fixups(struct bind_plan *plan) {
                         ranges[n] = (struct scan_range){ .lo = c->source, .hi = c->source + c->size };
                         copy_of[n++] = i;
                 }
-        struct fixup_builder b = { .plan = plan, .copy_of = copy_of };
+        struct fixup_builder b = {
+                .plan = plan,
+                .copy_of = copy_of,
+                .own = { { (uintptr_t) plan->copies, (uintptr_t) (plan->copies + plan->ncopies) },
+                         { (uintptr_t) ranges, (uintptr_t) (ranges + n) } },
+        };
         int r = pointer_scan(ranges, n, add_fixup, &b);
         if (r == -E2BIG)
                 return "a library variable it copies is pointed at from too many places to move it";

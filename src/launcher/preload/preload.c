@@ -173,33 +173,72 @@ int preload_warm_program(const char *program, const char *image) {
         return 0;
 }
 
-int preload_load(const struct string_list *libs, size_t *ret_loaded) {
-        size_t loaded = 0;
-        /* Not 1: under qemu-user, the emulator's own threads show in /proc/self/task too. */
-        const int threads = preload_count_threads();
+/* dlopen()s lib with every symbol bound, else lazily (lazy binding tolerates symbols that are never
+ * called; exec would too). Local scope, as under exec: a preloaded library must not interpose on
+ * other programs. NULL with the loader's complaint in err when it cannot be loaded either way. */
+static void *open_library(const char *lib, char *err, size_t size) {
+        void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        if (h)
+                return h;
+        const char *e = dlerror();
+        snprintf(err, size, "%s", e ? e : "no reason given");
+        h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+                log_warning("cannot preload %s with every symbol bound (%s); binding it lazily", lib, err);
+        else if ((e = dlerror()))
+                snprintf(err, size, "%s", e);
+        return h;
+}
+
+/* One pass over the libraries not loaded yet (pending[i]): how many it loaded, or -EDEADLK. A
+ * library that cannot be loaded stays pending, its complaint in why when it is the first. */
+static int load_pass(const struct string_list *libs, bool *pending, int threads, char *why, size_t size) {
+        int loaded = 0;
+        bool said = false;
         for (size_t i = 0; i < libs->n; i++) {
+                if (!pending[i])
+                        continue;
                 const char *lib = libs->items[i];
-                if (dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
-                        loaded++;
+                char err[512];
+                if (!dlopen(lib, RTLD_NOW | RTLD_NOLOAD) && !open_library(lib, err, sizeof err)) {
+                        if (!said)
+                                snprintf(why, size, "cannot preload %s: %s", lib, err);
+                        said = true;
                         continue;
                 }
-                /* Local scope, as under exec: a preloaded library must not interpose on other programs. */
-                void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-                if (!h) {
-                        /* Lazy binding tolerates symbols that are never called; exec would too. */
-                        log_warning("cannot preload %s with every symbol bound (%s); binding it lazily", lib,
-                                    dlerror());
-                        h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+                if (preload_count_threads() != threads) {
+                        snprintf(why, size,
+                                 "preloading %s (and the libraries it needs) started a thread; the daemon forks "
+                                 "and must stay single-threaded",
+                                 lib);
+                        return -EDEADLK;
                 }
-                if (!h)
-                        return log_error("cannot preload %s: %s", lib, dlerror()), -ENOENT;
-                if (preload_count_threads() != threads)
-                        return log_error("preloading %s started a thread; the daemon forks and must stay "
-                                         "single-threaded: leave this program or library out",
-                                         lib),
-                               -EDEADLK;
+                pending[i] = false;
                 loaded++;
         }
+        return loaded;
+}
+
+int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, size_t size) {
+        /* Not 1: under qemu-user, the emulator's own threads show in /proc/self/task too. */
+        const int threads = preload_count_threads();
+        _cleanup_free_ bool *pending = calloc(libs->n ? libs->n : 1, sizeof *pending);
+        if (!pending)
+                return snprintf(why, size, "out of memory"), log_error("out of memory");
+        for (size_t i = 0; i < libs->n; i++)
+                pending[i] = true;
+        /* In the loader's order, again while a pass loads something: a library that needs one it
+         * finds only among those already loaded (libsystemd-core needs libsystemd-shared, which exec
+         * finds through the program's RUNPATH, not the library's) loads once that one is in. */
+        size_t loaded = 0;
+        int r;
+        while ((r = load_pass(libs, pending, threads, why, size)) > 0)
+                loaded += (size_t) r;
+        if (r < 0)
+                return log_error("%s: leave this program or library out", why), r;
+        for (size_t i = 0; i < libs->n; i++)
+                if (pending[i])
+                        return log_error("%s", why), -ENOENT;
         *ret_loaded = loaded;
         return 0;
 }

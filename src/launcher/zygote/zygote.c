@@ -79,8 +79,9 @@ static int preload_all(const struct string_list *apps, const struct string_list 
         /* Timed here, around the loading alone, for `headstart bench`'s preload-time figure. */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
+        char why[PATH_MAX + 256];
         if (r >= 0)
-                r = preload_load(libs, &loaded);
+                r = preload_load(libs, &loaded, why, sizeof why);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (r >= 0)
                 log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
