@@ -199,6 +199,10 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                 } else if (e->reason) {
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
                         reg->reason = strdup(e->reason);
+                } else if (i >= apps->n - nwarm && image_entry_warm_refusal(e)) {
+                        log_warning("%s cannot be warm, serving it in preload mode: %s", apps->items[i],
+                                    image_entry_warm_refusal(e));
+                        reg->mode = MODE_PRELOAD;
                 } else if (i >= apps->n - nwarm && load_warm(apps->items[i], e) == 0) {
                         e->warm = true;
                         reg->mode = MODE_WARM;
