@@ -33,6 +33,7 @@ struct reserve_state {
 
 static struct reserve_state state;
 
+#if defined(__x86_64__)
 struct found {
         const ElfW(Phdr) *tls, *relro, *load;
         unsigned ntls;
@@ -60,12 +61,14 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
         }
         return 1;
 }
+#endif
 
 static const char *check(void) {
 #if !defined(__x86_64__)
-        /* aarch64 is TLS variant I: the executable's block follows the TCB at TP + 16 rounded up to
-         * its alignment, and a reserve there would have to be aligned as much as any program's;
-         * not done (docs/limitations.md). */
+        /* aarch64 is TLS variant I: the blocks follow the thread pointer, the executable's at
+         * roundup(16, its alignment) (the TCB's 16 bytes first), so where a program's block starts
+         * depends on its own alignment and a reserve would have to begin at TP + 16 and cover every
+         * such start. Not built nor tested here: such programs stay exec (docs/limitations.md). */
         return "the daemon gives an executable's TLS block its place only on x86-64";
 #else
         struct found f = { 0 };
@@ -98,7 +101,7 @@ const char *tls_reserve_problem(void) {
 
 uint64_t tls_block_offset(const struct elf_info *e) {
         uint64_t align = e->tls_align;
-        if (align == 0 || (align & (align - 1)) != 0 || e->tls_filesz > e->tls_memsz)
+        if (e->tls_memsz == 0 || align == 0 || (align & (align - 1)) != 0 || e->tls_filesz > e->tls_memsz)
                 return 0;
         /* glibc's formula for the first module, in the same unsigned arithmetic. */
         uint64_t firstbyte = (-(e->tls_vaddr & (align - 1))) & (align - 1);
@@ -107,6 +110,9 @@ uint64_t tls_block_offset(const struct elf_info *e) {
 }
 
 const char *tls_reserve_verdict(const struct elf_info *e, char *buf, size_t size) {
+        /* An empty PT_TLS gives no module (glibc skips it): nothing to place. */
+        if (e->tls_memsz == 0)
+                return NULL;
         const char *problem = tls_reserve_problem();
         uint64_t off = tls_block_offset(e);
         if (problem)
@@ -122,7 +128,8 @@ const char *tls_reserve_verdict(const struct elf_info *e, char *buf, size_t size
                          TLS_RESERVE_ALIGN);
         else if (e->tls_exported)
                 snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) and exports thread-local "
-                                    "variables, which objects it loads would find in another block than its own code");
+                                    "variables (or its symbol table cannot be read), which objects it loads would find "
+                                    "in another block than its own code");
         else if (e->tls_self_relocated)
                 snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) that its own dynamic TLS "
                                     "relocations refer to, which the loader resolves to another block when dlopened");
@@ -151,6 +158,8 @@ int tls_reserve_fill(const unsigned char *image) {
         uintptr_t hi = end < state.relro_end ? end : state.relro_end;
         if (lo < hi && mprotect((void *) lo, hi - lo, PROT_READ) < 0)
                 return -errno;
+#else
+        (void) image;
 #endif
         return 0;
 }

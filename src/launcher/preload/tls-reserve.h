@@ -27,8 +27,8 @@
  * NULL when it can. */
 const char *tls_reserve_problem(void);
 
-/* Where exec's loader puts the executable's block, below the thread pointer; 0 when it cannot be
- * computed (a malformed PT_TLS). */
+/* Where exec's loader puts the executable's block, below the thread pointer; 0 when it has none
+ * (an empty PT_TLS) or it cannot be computed (a malformed one). */
 uint64_t tls_block_offset(const struct elf_info *e);
 
 /* NULL when the executable's block (e->has_tls) can go in the reserve exactly where exec would put
