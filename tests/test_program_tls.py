@@ -51,7 +51,7 @@ def test_served_like_exec(tls_daemon, name):
     if name == "thread-locals":
         # The constructor ran on the initial values, each thread started from them.
         assert out.startswith(b"main start: counter=43 label=initial sum=12.0 zero=5 ")
-        assert out.count(b"start: counter=42 label=initial sum=12.0 zero=0 scratch-nonzero=0") == 4
+        assert out.count(b"start: counter=42 label=initial sum=12.0 zero=0 scratch-nonzero=0") == 6
         assert b"aligned=0" not in out
 
 

@@ -67,7 +67,10 @@ static void describe(char *out, size_t size, const char *who) {
         (void) n;
 }
 
-static char seen[THREADS][2][512];
+/* THREADS at once, then two more one after the other, on the stacks the first ones left (glibc
+ * keeps them in a cache and initialises their TLS again). */
+#define LATER 2
+static char seen[THREADS + LATER][2][512];
 
 static void *work(void *arg) {
         int i = (int) (intptr_t) arg;
@@ -76,7 +79,7 @@ static void *work(void *arg) {
         describe(seen[i][0], sizeof seen[i][0], who);
         counter = 100 + i;
         snprintf(label, sizeof label, "thread-%d", i);
-        weights[i] *= 2;
+        weights[i % 4] *= 2;
         memset(scratch, i + 1, sizeof scratch);
         zero = -i;
         snprintf(who, sizeof who, "thread %d end", i);
@@ -99,7 +102,12 @@ int main(int argc, char **argv) {
                 }
         for (int i = 0; i < THREADS; i++)
                 pthread_join(t[i], NULL);
-        for (int i = 0; i < THREADS; i++)
+        for (int i = THREADS; i < THREADS + LATER; i++)
+                if (pthread_create(&t[0], NULL, work, (void *) (intptr_t) i) != 0 || pthread_join(t[0], NULL) != 0) {
+                        fprintf(stderr, "pthread_create failed\n");
+                        return 1;
+                }
+        for (int i = 0; i < THREADS + LATER; i++)
                 printf("%s\n%s\n", seen[i][0], seen[i][1]);
         describe(line, sizeof line, "main end");
         puts(line);
