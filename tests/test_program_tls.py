@@ -89,6 +89,7 @@ REFUSED = {
     "thread-locals-big": "of 4424 bytes aligned 64, which does not fit",
     "thread-locals-over-aligned": "aligned 128, which does not fit",
     "thread-locals-pointer": "whose initial values the loader relocates",
+    "thread-locals-pointer-relr": "whose initial values the loader relocates",
     "observe-tls": "exports thread-local variables",
 }
 
@@ -104,7 +105,7 @@ def test_what_does_not_fit_goes_to_exec(program):
 
 def test_refused_ones_run_by_exec(tls_daemon):
     """Registered or not, the daemon declines them and the client execs them: the same result."""
-    for program in ("thread-locals-big", "thread-locals-over-aligned", "thread-locals-pointer"):
+    for program in ("thread-locals-big", "thread-locals-over-aligned", "thread-locals-pointer-relr"):
         argv = [str(helper_path(program)), "x"]
         env = base_env(HEADSTART_DEBUG="1")
         before = tls_daemon.launches_started()
