@@ -242,7 +242,6 @@ _Noreturn void child_run(const struct child_spec *spec) {
 
         set_names(req);
         environ = req->envp;
-        int r;
 
         sigset_t mask;
         sigemptyset(&mask);
@@ -251,7 +250,8 @@ _Noreturn void child_run(const struct child_spec *spec) {
                         sigaddset(&mask, sig);
         sigprocmask(SIG_SETMASK, &mask, NULL);
 
-        r = program_tls_install(&spec->start.tls, image_fd);
+        /* Before dlopen, which runs the program's constructors. */
+        int r = program_tls_install(&spec->start.tls, image_fd);
         if (r < 0)
                 fail(report_fd, "cannot give the program its thread-local storage", strerror(-r));
         struct link_map *program;
