@@ -1,9 +1,11 @@
 """Executables with thread-local storage of their own (PT_TLS, issue 30) are served, their block
 where exec's loader puts it (the daemon's reserve, src/launcher/preload/tls-reserve.h): our sample,
 whose constructor, main and threads print what they see and where each variable is from the thread
-pointer, and unmodified Debian programs, each compared byte for byte with exec in preload mode and
-from the pool (registered --warm: a PT_TLS program is served in preload mode instead). What does not
-fit the reserve exactly goes to exec, with its reason."""
+pointer (and a variant whose exported variables a library loaded after main reaches through the
+loader), and unmodified Debian programs, each compared byte for byte with exec in preload mode and
+from the pool (registered --warm: a PT_TLS program is served in preload mode instead), with no
+child failing before main (the client would exec then). What does not fit the reserve exactly goes
+to exec, with its reason."""
 
 from __future__ import annotations
 
@@ -118,7 +120,7 @@ def test_what_does_not_fit_goes_to_exec(program):
 
 
 def test_refused_ones_run_by_exec(tls_daemon):
-    """Registered or not, the daemon declines them and the client execs them: the same result."""
+    """The daemon declines them, saying why, and the client execs them: the same result."""
     for program in ("thread-locals-big", "thread-locals-over-aligned", "thread-locals-pointer-relr"):
         argv = [str(helper_path(program)), "x"]
         env = base_env(HEADSTART_DEBUG="1")

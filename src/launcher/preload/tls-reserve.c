@@ -63,9 +63,7 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
         }
         return 1;
 }
-#endif
 
-#if defined(__x86_64__)
 /* The words of glibc's private struct link_map that describe a TLS module, in their order since
  * glibc 2.3 (include/link.h): l_tls_initimage, l_tls_initimage_size, l_tls_blocksize, l_tls_align,
  * l_tls_firstbyte_offset, l_tls_offset, l_tls_modid. */
