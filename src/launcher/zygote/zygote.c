@@ -23,6 +23,7 @@
 #include "preload.h"
 #include "server.h"
 #include "trusted-path.h"
+#include "tls-reserve.h"
 #include "warm-up.h"
 
 /* The first file of a program and its closure that anyone but us or root could have put there, as
@@ -268,6 +269,10 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         s.warm_up = warm_up;
         s.refused_preloads = &refused_preloads;
         s.cache.also_loaded = &learned_loaded;
+        /* Once, before any fork (the pool's children inherit what it found). */
+        const char *tls = tls_reserve_problem();
+        if (tls)
+                log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
         if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
