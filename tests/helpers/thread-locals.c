@@ -37,9 +37,7 @@ static void (*lib_bump)(void);
 #endif
 
 static uintptr_t thread_pointer(void) {
-        uintptr_t tp;
-        __asm__("mov %%fs:0, %0" : "=r"(tp));
-        return tp;
+        return (uintptr_t) __builtin_thread_pointer();
 }
 
 /* The constructor runs before main, in the main thread, as under exec. */
