@@ -102,9 +102,10 @@ def test_check_serves_it_in_preload_mode_only():
     assert "PT_TLS" in str(verdict["warm_reason"])
 
 
+DOES_NOT_FIT = "does not fit where exec puts it in the daemon's reserve of 2048 bytes aligned 64"
 REFUSED = {
-    "thread-locals-big": "of 4424 bytes aligned 64, which does not fit",
-    "thread-locals-over-aligned": "aligned 128, which does not fit",
+    "thread-locals-big": f"{DOES_NOT_FIT}: 4424 bytes aligned 64, 4480 below the thread pointer",
+    "thread-locals-over-aligned": f"{DOES_NOT_FIT}: 392 bytes aligned 128",
     "thread-locals-pointer": "whose initial values the loader relocates",
     "thread-locals-pointer-relr": "whose initial values the loader relocates",
 }

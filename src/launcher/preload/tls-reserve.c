@@ -150,11 +150,14 @@ const char *tls_reserve_verdict(const struct elf_info *e, char *buf, size_t size
                 snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) whose size or alignment "
                                     "is malformed");
         else if (e->tls_align > TLS_RESERVE_ALIGN || off > TLS_RESERVE_SIZE)
+                /* What is particular to the program after the colon (headstart check counts by what
+                 * comes before). */
                 snprintf(buf, size,
-                         "has thread-local storage in the executable (PT_TLS) of %llu bytes aligned %llu, which "
-                         "does not fit where exec puts it in the daemon's reserve of %d bytes aligned %d",
-                         (unsigned long long) e->tls_memsz, (unsigned long long) e->tls_align, TLS_RESERVE_SIZE,
-                         TLS_RESERVE_ALIGN);
+                         "has thread-local storage in the executable (PT_TLS) that does not fit where exec puts it "
+                         "in the daemon's reserve of %d bytes aligned %d: %llu bytes aligned %llu, %llu below the "
+                         "thread pointer",
+                         TLS_RESERVE_SIZE, TLS_RESERVE_ALIGN, (unsigned long long) e->tls_memsz,
+                         (unsigned long long) e->tls_align, (unsigned long long) off);
         else if (tls_others_refer(e) && state.map_tls_offset < 0)
                 snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) that other code finds "
                                     "through the dynamic loader (exported variables, TLS relocations), and the "
