@@ -21,7 +21,7 @@ SERVED = ["/usr/bin/gzip", "/usr/bin/sort", "/usr/bin/cat", "/usr/bin/sed", "/us
           "/usr/bin/sqlite3", "/usr/bin/qpdf", "/usr/bin/exiv2", "/usr/bin/m4"]  # fmt: skip
 EXEC = {
     "/usr/bin/gawk": "not position-independent (ET_EXEC)",
-    "/usr/bin/perl": "looks at /proc/self/exe",
+    "/usr/bin/perl": "has thread-local storage in the executable",
     "/usr/bin/passwd": "set-user-ID or set-group-ID",
 }
 

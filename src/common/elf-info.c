@@ -521,48 +521,27 @@ static bool writes_in_image(const struct elf_info *info, uint64_t where) {
         return where < info->tls_vaddr + info->tls_filesz && where + sizeof(uint64_t) > info->tls_vaddr;
 }
 
-/* Where elf_tls_self_tpoffs collects (NULL: elf_info_read only counts). */
-struct tpoff_list {
-        struct elf_tpoff *items;
-        size_t n, max;
-};
-
-/* The relocation at `where` of type `type` for symbol index `sym` (r: its Elf64_Rela, or NULL). */
+/* One relocation at `where` of type `type` for symbol index `sym`. */
 static void judge_reloc(const struct image *im, const struct reloc_tables *t, uint64_t where, uint64_t type,
-                        uint64_t sym, const Elf64_Rela *r, struct elf_info *info, struct tpoff_list *list) {
+                        uint64_t sym, struct elf_info *info) {
         if (writes_in_image(info, where))
                 info->tls_image_relocated = true;
         if (!HS_R_IS_TLS(type))
                 return;
         const Elf64_Sym *s = NULL;
-        uint64_t off, slot;
+        uint64_t off;
         if (sym != 0 && t->symtab && vaddr_to_offset(im, t->symtab + sym * sizeof *s, sizeof *s, &off) == 0)
                 s = at(im, off, sizeof *s, _Alignof(Elf64_Sym));
         /* Symbol 0 is the file's own block; a symbol we cannot read might be too. */
-        if (s && s->st_shndx == SHN_UNDEF)
-                return;
-        if (r && (sym == 0 || s) && type == HS_R_TPOFF && vaddr_to_offset(im, where, sizeof(uint64_t), &slot) == 0) {
-                if (list && list->n < list->max)
-                        list->items[list->n++] = (struct elf_tpoff){
-                                .rela_offset = (uint64_t) ((const uint8_t *) r - im->data),
-                                .slot_offset = slot,
-                                .value = (s ? s->st_value : 0) + (uint64_t) r->r_addend };
-                info->tls_self_tpoffs++;
-                return;
-        }
-        if (r && s && (type == HS_R_DTPMOD || type == HS_R_DTPOFF)) {
-                info->tls_self_modules = true;
-                return;
-        }
-        info->tls_self_relocated = true;
+        if (!s || s->st_shndx != SHN_UNDEF)
+                info->tls_self_relocated = true;
 }
 
 static void judge_rela(const struct image *im, const struct reloc_tables *t, uint64_t vaddr, uint64_t size,
-                       struct elf_info *info, struct tpoff_list *list) {
+                       struct elf_info *info) {
         const Elf64_Rela *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rela));
         for (uint64_t i = 0; r && i < size / sizeof *r; i++)
-                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), &r[i], info,
-                            list);
+                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), info);
         if (size && !r)
                 info->tls_image_relocated = true; /* relocations we cannot read might write there */
 }
@@ -571,8 +550,7 @@ static void judge_rel(const struct image *im, const struct reloc_tables *t, uint
                       struct elf_info *info) {
         const Elf64_Rel *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rel));
         for (uint64_t i = 0; r && i < size / sizeof *r; i++)
-                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), NULL, info,
-                            NULL);
+                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), info);
         if (size && !r)
                 info->tls_image_relocated = true;
 }
@@ -614,54 +592,15 @@ static bool exports_tls(const struct image *im) {
         return false;
 }
 
-static void read_tls_users_listed(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info,
-                                  struct tpoff_list *list) {
+static void read_tls_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         struct reloc_tables t;
         read_reloc_tables(im, dynp, &t);
-        judge_rela(im, &t, t.rela, t.relasz, info, list);
+        judge_rela(im, &t, t.rela, t.relasz, info);
         judge_rel(im, &t, t.rel, t.relsz, info);
-        /* The PLT's relocations are applied lazily: one there is never left to the loader. */
-        struct elf_info plt = *info;
         if (t.plt_is_rel)
-                judge_rel(im, &t, t.jmprel, t.pltrelsz, &plt);
+                judge_rel(im, &t, t.jmprel, t.pltrelsz, info);
         else
-                judge_rela(im, &t, t.jmprel, t.pltrelsz, &plt, NULL);
-        info->tls_image_relocated = plt.tls_image_relocated;
-        info->tls_self_relocated = plt.tls_self_relocated || plt.tls_self_tpoffs != info->tls_self_tpoffs ||
-                                   plt.tls_self_modules != info->tls_self_modules;
+                judge_rela(im, &t, t.jmprel, t.pltrelsz, info);
         judge_relr(im, &t, info);
         info->tls_exported = exports_tls(im);
-}
-
-static void read_tls_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
-        read_tls_users_listed(im, dynp, info, NULL);
-}
-
-int elf_tls_self_tpoffs(int fd, struct elf_tpoff **ret, size_t *ret_n) {
-        struct elf_info info;
-        int r = elf_info_read(fd, &info);
-        if (r < 0)
-                return r;
-        struct tpoff_list list = { .max = info.tls_self_tpoffs };
-        list.items = calloc(list.max ? list.max : 1, sizeof *list.items);
-        struct image im;
-        if (!list.items || (r = image_load(fd, &im)) < 0) {
-                free(list.items);
-                return list.items ? r : -ENOMEM;
-        }
-        /* has_tls: the file parsed as a 64-bit ELF file with program headers. */
-        struct image m = { .data = im.data, .size = im.size };
-        if (im.data && info.has_tls && (m.ehdr = at(&im, 0, sizeof(Elf64_Ehdr), 1)) &&
-            (m.phdr = at(&im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr),
-                         _Alignof(Elf64_Phdr)))) {
-                const Elf64_Phdr *dyn = NULL;
-                struct elf_info again = { 0 };
-                read_program_headers(&m, &again, &dyn);
-                if (dyn)
-                        read_tls_users_listed(&m, dyn, &again, &list);
-        }
-        free((void *) im.data);
-        *ret = list.items;
-        *ret_n = list.n;
-        return 0;
 }

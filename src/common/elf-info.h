@@ -19,10 +19,8 @@ struct elf_info {
         uint64_t tls_vaddr, tls_offset, tls_filesz, tls_memsz, tls_align; /* its PT_TLS, when has_tls */
         bool tls_image_relocated; /* a dynamic relocation writes inside the block's initial image
                                    * (.tdata): its initial values hold addresses */
-        bool tls_self_relocated;  /* a dynamic TLS relocation of another kind than below refers to the
-                                   * file's own block (a symbol it defines, or symbol 0) */
-        size_t tls_self_tpoffs;   /* 64-bit TP-relative relocations to its own block (elf_tls_self_tpoffs) */
-        bool tls_self_modules;    /* 64-bit module id and offset relocations to its own block */
+        bool tls_self_relocated;  /* a dynamic TLS relocation refers to the file's own block (a symbol
+                                   * it defines, or symbol 0) */
         bool tls_exported;        /* it exports a thread-local variable (or its symbols cannot be read):
                                    * other objects' TLS relocations may refer to its block */
         bool has_preinit;      /* DT_PREINIT_ARRAY: only ld.so runs it, and only for the main program */
@@ -66,15 +64,3 @@ struct elf_exports {
  * file without them exports nothing here). Returns 0 or a negative errno. */
 int elf_exports_read(int fd, struct elf_exports *ret);
 void elf_exports_done(struct elf_exports *e);
-
-/* A relocation that gives the file's own thread-local variable's offset from the thread pointer
- * (R_X86_64_TPOFF64, HS_R_TPOFF, to a symbol the file defines, or to symbol 0). */
-struct elf_tpoff {
-        uint64_t rela_offset; /* of its Elf64_Rela in the file */
-        uint64_t slot_offset; /* of the word it writes, in the file */
-        uint64_t value;       /* st_value + r_addend: the variable's offset in the block */
-};
-
-/* Lists the file's elf_tpoff relocations (as many as elf_info's tls_self_tpoffs). Returns 0 with
- * *ret (free() it) and *ret_n set, or a negative errno. */
-int elf_tls_self_tpoffs(int fd, struct elf_tpoff **ret, size_t *ret_n);

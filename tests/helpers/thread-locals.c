@@ -27,14 +27,6 @@ __thread _Alignas(128) int wide = 3;
 static char text[] = "pointed to";
 __thread char *pointer = text;
 #endif
-#ifdef EXPORTED
-/* Built -rdynamic: the variables are exported, and a library loaded after main (argv[2]) reaches
- * them through the loader; built -fPIC, the program's own code reaches some through its GOT too. */
-#  include <dlfcn.h>
-static int (*lib_counter)(void);
-static long (*lib_zero)(void);
-static void (*lib_bump)(void);
-#endif
 
 static uintptr_t thread_pointer(void) {
         return (uintptr_t) __builtin_thread_pointer();
@@ -70,21 +62,13 @@ static void describe(char *out, size_t size, const char *who) {
 #ifdef POINTER
         n += snprintf(out + n, size - (size_t) n, " pointer=%s", pointer);
 #endif
-#ifdef EXPORTED
-        if (lib_counter) {
-                int before = counter;
-                lib_bump();
-                n += snprintf(out + n, size - (size_t) n, " library-sees=%d,%ld bumped=%d,%ld", lib_counter(),
-                              lib_zero(), counter - before, zero);
-        }
-#endif
         (void) n;
 }
 
 /* THREADS at once, then two more one after the other, on the stacks the first ones left (glibc
  * keeps them in a cache and initialises their TLS again). */
 #define LATER 2
-static char seen[THREADS + LATER][2][640];
+static char seen[THREADS + LATER][2][512];
 
 static void *work(void *arg) {
         int i = (int) (intptr_t) arg;
@@ -102,17 +86,7 @@ static void *work(void *arg) {
 }
 
 int main(int argc, char **argv) {
-        char line[640];
-#ifdef EXPORTED
-        void *lib = argc > 2 ? dlopen(argv[2], RTLD_NOW) : NULL;
-        if (!lib) {
-                fprintf(stderr, "usage: thread-locals-exported NAME LIBRARY: %s\n", dlerror());
-                return 2;
-        }
-        lib_counter = (int (*)(void)) dlsym(lib, "tls_counter");
-        lib_zero = (long (*)(void)) dlsym(lib, "tls_zero");
-        lib_bump = (void (*)(void)) dlsym(lib, "tls_bump");
-#endif
+        char line[512];
         describe(line, sizeof line, "main start");
         puts(line);
         counter = 7;

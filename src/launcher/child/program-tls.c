@@ -25,14 +25,3 @@ int program_tls_install(const struct program_tls *tls, int image_fd) {
         }
         return tls_reserve_fill(image);
 }
-
-int program_tls_adopt(const struct program_tls *tls, struct link_map *program) {
-        if (tls->block_offset == 0)
-                return 0;
-        struct tls_module m = { .vaddr = tls->vaddr, .filesz = tls->filesz, .memsz = tls->memsz,
-                                .align = tls->align, .block_offset = tls->block_offset };
-        int r = tls_reserve_adopt(program, &m);
-        /* Nothing but its own local-exec code uses the block of a program nobody else refers to:
-         * the loader's idea of it does not matter then. */
-        return r == -ENOTSUP && !tls->others_refer ? 0 : r;
-}

@@ -256,9 +256,6 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail(report_fd, "cannot give the program its thread-local storage", strerror(-r));
         struct link_map *program;
         void *handle = load_program(image_fd, req, report_fd, &program);
-        r = program_tls_adopt(&spec->start.tls, program);
-        if (r < 0)
-                fail(report_fd, "cannot tell the loader where the program's thread-local storage is", strerror(-r));
         r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));

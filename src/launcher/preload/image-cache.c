@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,35 +167,11 @@ static int undefine_copies(int fd, int out) {
         return r;
 }
 
-/* In the copy, the program's TP-relative relocations to its own thread-local variables are done
- * already: each slot holds what exec's loader would write there (the variable's offset in the block,
- * less the block's distance below the thread pointer), and the relocation is R_X86_64_NONE. Left to
- * dlopen, it would give the program a second, static block in the loader's surplus
- * (_dl_allocate_static_tls) and point those slots there, away from its local-exec code. */
-static int resolve_own_tpoffs(int fd, int out, uint64_t block_offset) {
-        if (block_offset == 0)
-                return 0;
-        struct elf_tpoff *t;
-        size_t n;
-        int r = elf_tls_self_tpoffs(fd, &t, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                uint64_t value = t[i].value - block_offset, none = 0;
-                if (pwrite(out, &value, sizeof value, (off_t) t[i].slot_offset) != (ssize_t) sizeof value ||
-                    pwrite(out, &none, sizeof none, (off_t) (t[i].rela_offset + offsetof(Elf64_Rela, r_info))) !=
-                            (ssize_t) sizeof none)
-                        r = -EIO;
-        }
-        free(t);
-        return r;
-}
-
 /* Writes a loadable copy under a temporary name and renames it into place only if the source did
  * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
  * loaded through the fd returned, never by its name. */
 static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st, off_t flags_offset,
-                     uint64_t tls_block_offset, struct image_entry *e) {
+                     struct image_entry *e) {
         _cleanup_free_ char *base_copy = strdup(path);
         if (!base_copy)
                 return -ENOMEM;
@@ -210,10 +185,8 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         if (out < 0)
                 return -errno;
         int r = copy_fd(fd, out, st->st_size);
-        if (r >= 0 && flags_offset)
-                r = clear_pie_flag(out, flags_offset);
         if (r >= 0)
-                r = resolve_own_tpoffs(fd, out, tls_block_offset);
+                r = clear_pie_flag(out, flags_offset);
         if (r >= 0)
                 r = undefine_copies(fd, out);
         struct stat now;
@@ -279,12 +252,10 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         struct stat now;
         if (!reason && (stat(path, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino))
                 return -ESTALE;
-        uint64_t tls_block = !reason && facts.elf.has_tls ? tls_block_offset(&facts.elf) : 0;
         if (reason)
                 e->reason = strdup(reason);
-        else if (facts.elf.pie_flag || (tls_block && facts.elf.tls_self_tpoffs))
-                r = make_copy(c, fd, path, st, facts.elf.pie_flag ? facts.elf.flags_1_offset : 0,
-                              facts.elf.tls_self_tpoffs ? tls_block : 0, e);
+        else if (facts.elf.pie_flag)
+                r = make_copy(c, fd, path, st, facts.elf.flags_1_offset, e);
         else if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 r = -errno;
         if (r < 0)
@@ -292,11 +263,9 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
                                          .phnum = facts.elf.phnum,
                                          .executable = eligibility_has_entry(&facts.elf) };
-        if (tls_block)
-                e->start.tls = (struct program_tls){
-                        .offset = facts.elf.tls_offset, .filesz = facts.elf.tls_filesz, .block_offset = tls_block,
-                        .vaddr = facts.elf.tls_vaddr, .memsz = facts.elf.tls_memsz, .align = facts.elf.tls_align,
-                        .others_refer = tls_others_refer(&facts.elf) };
+        if (!reason && facts.elf.has_tls)
+                e->start.tls = (struct program_tls){ .offset = facts.elf.tls_offset, .filesz = facts.elf.tls_filesz,
+                                                     .block_offset = tls_block_offset(&facts.elf) };
         if (!e->reason && e->fd < 0)
                 return -ENOMEM;
         e->dev = st->st_dev;

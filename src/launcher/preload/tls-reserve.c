@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -28,7 +27,6 @@ static uintptr_t thread_pointer(void) {
 struct reserve_state {
         bool checked;
         const char *problem;
-        ptrdiff_t map_tls_offset;         /* of l_tls_offset in glibc's struct link_map; -1: not found */
         unsigned char *image;             /* the initial image glibc copies new threads' blocks from */
         uintptr_t relro_start, relro_end; /* the pages of the executable the loader made read-only */
 };
@@ -64,30 +62,6 @@ static int find_own(struct dl_phdr_info *info, size_t size, void *data) {
         return 1;
 }
 
-/* The words of glibc's private struct link_map that describe a TLS module, in their order since
- * glibc 2.3 (include/link.h): l_tls_initimage, l_tls_initimage_size, l_tls_blocksize, l_tls_align,
- * l_tls_firstbyte_offset, l_tls_offset, l_tls_modid. */
-enum { MAP_IMAGE, MAP_IMAGE_SIZE, MAP_BLOCKSIZE, MAP_ALIGN, MAP_FIRSTBYTE, MAP_OFFSET, MAP_MODID, MAP_WORDS };
-#  define MAP_SEARCHED 2048 /* bytes of the struct searched: 2.36's is about 1,150 */
-
-/* Finds l_tls_offset in the daemon's own map, whose values are known: the reserve is module 1, at
- * TLS_RESERVE_SIZE below the thread pointer. Read through process_vm_readv, which fails rather than
- * faults past the end of the loader's memory. Returns its offset in the struct, or -1. */
-static ptrdiff_t find_map_tls_offset(const unsigned char *image) {
-        uintptr_t words[MAP_SEARCHED / sizeof(uintptr_t)];
-        struct iovec local = { words, sizeof words }, remote = { _r_debug.r_map, sizeof words };
-        ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-        const uintptr_t want[MAP_WORDS] = { (uintptr_t) image, TLS_RESERVE_SIZE, TLS_RESERVE_SIZE, TLS_RESERVE_ALIGN,
-                                            0, TLS_RESERVE_SIZE, 1 };
-        ptrdiff_t found = -1;
-        for (size_t i = 0; got > 0 && (i + MAP_WORDS) * sizeof(uintptr_t) <= (size_t) got; i++)
-                if (memcmp(&words[i], want, sizeof want) == 0) {
-                        if (found >= 0)
-                                return -1; /* twice: not sure which */
-                        found = (ptrdiff_t) ((i + MAP_OFFSET) * sizeof(uintptr_t));
-                }
-        return found;
-}
 #endif
 
 static const char *check(void) {
@@ -109,7 +83,6 @@ static const char *check(void) {
                 return "the daemon's own TLS reserve has no initial image in writable memory";
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         state.image = image;
-        state.map_tls_offset = find_map_tls_offset(image);
         /* As glibc 2.36's _dl_protect_relro rounds them: both ends down to a page. */
         if (f.relro) {
                 state.relro_start = (f.base + f.relro->p_vaddr) & ~(page - 1);
@@ -121,7 +94,6 @@ static const char *check(void) {
 
 const char *tls_reserve_problem(void) {
         if (!state.checked) {
-                state.map_tls_offset = -1;
                 state.problem = check();
                 state.checked = true;
         }
@@ -158,14 +130,13 @@ const char *tls_reserve_verdict(const struct elf_info *e, char *buf, size_t size
                          "thread pointer",
                          TLS_RESERVE_SIZE, TLS_RESERVE_ALIGN, (unsigned long long) e->tls_memsz,
                          (unsigned long long) e->tls_align, (unsigned long long) off);
-        else if (tls_others_refer(e) && state.map_tls_offset < 0)
-                snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) that other code finds "
-                                    "through the dynamic loader (exported variables, TLS relocations), and the "
-                                    "daemon did not recognise the loader's struct link_map to tell it where");
+        else if (e->tls_exported)
+                snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) and exports thread-local "
+                                    "variables (or its symbol table cannot be read), which objects it loads would find "
+                                    "in another block than its own code");
         else if (e->tls_self_relocated)
-                snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) that its own TLS "
-                                    "relocations of a kind the daemon does not resolve ahead refer to (TLS "
-                                    "descriptors, 32-bit or lazy ones)");
+                snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) that its own dynamic TLS "
+                                    "relocations refer to, which the loader resolves to another block when dlopened");
         else if (e->tls_image_relocated)
                 snprintf(buf, size, "has thread-local storage in the executable (PT_TLS) whose initial values the "
                                     "loader relocates (they hold addresses)");
@@ -195,34 +166,4 @@ int tls_reserve_fill(const unsigned char *image) {
         (void) image;
 #endif
         return 0;
-}
-
-bool tls_others_refer(const struct elf_info *e) {
-        return e->tls_exported || e->tls_self_tpoffs || e->tls_self_modules;
-}
-
-int tls_reserve_adopt(struct link_map *program, const struct tls_module *m) {
-        if (tls_reserve_problem() || state.map_tls_offset < 0)
-                return -ENOTSUP;
-#if !defined(__x86_64__)
-        (void) program;
-        (void) m;
-        return -ENOTSUP;
-#else
-        uintptr_t *w = (uintptr_t *) ((char *) program + state.map_tls_offset) - MAP_OFFSET;
-        /* The program's own words must say what its PT_TLS says (the layout holds for it too). */
-        if (w[MAP_IMAGE] != program->l_addr + m->vaddr || w[MAP_IMAGE_SIZE] != m->filesz ||
-            w[MAP_BLOCKSIZE] != m->memsz || w[MAP_ALIGN] != m->align || w[MAP_FIRSTBYTE] != (m->vaddr & (m->align - 1)) ||
-            w[MAP_MODID] <= 1)
-                return -EPROTO;
-        /* NO_TLS_OFFSET (0): no static block yet, and no thread has used it through the loader,
-         * which would have made it dynamic for good (FORCED_DYNAMIC_TLS_OFFSET). */
-        if (w[MAP_OFFSET] != 0)
-                return -EBUSY;
-        /* A static offset: __tls_get_addr (tls_get_addr_tail) answers TP - offset in every thread,
-         * a TP-relative relocation of an object loaded later resolves against it, and glibc copies
-         * the program's initial image there for each new thread (_dl_allocate_tls_init). */
-        w[MAP_OFFSET] = m->block_offset;
-        return 0;
-#endif
 }

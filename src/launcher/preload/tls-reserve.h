@@ -14,8 +14,6 @@
  * every thread created later (_dl_allocate_tls_init). */
 #pragma once
 
-#include <link.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,20 +39,3 @@ const char *tls_reserve_verdict(const struct elf_info *e, char *buf, size_t size
  * content of the calling thread's reserve and of every thread's created later. Returns 0 or a
  * negative errno. */
 int tls_reserve_fill(const unsigned char *image);
-
-/* Whether code other than the executable's own local-exec code finds its block through the dynamic
- * loader: variables it exports (objects loaded later bind to them: perl's XS modules to
- * PL_current_context), or its own TLS relocations. */
-bool tls_others_refer(const struct elf_info *e);
-
-/* A loaded program's TLS module, as its PT_TLS describes it. */
-struct tls_module {
-        uint64_t vaddr, filesz, memsz, align;
-        uint64_t block_offset; /* tls_block_offset */
-};
-
-/* In the launched child, right after the program is loaded: tells glibc that the program's TLS
- * module is static, at block_offset below the thread pointer (in the reserve), by writing
- * l_tls_offset in its link map, whose place was found in the daemon's own map and is checked
- * against the program's. Returns 0 or a negative errno. */
-int tls_reserve_adopt(struct link_map *program, const struct tls_module *m);
