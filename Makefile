@@ -30,7 +30,9 @@ GUI4_PACKAGES := libgtk-4-dev qt6-base-dev qt6-declarative-dev qml6-module-qtqui
 # whose -finstrument-function-entry-bare libheadstart-order records too, and whose libFuzzer
 # (libclang-rt) runs the fuzz targets; bash-completion, whose _longopt the completions of headstartd
 # and headstart-pind call (packaging/completion).
-TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev bash-completion
+# tests/test_program_tls.py serves unmodified programs with thread-local storage in the executable:
+# systemd's systemctl, procps' top, binutils' gold and dwp, util-linux's mcookie and ipcmk.
+TOOL_PACKAGES := help2man procps systemd vmtouch lld clang libclang-rt-14-dev bash-completion binutils util-linux
 # `headstart link` (docs/linking.md): cmake, an unmodified Debian C++ program with 40-odd libraries that
 # tests/test_link.py analyses (no other test runs it), and what `make link-demo` builds exiv2 with.
 LINK_PACKAGES := cmake libexpat1-dev zlib1g-dev

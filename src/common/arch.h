@@ -14,6 +14,11 @@
 #  define HS_R_GLOB_DAT R_X86_64_GLOB_DAT
 #  define HS_R_ABS R_X86_64_64
 #  define HS_R_JUMP_SLOT R_X86_64_JUMP_SLOT
+/* The dynamic relocations that refer to a module's thread-local block (module id, offset in it,
+ * offset from the thread pointer, descriptor). */
+#  define HS_R_IS_TLS(t)                                                                          \
+          ((t) == R_X86_64_DTPMOD64 || (t) == R_X86_64_DTPOFF64 || (t) == R_X86_64_TPOFF64 ||     \
+           (t) == R_X86_64_DTPOFF32 || (t) == R_X86_64_TPOFF32 || (t) == R_X86_64_TLSDESC)
 /* The version the architecture's first glibc gave it, and the one of glibc 2.34's new start-up. */
 #  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.2.5"
 /* _start finds argc at the stack pointer and the loader's exit function in %rdx (none: 0). */
@@ -30,6 +35,9 @@
 #  define HS_R_GLOB_DAT R_AARCH64_GLOB_DAT
 #  define HS_R_ABS R_AARCH64_ABS64
 #  define HS_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#  define HS_R_IS_TLS(t)                                                                          \
+          ((t) == R_AARCH64_TLS_DTPMOD || (t) == R_AARCH64_TLS_DTPREL || (t) == R_AARCH64_TLS_TPREL || \
+           (t) == R_AARCH64_TLSDESC)
 #  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.17"
 /* _start finds argc at sp and the loader's exit function in x0 (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \

@@ -15,7 +15,14 @@ struct elf_info {
         bool has_dynamic;      /* PT_DYNAMIC present; absent means statically linked */
         bool has_interp;       /* PT_INTERP present */
         char interp[256];      /* its value */
-        bool has_tls;          /* PT_TLS present */
+        bool has_tls;          /* PT_TLS present: the executable's own thread-local block */
+        uint64_t tls_vaddr, tls_offset, tls_filesz, tls_memsz, tls_align; /* its PT_TLS, when has_tls */
+        bool tls_image_relocated; /* a dynamic relocation writes inside the block's initial image
+                                   * (.tdata): its initial values hold addresses */
+        bool tls_self_relocated;  /* a dynamic TLS relocation refers to the file's own block (a symbol
+                                   * it defines, or symbol 0) */
+        bool tls_exported;        /* it exports a thread-local variable (or its symbols cannot be read):
+                                   * other objects' TLS relocations may refer to its block */
         bool has_preinit;      /* DT_PREINIT_ARRAY: only ld.so runs it, and only for the main program */
         bool has_rpath;        /* DT_RPATH (searched for the main program's whole closure) */
         bool origin_in_path;   /* $ORIGIN in DT_RPATH or DT_RUNPATH */

@@ -104,8 +104,10 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         else {
                 char image[64];
                 image_entry_load_name(e, image, sizeof image);
-                int w = preload_warm_program(path, image);
-                print_verdict(program, path, w == 0 ? "warm" : "preload", NULL, w == 0 ? NULL : warm_refusal(w));
+                const char *not_warm = image_entry_warm_refusal(e);
+                int w = not_warm ? -ENOTSUP : preload_warm_program(path, image);
+                print_verdict(program, path, w == 0 ? "warm" : "preload", NULL,
+                              w == 0 ? NULL : not_warm ? not_warm : warm_refusal(w));
         }
         image_cache_done(&cache);
         _exit(r < 0 ? 2 : 0);

@@ -250,9 +250,13 @@ _Noreturn void child_run(const struct child_spec *spec) {
                         sigaddset(&mask, sig);
         sigprocmask(SIG_SETMASK, &mask, NULL);
 
+        /* Before dlopen, which runs the program's constructors. */
+        int r = program_tls_install(&spec->start.tls, image_fd);
+        if (r < 0)
+                fail(report_fd, "cannot give the program its thread-local storage", strerror(-r));
         struct link_map *program;
         void *handle = load_program(image_fd, req, report_fd, &program);
-        int r = bind_plan_apply(spec->plan, program);
+        r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bind-plan.h"
+#include "program-tls.h"
 #include "protocol.h"
 #include "schedule.h"
 
@@ -13,6 +14,7 @@ struct image_start {
         uint64_t phnum;
         uint64_t executable; /* started at entry, through its _start; else a shared object whose
                               * exported main is called */
+        struct program_tls tls; /* its own thread-local block, from PT_TLS */
 };
 
 /* Positions in the fds received with a LAUNCH request. */

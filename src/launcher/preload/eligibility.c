@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "tls-reserve.h"
+
 int program_facts_read(int fd, bool registered, struct program_facts *ret) {
         struct program_facts f = { .registered = registered };
 
@@ -47,8 +49,9 @@ const char *eligibility_verdict(const struct program_facts *f, const char *inter
         }
         if (!e->has_interp && e->needed == 0)
                 return "static PIE: there is no dynamic loader to share";
-        if (e->has_tls)
-                return "has thread-local storage in the executable (PT_TLS), whose offsets assume it is loaded first";
+        const char *tls = e->has_tls ? tls_reserve_verdict(e, buf, size) : NULL;
+        if (tls)
+                return tls;
         if (e->has_preinit)
                 return "has DT_PREINIT_ARRAY, which the loader runs only for a program started by exec";
         if (e->reads_own_exe)

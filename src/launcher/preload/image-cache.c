@@ -17,6 +17,7 @@
 #include "preload.h"
 #include "macro.h"
 #include "private-dir.h"
+#include "tls-reserve.h"
 
 static bool same_file(const struct image_entry *e, const struct stat *st) {
         return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
@@ -262,6 +263,9 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
                                          .phnum = facts.elf.phnum,
                                          .executable = eligibility_has_entry(&facts.elf) };
+        if (!reason && facts.elf.has_tls)
+                e->start.tls = (struct program_tls){ .offset = facts.elf.tls_offset, .filesz = facts.elf.tls_filesz,
+                                                     .block_offset = tls_block_offset(&facts.elf) };
         if (!e->reason && e->fd < 0)
                 return -ENOMEM;
         e->dev = st->st_dev;
@@ -315,4 +319,13 @@ int image_cache_rescan(struct image_cache *c) {
                 }
         }
         return failed;
+}
+
+const char *image_entry_warm_refusal(const struct image_entry *e) {
+        /* Warm, its constructors would run in the daemon with its block in the reserve, which every
+         * warm program and the daemon's later launches share. */
+        if (e->start.tls.block_offset)
+                return "its executable has thread-local storage (PT_TLS), which goes in the daemon's one "
+                       "reserve at each launch: it cannot be loaded in the daemon ahead of time";
+        return NULL;
 }

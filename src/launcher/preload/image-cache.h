@@ -53,6 +53,9 @@ void image_cache_done(struct image_cache *c);
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret);
 
+/* Why a served entry cannot be warm (loaded in the daemon), or NULL. */
+const char *image_entry_warm_refusal(const struct image_entry *e);
+
 /* The name under which this process loads a served entry's file ("/proc/PID/fd/N"): the checked file
  * itself, whatever its path now names. The pid keeps it apart from the names a forked child, whose
  * fd numbers differ, loads its program under. */

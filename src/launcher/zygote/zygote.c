@@ -23,6 +23,7 @@
 #include "preload.h"
 #include "server.h"
 #include "trusted-path.h"
+#include "tls-reserve.h"
 #include "warm-up.h"
 
 /* The first file of a program and its closure that anyone but us or root could have put there, as
@@ -200,6 +201,10 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                 } else if (e->reason) {
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
                         reg->reason = strdup(e->reason);
+                } else if (i >= apps->n - nwarm && image_entry_warm_refusal(e)) {
+                        log_warning("%s cannot be warm, serving it in preload mode: %s", apps->items[i],
+                                    image_entry_warm_refusal(e));
+                        reg->mode = MODE_PRELOAD;
                 } else if (i >= apps->n - nwarm && load_warm(apps->items[i], e) == 0) {
                         e->warm = true;
                         reg->mode = MODE_WARM;
@@ -265,6 +270,10 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         s.warm_up = warm_up;
         s.refused_preloads = &refused_preloads;
         s.cache.also_loaded = &learned_loaded;
+        /* Once, before any fork (the pool's children inherit what it found). */
+        const char *tls = tls_reserve_problem();
+        if (tls)
+                log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
         if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
