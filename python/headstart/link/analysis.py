@@ -4,6 +4,7 @@ for the advice (advice.py) and the report (reporters/link.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import os
@@ -34,7 +35,10 @@ def is_yours(path: str) -> bool:
     return not os.path.realpath(path).startswith(SYSTEM_DIRS)
 
 
+@functools.cache
 def _key(path: str) -> str:
+    """The object's file, whatever path the loader named it by; asked for each of a launch's
+    millions of bindings, of a few dozen paths: remembered."""
     return os.path.realpath(path) if os.path.exists(path) else path
 
 
