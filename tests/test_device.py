@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SANITIZED
+
+# Scripts, units and Python: no program of the sanitizer build runs here.
+pytestmark = pytest.mark.skipif(SANITIZED, reason="run in the normal pass")
 
 DEVICE = Path(__file__).resolve().parent.parent / "device"
 SCRIPTS = sorted(p for p in DEVICE.rglob("usr/libexec/headstart-device/*") if p.is_file())
