@@ -57,12 +57,6 @@ static void print_verdict(const char *program, const char *path, const char *mod
         fflush(stdout);
 }
 
-static const char *warm_refusal(int r) {
-        if (r == -EDEADLK)
-                return "it starts a thread while it loads, and the daemon forks";
-        return "it cannot be loaded into the daemon (its constructors or libraries fail there)";
-}
-
 /* In a child of its own: preload as a zygote would for --warm PROGRAM, then judge. */
 static _Noreturn void judge(const char *program, const char *interp, const char *cache_dir) {
         char path[PATH_MAX];
@@ -104,10 +98,11 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         else {
                 char image[64];
                 image_entry_load_name(e, image, sizeof image);
+                char why[512];
                 const char *not_warm = image_entry_warm_refusal(e);
-                int w = not_warm ? -ENOTSUP : preload_warm_program(path, image);
+                int w = not_warm ? -ENOTSUP : preload_warm_program(path, image, why, sizeof why);
                 print_verdict(program, path, w == 0 ? "warm" : "preload", NULL,
-                              w == 0 ? NULL : not_warm ? not_warm : warm_refusal(w));
+                              w == 0 ? NULL : not_warm ? not_warm : why);
         }
         image_cache_done(&cache);
         _exit(r < 0 ? 2 : 0);

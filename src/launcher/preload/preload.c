@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
+#include "shared-state.h"
 
 extern char **environ;
 
@@ -137,39 +138,84 @@ int preload_count_threads(void) {
         return n;
 }
 
-/* Loading runs the program's constructors, so try it first where a thread could do no harm. */
-static int load_starts_thread(const char *image) {
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                int before = preload_count_threads();
-                if (!dlopen(image, RTLD_NOW))
-                        _exit(1);
-                _exit(preload_count_threads() > before ? 2 : 0);
+/* What loading the program in the throwaway child found: the child's exit status. */
+enum trial { TRIAL_FINE, TRIAL_FAILED, TRIAL_THREAD, TRIAL_SHARED };
+
+static _Noreturn void trial_child(const char *image, int report) {
+        int before = preload_count_threads();
+        struct shared_state state;
+        if (shared_state_take(&state) < 0)
+                _exit(TRIAL_FAILED);
+        if (!dlopen(image, RTLD_NOW))
+                _exit(TRIAL_FAILED);
+        if (preload_count_threads() > before)
+                _exit(TRIAL_THREAD);
+        char library[256];
+        if (shared_state_changed(&state, library, sizeof library)) {
+                (void) !write(report, library, strlen(library));
+                _exit(TRIAL_SHARED);
         }
+        _exit(TRIAL_FINE);
+}
+
+/* Loading runs the program's constructors, so try it first where a thread, or what they leave in
+ * the libraries every program shares (shared-state.h), could do no harm. Returns a trial or a
+ * negative errno; the library changed in library. */
+static int warm_trial(const char *image, char *library, size_t size) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                close(p[0]);
+                trial_child(image, p[1]);
+        }
+        close(p[1]);
+        ssize_t n = read(p[0], library, size - 1);
+        library[n > 0 ? n : 0] = '\0';
+        close(p[0]);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) == 1)
+        if (!WIFEXITED(status) || WEXITSTATUS(status) == TRIAL_FAILED)
                 return -ENOEXEC;
-        return WEXITSTATUS(status) == 2;
+        return WEXITSTATUS(status);
 }
 
-int preload_warm_program(const char *program, const char *image) {
-        int r = load_starts_thread(image);
-        if (r < 0)
+int preload_warm_program(const char *program, const char *image, char *why, size_t size) {
+        char library[256];
+        int r = warm_trial(image, library, sizeof library);
+        if (r < 0) {
+                snprintf(why, size, "it cannot be loaded into the daemon (its constructors or libraries fail there)");
                 return log_warning_errno(r, "%s cannot be loaded into the daemon; serving it in preload mode", program);
-        if (r > 0)
+        }
+        if (r == TRIAL_THREAD) {
+                snprintf(why, size, "it starts a thread while it loads, and the daemon forks");
                 return log_warning("%s starts a thread while it loads, so it cannot be warm in a daemon that forks; "
                                    "serving it in preload mode",
                                    program),
                        -EDEADLK;
-        if (!dlopen(image, RTLD_NOW))
+        }
+        if (r == TRIAL_SHARED) {
+                snprintf(why, size,
+                         "its constructors change the data of %s, which every program the daemon starts shares; "
+                         "under exec only its own launches would see it",
+                         library);
+                return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
+        }
+        if (!dlopen(image, RTLD_NOW)) {
+                snprintf(why, size, "it cannot be loaded into the daemon (%s)", dlerror());
                 return log_warning("%s cannot be loaded into the daemon (%s); serving it in preload mode", program,
-                                   dlerror()),
+                                   why),
                        -ENOEXEC;
+        }
         return 0;
 }
 

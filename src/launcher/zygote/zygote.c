@@ -173,7 +173,8 @@ static void preload_learned(struct learned *l, const struct string_list *apps) {
 static int load_warm(const char *program, const struct image_entry *e) {
         char image[64];
         image_entry_load_name(e, image, sizeof image);
-        return preload_warm_program(program, image);
+        char why[512];
+        return preload_warm_program(program, image, why, sizeof why);
 }
 
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
