@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import base_env, helper_path, run_served
+from conftest import SANITIZED, base_env, helper_path, run_served
 from headstart.daemon import private_daemon
+
+# Tests of the probe and the stubs in exec'd programs: nothing of the daemon runs in them, so the
+# sanitizer pass (which is for the daemon and client) leaves them to the normal one.
+EXEC_ONLY = pytest.mark.skipif(SANITIZED, reason="run in the normal pass")
 
 
 def headstart(*args: str) -> subprocess.CompletedProcess[str]:
@@ -255,6 +259,7 @@ def test_a_drop_in_defers_the_library_of_the_unmodified_program(tmp_path):
     assert out == b"ready\n" and status < 0 and err.count(f"headstart lazy: cannot load {SONAME}") == 1, err
 
 
+@EXEC_ONLY
 def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
     sample, profile = native_sample(tmp_path)
     stubs = tmp_path / "stubs"
@@ -279,6 +284,7 @@ def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
     assert done.returncode != 0 and "--runs" in done.stderr and done.stderr.count("\n") == 1
 
 
+@EXEC_ONLY
 def test_a_drop_in_defers_pcre2_for_debian_git_which_still_greps_with_it(tmp_path):
     """git links libpcre2-8 for `git grep -P` alone: deferred from a profile of `git status`."""
     git = shutil.which("git")
@@ -303,6 +309,7 @@ def test_a_drop_in_defers_pcre2_for_debian_git_which_still_greps_with_it(tmp_pat
     assert len(loads) == 1 and Path(loads[0]).name.startswith("libpcre2-8.so"), loads  # at its first call
 
 
+@EXEC_ONLY
 def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tmp_path):
     sample, profile = native_sample(tmp_path, define="WITH_CONSTRUCTOR")
     done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(tmp_path / "s"))
@@ -316,6 +323,7 @@ def test_a_library_with_constructors_gets_stubs_to_relink_with_but_no_drop_in(tm
     assert got.stdout == subprocess.run([str(sample.eager)], capture_output=True, check=True).stdout
 
 
+@EXEC_ONLY
 def test_a_library_whose_constructor_starts_a_thread_is_refused(tmp_path):
     _, profile = native_sample(tmp_path, define="WITH_THREAD")
     found = verdicts(profile)[SONAME]
@@ -371,6 +379,7 @@ def bind_now(program: Path | str) -> bool:
     return "BIND_NOW" in flags or re.search(r"FLAGS_1.*\bNOW\b", flags) is not None
 
 
+@EXEC_ONLY
 def test_z_now_a_library_bound_at_start_but_called_only_after_ready_is_deferred(tmp_path):
     """-z now binds every call at start: the plan tells use by a run with the stubs, the drop-in defers it."""
     sample, profile = native_sample(tmp_path, link=("-Wl,-z,now",))
@@ -398,6 +407,7 @@ def test_z_now_a_library_bound_at_start_but_called_only_after_ready_is_deferred(
     assert deferred_loads([str(sample.eager)], env) == [str(sample.libdir / SONAME)]  # at its first call
 
 
+@EXEC_ONLY
 def test_z_now_debian_gpg_defers_libbz2_until_it_decompresses(tmp_path):
     """Debian's gpg (-z now) links libbz2 for bzip2 packets alone: `gpg --version` never calls it."""
     gpg = shutil.which("gpg")
@@ -427,6 +437,7 @@ def test_z_now_debian_gpg_defers_libbz2_until_it_decompresses(tmp_path):
     assert len(loads) == 1 and Path(loads[0]).name.startswith("libbz2.so"), loads  # at its first call
 
 
+@EXEC_ONLY
 def test_z_now_a_run_a_stub_ends_at_a_first_call_before_ready_counts_as_a_call(tmp_path):
     """With the drop-in, the library's constructor calling its own function reaches a stub, which ends
     the run (docs/lazy.md): that came at a first call of the program, so it is a call, not unknown."""
@@ -440,6 +451,7 @@ def test_z_now_a_run_a_stub_ends_at_a_first_call_before_ready_counts_as_a_call(t
     assert any("called while its library loads" in n for n in found["notes"]), found
 
 
+@EXEC_ONLY
 def test_z_now_calls_are_told_for_a_program_that_ends_without_the_probe_stopping_it(tmp_path):
     """_exit skips the loader's closing of objects, where the probe stops the program for its maps
     (as gpg-agent and the JDK's launchers end): the probe's account of the loads tells instead."""
