@@ -68,7 +68,7 @@ BUILD_DEB := $(if $(filter $(HOST_ARCH),$(DEB_ARCH)),build-deb,build-deb-$(DEB_A
 DEVICE_ARCH ?= arm64
 DEVICE_PACKAGES := mmdebstrap qemu-system-arm qemu-system-x86 qemu-user-static binfmt-support e2fsprogs
 
-.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench link-demo corpus bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device test-link clean
+.PHONY: all deps build build-sanitize build-optimized aarch64 test test-c test-python test-fuzz test-soak test-boot lint demo bench link-demo corpus bench-wider order-demo lazy-corpus schedule-demo fuzz fuzz-long docs deb test-deb device device-bench test-device clean
 
 all: build
 
@@ -240,11 +240,6 @@ test-device: device
 DEVICE_BOOTS ?= 5
 device-bench: device
 	cd device && ../$(PY) bench.py --arch $(DEVICE_ARCH) --boots $(DEVICE_BOOTS)
-
-# Slow, opt-in: every test of headstart link, `link check` on the GTK and Qt samples included
-# (about 7 minutes more than make test's share).
-test-link: build
-	HEADSTART_SLOW_TESTS=1 $(PY) -m pytest -q tests/test_link.py
 
 # Slow, opt-in: boots Debian's kernel under QEMU (software emulation), records its serial console
 # with `headstart boot record` and analyzes it (tests/test_boot.py::test_live_qemu_boot...).

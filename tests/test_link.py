@@ -151,10 +151,6 @@ def test_check_relinks_many_globals_and_our_library(tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("Xvfb"), reason="Xvfb is not installed (make deps installs it)")
-@pytest.mark.skipif(
-    os.environ.get("HEADSTART_SLOW_TESTS") != "1",
-    reason="about 7 minutes (the toolkits' bindings read from LD_DEBUG): HEADSTART_SLOW_TESTS=1, make test-link",
-)
 def test_check_on_the_gtk_and_qt_samples(tmp_path):
     found = check("gtk-hello,qt-widgets", "5", tmp_path)
     for p in found.values():
