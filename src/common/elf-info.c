@@ -537,22 +537,17 @@ static void judge_reloc(const struct image *im, const struct reloc_tables *t, ui
                 info->tls_self_relocated = true;
 }
 
-static void judge_rela(const struct image *im, const struct reloc_tables *t, uint64_t vaddr, uint64_t size,
-                       struct elf_info *info) {
-        const Elf64_Rela *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rela));
-        for (uint64_t i = 0; r && i < size / sizeof *r; i++)
-                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), info);
+/* A REL or RELA table (entry_size tells which): both entries start with r_offset and r_info. */
+static void judge_table(const struct image *im, const struct reloc_tables *t, uint64_t vaddr, uint64_t size,
+                        size_t entry_size, struct elf_info *info) {
+        const unsigned char *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rel));
+        for (uint64_t i = 0; r && i < size / entry_size; i++) {
+                Elf64_Rel e;
+                memcpy(&e, r + i * entry_size, sizeof e);
+                judge_reloc(im, t, e.r_offset, ELF64_R_TYPE(e.r_info), ELF64_R_SYM(e.r_info), info);
+        }
         if (size && !r)
                 info->tls_image_relocated = true; /* relocations we cannot read might write there */
-}
-
-static void judge_rel(const struct image *im, const struct reloc_tables *t, uint64_t vaddr, uint64_t size,
-                      struct elf_info *info) {
-        const Elf64_Rel *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rel));
-        for (uint64_t i = 0; r && i < size / sizeof *r; i++)
-                judge_reloc(im, t, r[i].r_offset, ELF64_R_TYPE(r[i].r_info), ELF64_R_SYM(r[i].r_info), info);
-        if (size && !r)
-                info->tls_image_relocated = true;
 }
 
 /* DT_RELR (glibc 2.36): an address, then bitmaps of the 63 words that follow it. */
@@ -595,12 +590,12 @@ static bool exports_tls(const struct image *im) {
 static void read_tls_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         struct reloc_tables t;
         read_reloc_tables(im, dynp, &t);
-        judge_rela(im, &t, t.rela, t.relasz, info);
-        judge_rel(im, &t, t.rel, t.relsz, info);
+        judge_table(im, &t, t.rela, t.relasz, sizeof(Elf64_Rela), info);
+        judge_table(im, &t, t.rel, t.relsz, sizeof(Elf64_Rel), info);
         if (t.plt_is_rel)
-                judge_rel(im, &t, t.jmprel, t.pltrelsz, info);
+                judge_table(im, &t, t.jmprel, t.pltrelsz, sizeof(Elf64_Rel), info);
         else
-                judge_rela(im, &t, t.jmprel, t.pltrelsz, info);
+                judge_table(im, &t, t.jmprel, t.pltrelsz, sizeof(Elf64_Rela), info);
         judge_relr(im, &t, info);
         info->tls_exported = exports_tls(im);
 }
