@@ -3,7 +3,8 @@
   1. stock: the image without headstart;
   2. headstart: headstartd serving the home screen with what it learned at provisioning;
   3. headstart + advice: arm 2 booted with what `headstart boot analyze` advises for arm 2's own
-     first boot, applied on the kernel command line (docs/device.md says which advice and why).
+     first boot, applied on the kernel command line, and with the device's small initramfs when the
+     advice is to keep only the root's drivers in it (docs/device.md says which advice and why).
 
 Each boot: power-on to the home screen's first frame (the phases by `headstart boot analyze`), then
 the second app opened cold (first after boot: served and exec'd in turn across the boots of arms 2
@@ -19,6 +20,7 @@ import json
 import re
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,26 +39,48 @@ def analyze(result: scenario.BootResult) -> analysis.Analysis:
     return analysis.analyze([result.log, result.systemd_log], re.compile(scenario.READY_REGEX), None, marks)
 
 
-def files_for(out: Path, arm: str) -> BootFiles:
+def files_for(out: Path, arm: str, small_initrd: bool = False) -> BootFiles:
     image = out / ("stock.img" if arm == "stock" else "headstart.img")
-    return BootFiles(out / "boot/vmlinuz", out / "boot/initrd.img", image)
+    initrd = out / "boot" / ("initrd-small.img" if small_initrd else "initrd.img")
+    return BootFiles(out / "boot/vmlinuz", initrd, image)
 
 
-def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int, extra: list[str]) -> dict[str, Any]:
+@dataclass
+class Applied:
+    """What arm 3 applies of the advice: kernel arguments, and the small initramfs."""
+
+    kernel_args: list[str]
+    small_initrd: bool
+
+    @staticmethod
+    def of(recommendations: list[dict[str, Any]]) -> Applied:
+        args = [a for r in recommendations for a in r["kernel_args"]]
+        return Applied(args, any(r["initramfs_conf"] for r in recommendations))
+
+    def describe(self) -> str:
+        initrd = "; the initramfs with the root's drivers alone (MODULES=list)" if self.small_initrd else ""
+        return (" ".join(self.kernel_args) or "nothing on the command line") + initrd
+
+
+NOTHING = Applied([], False)
+
+
+def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int, applied: Applied) -> dict[str, Any]:
     served = arm != "stock"
     plan = scenario.Plan(
         cold_mode="served" if served and n % 2 == 0 else "exec",
         warm_modes=["served", "exec"] if served else ["exec"],
         warm_runs=warm_runs,
-        kernel_args=[*VERBOSE_ARGS, *extra],
+        kernel_args=[*VERBOSE_ARGS, *applied.kernel_args],
     )
     log = out / "bench" / f"{arm}-{n}.log"
-    result = scenario.run(arch, files_for(out, arm), accel, plan, log)
+    result = scenario.run(arch, files_for(out, arm, applied.small_initrd), accel, plan, log)
     a = analyze(result)
     return {
         "arm": arm,
         "boot": n,
         "kernel_args": plan.kernel_args,
+        "small_initrd": applied.small_initrd,
         **result.as_dict(),
         "analysis": analysis.as_dict(a),
     }
@@ -108,32 +132,36 @@ def main() -> int:
         (out / "bench").mkdir(parents=True, exist_ok=True)
         provision(args.arch, files_for(out, "headstart"), accel, out / "bench" / "provision.log")
         boots: list[dict[str, Any]] = []
-        extra: list[str] = []
+        applied: Applied | None = None
         for n in range(args.boots):
             order = ARMS if n % 2 == 0 else ARMS[::-1]
             for arm in order:
-                if arm == "headstart+advice" and not extra:  # the first round boots arm 2 before arm 3
+                if arm == "headstart+advice" and applied is None:  # the first round boots arm 2 before arm 3
                     first = next(b for b in boots if b["arm"] == "headstart")
-                    extra = [a for x in first["analysis"]["recommendations"] for a in x["kernel_args"]]
-                    print(f"advice applied: {' '.join(extra) or 'none applies on the command line'}")
-                b = one_boot(args.arch, out, accel, arm, n, args.warm_runs, extra if arm == "headstart+advice" else [])
+                    applied = Applied.of(first["analysis"]["recommendations"])
+                    print(f"advice applied: {applied.describe()}")
+                mine = applied if arm == "headstart+advice" and applied else NOTHING
+                b = one_boot(args.arch, out, accel, arm, n, args.warm_runs, mine)
                 boots.append(b)
                 print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s", flush=True)
-                _save(out, args, accel, boots, extra)
+                _save(out, args, accel, boots, applied)
     except DeviceError as e:
         print(f"device-bench: {e}", file=sys.stderr)
         return 1
-    data = _save(out, args, accel, boots, extra)
+    data = _save(out, args, accel, boots, applied)
     report.print_tables(data)
     print(f"report: {out / 'bench' / 'report.html'}")
     return 0
 
 
-def _save(out: Path, args: argparse.Namespace, accel: str, boots: list[dict[str, Any]], extra: list[str]) -> dict:
+def _save(
+    out: Path, args: argparse.Namespace, accel: str, boots: list[dict[str, Any]], applied: Applied | None
+) -> dict:
     data = {
         "arch": args.arch,
         "accelerator": accel,
-        "advice_args": extra,
+        "advice_args": applied.kernel_args if applied else [],
+        "advice_small_initrd": applied.small_initrd if applied else False,
         "summary": summary(boots),
         "boots": boots,
     }

@@ -111,7 +111,7 @@ def page(data: dict[str, Any]) -> str:
         p.table(
             ["advice (from the first headstart boot)", "costs now", "applied as"],
             [
-                [r["message"], f"{r['seconds'] * 1000:,.0f} ms" if r["seconds"] else "-", " ".join(r["kernel_args"])]
+                [r["message"], f"{r['seconds'] * 1000:,.0f} ms" if r["seconds"] else "-", _applied_as(r)]
                 for r in advised["analysis"]["recommendations"]
             ],
         )
@@ -119,6 +119,11 @@ def page(data: dict[str, Any]) -> str:
     p.heading("The second app: opened from the home screen, to its first frame")
     p.table(["arm", "launch", "exec", "served", "served / exec"], app_rows(data))
     return p.render()
+
+
+def _applied_as(recommendation: dict[str, Any]) -> str:
+    initramfs = ["the device's initramfs with the root's drivers alone"] if recommendation.get("initramfs_conf") else []
+    return " ".join(recommendation["kernel_args"] + initramfs) or "-"
 
 
 def _cut_rows(data: dict[str, Any]) -> list[list[str]]:

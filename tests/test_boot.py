@@ -519,14 +519,26 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
     """quiet and a unit a kiosk does without come with the kernel arguments that carry them out
     (the virtual device applies them); a unit not known to be optional is never advised away."""
     blame = tmp_path / "blame.txt"
-    blame.write_text("  1.200s e2scrub_reap.service\n  2.500s systemd-udev-settle.service\n  10ms getty@tty1.service\n")
+    blame.write_text(
+        "  1.200s e2scrub_reap.service\n  2.500s systemd-udev-settle.service\n  10ms getty@tty1.service\n"
+        "  1.116s systemd-binfmt.service\n  2.990s systemd-logind.service\n  724ms modprobe@efi_pstore.service\n"
+    )
     data = analyze_json(str(VERBOSE), str(blame), "--ready", READY)
     by_topic = {r["topic"]: r for r in data["recommendations"]}
     assert by_topic["quiet"]["kernel_args"] == ["quiet"]
     units = [r for r in data["recommendations"] if r["topic"] == "unit"]
-    assert [r["kernel_args"] for r in units] == [["systemd.mask=e2scrub_reap.service"]]  # getty: too fast to matter
-    assert units[0]["seconds"] == pytest.approx(1.2)
-    assert by_topic["initramfs"]["kernel_args"] == []  # needs a new initramfs: nothing on the command line
+    # getty: too fast to matter; udev-settle and logind: not known to be optional
+    assert sorted(a for r in units for a in r["kernel_args"]) == [
+        "systemd.mask=e2scrub_reap.service",
+        "systemd.mask=modprobe@efi_pstore.service",
+        "systemd.mask=systemd-binfmt.service",
+    ]
+    assert {r["kernel_args"][0]: r["seconds"] for r in units}["systemd.mask=e2scrub_reap.service"] == pytest.approx(1.2)
+    assert all(r["initramfs_conf"] == [] for r in units)
+    # A new initramfs: nothing on the command line; the initramfs-tools setting that makes it.
+    assert by_topic["initramfs"]["kernel_args"] == []
+    assert by_topic["initramfs"]["initramfs_conf"] == ["MODULES=dep"]
+    assert "MODULES=dep" in by_topic["initramfs"]["message"]
 
 
 def test_a_boot_of_the_virtual_arm64_device(tmp_path):

@@ -28,6 +28,9 @@ class Advice:
     # The kernel command-line arguments that carry it out, when it needs no rebuild of the kernel,
     # the initramfs or the image (device/bench.py applies them).
     kernel_args: list[str] = field(default_factory=list)
+    # The initramfs-tools settings of an initramfs that carries it out (device/bench.py boots the
+    # device's own initramfs made so).
+    initramfs_conf: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +39,7 @@ class Advice:
             "evidence": self.evidence,
             "seconds": self.seconds,
             "kernel_args": self.kernel_args,
+            "initramfs_conf": self.initramfs_conf,
         }
 
 
@@ -148,9 +152,14 @@ def _initramfs(t: Timeline) -> list[Advice]:
         Advice(
             "initramfs",
             f"Unpacking the initramfs took {phase.duration_s * 1000:,.1f} ms. Keep in it only what is needed "
-            "before the root file system, or store it uncompressed if the boot medium is fast.",
+            "before the root file system: a generic one (initramfs-tools' MODULES=most, Debian's default) "
+            "carries every storage and file system driver and loads each whose device is present; "
+            "`MODULES=dep` in /etc/initramfs-tools/initramfs.conf and `update-initramfs -u` on the device keep "
+            "the root's drivers alone (`MODULES=list` with them named in /etc/initramfs-tools/modules when "
+            "building it elsewhere). Store it uncompressed if the boot medium is fast.",
             phase.evidence,
             phase.duration_s,
+            initramfs_conf=["MODULES=dep"],
         )
     ]
 
@@ -185,10 +194,35 @@ KIOSK_OPTIONAL = {
     "getty@tty1.service": "It offers a text login on the first virtual terminal, which the compositor's screen hides.",
     "serial-getty@": "It offers a login on the serial port, a development aid a product's users never see.",
     "systemd-update-utmp.service": "It records boots and shutdowns in wtmp for `last`, which no kiosk user runs.",
+    "systemd-update-utmp-runlevel.service": "It records runlevel changes in utmp for `runlevel` and `who -r`, "
+    "which no kiosk user runs.",
     "apt-daily.service": "It downloads package lists; a product updates through its own channel.",
     "apt-daily-upgrade.service": "It installs updates unattended; a product updates through its own channel.",
     "dpkg-db-backup.service": "It backs up dpkg's database daily; nothing on a kiosk installs packages.",
     "man-db.service": "It rebuilds the manual pages' index, which nobody reads on a kiosk.",
+    "systemd-binfmt.service": "It registers interpreters for other architectures' programs (binfmt_misc); a "
+    "kiosk runs its own architecture's programs only.",
+    "proc-sys-fs-binfmt_misc.automount": "It mounts binfmt_misc for registering other architectures' "
+    "interpreters; a kiosk runs its own architecture's programs only.",
+    "proc-sys-fs-binfmt_misc.mount": "It mounts binfmt_misc for registering other architectures' interpreters; "
+    "a kiosk runs its own architecture's programs only.",
+    "dev-hugepages.mount": "It mounts hugetlbfs for programs that ask for huge pages by file (databases, "
+    "packet processing); transparent huge pages need no mount.",
+    "dev-mqueue.mount": "It mounts the POSIX message queue file system, which only lists queues: mq_open "
+    "works through its system call without it.",
+    "sys-kernel-debug.mount": "It mounts debugfs, a kernel developer's tool.",
+    "sys-kernel-tracing.mount": "It mounts tracefs, a kernel developer's tool (ftrace, perf's trace points).",
+    "sys-kernel-config.mount": "It mounts configfs, which sets up USB gadgets and storage targets, not a kiosk's.",
+    "modprobe@configfs.service": "It loads configfs ahead of time for USB gadgets and storage targets, not a kiosk's.",
+    "sys-fs-fuse-connections.mount": "It mounts FUSE's control file system, for aborting hung FUSE mounts; "
+    "the fuse module still loads when /dev/fuse is opened.",
+    "modprobe@fuse.service": "It loads fuse ahead of time; the kernel loads it when /dev/fuse is first opened.",
+    "modprobe@loop.service": "It loads the loop driver ahead of time; the kernel loads it when "
+    "/dev/loop-control is first opened, and only image mounts use it.",
+    "modprobe@dm_mod.service": "It loads the device mapper for LVM and dm-crypt ahead of time; a device "
+    "whose root is a plain partition has no mapped devices.",
+    "modprobe@efi_pstore.service": "It loads efi_pstore, which keeps crash logs in UEFI variables; a board "
+    "booted without UEFI has none.",
 }
 
 
