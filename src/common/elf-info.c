@@ -11,26 +11,12 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "elf-image.h"
 
 #define ELF_MAX_FILE (1ull << 30)
 
-struct image {
-        const uint8_t *data;
-        size_t size;
-        const Elf64_Ehdr *ehdr;
-        const Elf64_Phdr *phdr;
-};
-
-/* len bytes at file offset off, aligned for the type read there (the buffer itself is): a crafted
- * file may put a table at any offset, and reading a misaligned one is undefined behaviour. */
-static const void *at(const struct image *im, uint64_t off, uint64_t len, size_t align) {
-        if (off > im->size || len > im->size - off || off % align != 0)
-                return NULL;
-        return im->data + off;
-}
-
 /* Translates a virtual address to a file offset through the PT_LOAD segments. */
-static int vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len, uint64_t *ret) {
+int elf_vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len, uint64_t *ret) {
         for (unsigned i = 0; i < im->ehdr->e_phnum; i++) {
                 const Elf64_Phdr *p = &im->phdr[i];
                 if (p->p_type != PT_LOAD)
@@ -53,7 +39,7 @@ static void read_program_headers(const struct image *im, struct elf_info *info, 
                         *ret_dyn = p;
                         break;
                 case PT_INTERP: {
-                        const char *s = at(im, p->p_offset, p->p_filesz, 1);
+                        const char *s = elf_at(im, p->p_offset, p->p_filesz, 1);
                         info->has_interp = true;
                         if (s && p->p_filesz > 0 && p->p_filesz < sizeof info->interp)
                                 memcpy(info->interp, s, p->p_filesz);
@@ -91,7 +77,7 @@ static bool has_origin(const char *s, size_t max) {
 }
 
 static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
-        const Elf64_Dyn *dyn = at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
+        const Elf64_Dyn *dyn = elf_at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
         if (!dyn)
                 return -ENOEXEC;
         size_t n = dynp->p_filesz / sizeof *dyn;
@@ -131,9 +117,9 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
         }
 
         uint64_t stroff;
-        if (strtab && strsz && vaddr_to_offset(im, strtab, strsz, &stroff) == 0)
+        if (strtab && strsz && elf_vaddr_to_offset(im, strtab, strsz, &stroff) == 0)
                 for (size_t i = 0; i < npaths; i++) {
-                        const char *s = at(im, stroff + path_offsets[i], 1, 1);
+                        const char *s = elf_at(im, stroff + path_offsets[i], 1, 1);
                         if (s && path_offsets[i] < strsz && has_origin(s, strsz - path_offsets[i]))
                                 info->origin_in_path = true;
                 }
@@ -141,7 +127,6 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
 }
 
 static bool find_main(const struct image *im);
-static void read_tls_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info);
 
 static int parse(const struct image *im, struct elf_info *info) {
         const unsigned char *ident = im->data;
@@ -153,7 +138,7 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->is_64bit = true;
 
         struct image m = *im;
-        m.ehdr = at(im, 0, sizeof(Elf64_Ehdr), 1);
+        m.ehdr = elf_at(im, 0, sizeof(Elf64_Ehdr), 1);
         if (!m.ehdr)
                 return -ENOEXEC;
         info->machine_matches = m.ehdr->e_machine == HS_ELF_MACHINE;
@@ -163,7 +148,7 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
         if (m.ehdr->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
-        m.phdr = at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
+        m.phdr = elf_at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
         if (!m.phdr)
                 return -ENOEXEC;
 
@@ -176,7 +161,7 @@ static int parse(const struct image *im, struct elf_info *info) {
                 if (r < 0)
                         return r;
                 if (info->has_tls)
-                        read_tls_users(&m, dyn, info);
+                        elf_tls_read_users(&m, dyn, info);
         }
         info->exports_main = find_main(&m);
         return 0;
@@ -238,18 +223,6 @@ int elf_info_read(int fd, struct elf_info *ret) {
         return 0;
 }
 
-/* The sections that describe the dynamic symbols: found by type, each checked against the file. */
-struct symbol_tables {
-        const Elf64_Sym *sym;
-        size_t nsym;
-        const char *str;
-        size_t strsz;
-        const uint16_t *versym;         /* NULL: no versions */
-        const uint8_t *verneed, *verdef; /* section contents */
-        size_t verneed_size, verdef_size;
-        uint64_t sym_addr; /* the dynamic symbol table's address in memory, from the load address */
-};
-
 /* What the tables we read of a section need. */
 static size_t section_alignment(uint32_t type) {
         switch (type) {
@@ -265,17 +238,17 @@ static size_t section_alignment(uint32_t type) {
         }
 }
 
-static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
+int elf_find_symbol_tables(const struct image *im, struct symbol_tables *t) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         *t = (struct symbol_tables){ 0 };
         if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
                 return 0;
-        const Elf64_Shdr *sh = at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
+        const Elf64_Shdr *sh = elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
         if (!sh)
                 return -ENOEXEC;
         size_t nversym = 0;
         for (unsigned i = 0; i < e->e_shnum; i++) {
-                const void *data = at(im, sh[i].sh_offset, sh[i].sh_size, section_alignment(sh[i].sh_type));
+                const void *data = elf_at(im, sh[i].sh_offset, sh[i].sh_size, section_alignment(sh[i].sh_type));
                 if (sh[i].sh_type != SHT_NOBITS && !data)
                         return -ENOEXEC;
                 switch (sh[i].sh_type) {
@@ -285,7 +258,7 @@ static int find_symbol_tables(const struct image *im, struct symbol_tables *t) {
                         t->sym = data;
                         t->nsym = sh[i].sh_size / sizeof(Elf64_Sym);
                         t->sym_addr = sh[i].sh_addr;
-                        t->str = at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size, 1);
+                        t->str = elf_at(im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size, 1);
                         t->strsz = sh[sh[i].sh_link].sh_size;
                         if (!t->str || t->strsz == 0 || t->str[t->strsz - 1] != '\0')
                                 return -ENOEXEC;
@@ -315,7 +288,7 @@ static const char *table_string(const struct symbol_tables *t, uint64_t off) {
  * headers simply does not export main for us). */
 static bool find_main(const struct image *im) {
         struct symbol_tables t;
-        if (find_symbol_tables(im, &t) < 0 || !t.sym)
+        if (elf_find_symbol_tables(im, &t) < 0 || !t.sym)
                 return false;
         for (size_t i = 1; i < t.nsym; i++) {
                 const Elf64_Sym *s = &t.sym[i];
@@ -367,7 +340,7 @@ static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
  * of its relocations refers to the symbol too. */
 static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
-        const Elf64_Phdr *ph = at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
+        const Elf64_Phdr *ph = elf_at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
         if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
         struct image m = *im;
@@ -377,7 +350,7 @@ static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
         size_t ndyn = 0;
         for (unsigned i = 0; i < e->e_phnum; i++)
                 if (ph[i].p_type == PT_DYNAMIC) {
-                        dyn = at(im, ph[i].p_offset, ph[i].p_filesz, _Alignof(Elf64_Dyn));
+                        dyn = elf_at(im, ph[i].p_offset, ph[i].p_filesz, _Alignof(Elf64_Dyn));
                         ndyn = ph[i].p_filesz / sizeof *dyn;
                 }
         uint64_t rela = 0, relasz = 0, off;
@@ -389,9 +362,9 @@ static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
         }
         if (relasz == 0)
                 return 0;
-        if (vaddr_to_offset(&m, rela, relasz, &off) < 0)
+        if (elf_vaddr_to_offset(&m, rela, relasz, &off) < 0)
                 return -ENOEXEC;
-        const Elf64_Rela *r = at(im, off, relasz, _Alignof(Elf64_Rela));
+        const Elf64_Rela *r = elf_at(im, off, relasz, _Alignof(Elf64_Rela));
         for (uint64_t i = 0; r && i < relasz / sizeof *r; i++) {
                 uint64_t idx = ELF64_R_SYM(r[i].r_info);
                 bool copy = ELF64_R_TYPE(r[i].r_info) == HS_R_COPY;
@@ -433,7 +406,7 @@ static int add_export(struct elf_exports *ex, const struct image *im, const stru
 
 static int read_exports(const struct image *im, struct elf_exports *ex) {
         struct symbol_tables t;
-        int r = find_symbol_tables(im, &t);
+        int r = elf_find_symbol_tables(im, &t);
         if (r < 0 || !t.sym || t.nsym == 0)
                 return r;
         uint8_t *copied = calloc(t.nsym, sizeof *copied);
@@ -476,126 +449,4 @@ void elf_exports_done(struct elf_exports *e) {
         }
         free(e->items);
         *e = (struct elf_exports){ 0 };
-}
-
-/* What refers to an executable's own thread-local block (PT_TLS), which decides whether the daemon
- * can give the block the place exec gives it (src/launcher/preload/tls-reserve.h): the relocations
- * that write inside its initial image, the TLS relocations that refer to it, and the thread-local
- * variables it exports. */
-
-struct reloc_tables {
-        uint64_t rela, relasz, jmprel, pltrelsz, relr, relrsz, rel, relsz, symtab;
-        bool plt_is_rel;
-};
-
-static void read_reloc_tables(const struct image *im, const Elf64_Phdr *dynp, struct reloc_tables *t) {
-        const Elf64_Dyn *dyn = at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
-        size_t n = dyn ? dynp->p_filesz / sizeof *dyn : 0;
-        *t = (struct reloc_tables){ 0 };
-        for (size_t i = 0; i < n && dyn[i].d_tag != DT_NULL; i++) {
-                uint64_t v = dyn[i].d_un.d_val;
-                switch (dyn[i].d_tag) {
-                case DT_RELA: t->rela = v; break;
-                case DT_RELASZ: t->relasz = v; break;
-                case DT_JMPREL: t->jmprel = v; break;
-                case DT_PLTRELSZ: t->pltrelsz = v; break;
-                case DT_PLTREL: t->plt_is_rel = v == DT_REL; break;
-                case DT_RELR: t->relr = v; break;
-                case DT_RELRSZ: t->relrsz = v; break;
-                case DT_REL: t->rel = v; break;
-                case DT_RELSZ: t->relsz = v; break;
-                case DT_SYMTAB: t->symtab = v; break;
-                }
-        }
-}
-
-/* A table of the file's relocations in memory at vaddr, or NULL (none, or not in the file). */
-static const void *reloc_table(const struct image *im, uint64_t vaddr, uint64_t size, size_t align) {
-        uint64_t off;
-        if (vaddr == 0 || size == 0 || vaddr_to_offset(im, vaddr, size, &off) < 0)
-                return NULL;
-        return at(im, off, size, align);
-}
-
-static bool writes_in_image(const struct elf_info *info, uint64_t where) {
-        return where < info->tls_vaddr + info->tls_filesz && where + sizeof(uint64_t) > info->tls_vaddr;
-}
-
-/* One relocation at `where` of type `type` for symbol index `sym`. */
-static void judge_reloc(const struct image *im, const struct reloc_tables *t, uint64_t where, uint64_t type,
-                        uint64_t sym, struct elf_info *info) {
-        if (writes_in_image(info, where))
-                info->tls_image_relocated = true;
-        if (!HS_R_IS_TLS(type))
-                return;
-        const Elf64_Sym *s = NULL;
-        uint64_t off;
-        if (sym != 0 && t->symtab && vaddr_to_offset(im, t->symtab + sym * sizeof *s, sizeof *s, &off) == 0)
-                s = at(im, off, sizeof *s, _Alignof(Elf64_Sym));
-        /* Symbol 0 is the file's own block; a symbol we cannot read might be too. */
-        if (!s || s->st_shndx != SHN_UNDEF)
-                info->tls_self_relocated = true;
-}
-
-/* A REL or RELA table (entry_size tells which): both entries start with r_offset and r_info. */
-static void judge_table(const struct image *im, const struct reloc_tables *t, uint64_t vaddr, uint64_t size,
-                        size_t entry_size, struct elf_info *info) {
-        const unsigned char *r = reloc_table(im, vaddr, size, _Alignof(Elf64_Rel));
-        for (uint64_t i = 0; r && i < size / entry_size; i++) {
-                Elf64_Rel e;
-                memcpy(&e, r + i * entry_size, sizeof e);
-                judge_reloc(im, t, e.r_offset, ELF64_R_TYPE(e.r_info), ELF64_R_SYM(e.r_info), info);
-        }
-        if (size && !r)
-                info->tls_image_relocated = true; /* relocations we cannot read might write there */
-}
-
-/* DT_RELR (glibc 2.36): an address, then bitmaps of the 63 words that follow it. */
-static void judge_relr(const struct image *im, const struct reloc_tables *t, struct elf_info *info) {
-        const uint64_t *r = reloc_table(im, t->relr, t->relrsz, _Alignof(uint64_t));
-        uint64_t where = 0;
-        for (uint64_t i = 0; r && i < t->relrsz / sizeof *r; i++) {
-                if ((r[i] & 1) == 0) {
-                        if (writes_in_image(info, r[i]))
-                                info->tls_image_relocated = true;
-                        where = r[i] + sizeof(uint64_t);
-                        continue;
-                }
-                uint64_t bits = r[i] >> 1;
-                for (unsigned k = 0; bits; k++, bits >>= 1)
-                        if ((bits & 1) && writes_in_image(info, where + k * sizeof(uint64_t)))
-                                info->tls_image_relocated = true;
-                where += 63 * sizeof(uint64_t);
-        }
-        if (t->relrsz && !r)
-                info->tls_image_relocated = true;
-}
-
-/* Whether the dynamic symbol table defines a thread-local variable others can bind to; true when
- * it cannot be read (no section headers). */
-static bool exports_tls(const struct image *im) {
-        struct symbol_tables t;
-        if (find_symbol_tables(im, &t) < 0 || !t.sym)
-                return true;
-        for (size_t i = 1; i < t.nsym; i++) {
-                const Elf64_Sym *s = &t.sym[i];
-                if (ELF64_ST_TYPE(s->st_info) == STT_TLS && s->st_shndx != SHN_UNDEF &&
-                    ELF64_ST_BIND(s->st_info) != STB_LOCAL && ELF64_ST_VISIBILITY(s->st_other) != STV_HIDDEN &&
-                    ELF64_ST_VISIBILITY(s->st_other) != STV_INTERNAL)
-                        return true;
-        }
-        return false;
-}
-
-static void read_tls_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
-        struct reloc_tables t;
-        read_reloc_tables(im, dynp, &t);
-        judge_table(im, &t, t.rela, t.relasz, sizeof(Elf64_Rela), info);
-        judge_table(im, &t, t.rel, t.relsz, sizeof(Elf64_Rel), info);
-        if (t.plt_is_rel)
-                judge_table(im, &t, t.jmprel, t.pltrelsz, sizeof(Elf64_Rel), info);
-        else
-                judge_table(im, &t, t.jmprel, t.pltrelsz, sizeof(Elf64_Rela), info);
-        judge_relr(im, &t, info);
-        info->tls_exported = exports_tls(im);
 }
