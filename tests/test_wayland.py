@@ -23,7 +23,8 @@ from headstart.errors import HeadstartError
 pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
 
 GTK, QT = bin_path("gtk-hello"), bin_path("qt-widgets")
-SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
+SCHEMA_DIR = Path(__file__).parents[1] / "docs/schema"
+SCHEMA = json.loads((SCHEMA_DIR / "bench.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +169,53 @@ def test_a_compositor_that_cannot_start_is_one_line_naming_why(monkeypatch, tmp_
     assert done.stderr.strip() == (
         f"launch-timer: cannot connect to the Wayland compositor at {tmp_path}/wayland-none: No such file or directory"
     )
+
+
+GTK4 = bin_path("gtk4-tiles")
+
+
+def test_the_gtk4_sample_shows_its_frame_with_the_cairo_renderer_too(compositor):
+    """GTK's cairo renderer leaves the frame's commit in the connection's buffer (GL flushes it as it
+    swaps): the sample must flush before it quits, or its frame never reaches the compositor."""
+    for renderer in ("gl", "cairo"):
+        proxy = Proxy(wayland_env(compositor))
+        env = dict(wayland_env(compositor), WAYLAND_DISPLAY=proxy.address, GSK_RENDERER=renderer)
+        done = run_exec([str(GTK4)], env=env)
+        assert done.returncode == 0 and b"window shown" in done.stdout, done.stderr
+        assert proxy.shown(), f"GSK_RENDERER={renderer}: no frame"
+
+
+def _profile(compositor: dict[str, str], program: Path, **extra: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready-window", "--timeout", "30",
+         "--", str(program)],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, **compositor, **extra),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(SANITIZED, reason="bench and profile: as in test_bench.py and test_profile.py, the normal pass")
+def test_profile_times_a_gtk4_program_with_its_cpu_renderer_beside_gl(compositor):
+    """Mesa's GL on a machine without a GPU driver draws with the CPU (swrast): profile times the
+    program with GTK's cairo renderer too, and advises it exactly when it was quicker."""
+    data = _profile(compositor, GTK4)
+    jsonschema.validate(data, json.loads((SCHEMA_DIR / "profile.schema.json").read_text()))
+    found = data["renderer"]
+    assert found is not None, "a GTK 4 program that loaded Mesa's driver: the renderers are compared"
+    assert (found["toolkit"], found["variable"], found["value"]) == ("GTK 4", "GSK_RENDERER", "cairo")
+    assert Path(found["gl_driver"]).name.endswith("_dri.so") and found["gl_driver"] in data["after_main"]["objects"]
+    assert found["drawn_by_cpu"] is (Path(found["gl_driver"]).name in ("swrast_dri.so", "kms_swrast_dri.so"))
+    assert found["default_ms"]["count"] == found["cpu_renderer_ms"]["count"] == 2
+    assert found["ratio"] == pytest.approx(found["cpu_renderer_ms"]["median"] / found["default_ms"]["median"])
+    advised = [line for line in data["after_main"]["advice"] if "GSK_RENDERER=cairo" in line]
+    assert len(advised) == (1 if found["ratio"] < 1 else 0), advised
+
+
+@pytest.mark.skipif(SANITIZED, reason="bench and profile: as in test_bench.py and test_profile.py, the normal pass")
+def test_profile_compares_no_renderers_where_there_is_no_choice_to_make(compositor):
+    """GTK 3 draws with cairo and loads no GL driver; a GTK 4 program told its renderer already."""
+    assert _profile(compositor, GTK)["renderer"] is None
+    chosen = _profile(compositor, GTK4, GSK_RENDERER="cairo")
+    assert chosen["renderer"] is None
+    assert not any("GSK_RENDERER" in line for line in chosen["after_main"]["advice"])

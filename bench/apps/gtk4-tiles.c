@@ -14,6 +14,9 @@ enum { COLUMNS = 4 };
 /* GDK's "mapped" is no use here: on X11 it is set as the window is asked to show, not when it is. */
 static void on_painted(GdkFrameClock *clock, gpointer loop) {
         g_signal_handlers_disconnect_by_func(clock, G_CALLBACK(on_painted), loop);
+        /* On Wayland the frame's commit waits in the connection's buffer: GL flushes it as it swaps,
+         * GTK's cairo renderer does not, and a program quitting now would never show its frame. */
+        gdk_display_flush(gdk_display_get_default());
         printf("window shown\n");
         fflush(stdout); /* a benchmark reading a pipe times this line: it must not wait in a buffer */
         g_main_loop_quit(loop);
