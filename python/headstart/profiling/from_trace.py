@@ -59,7 +59,7 @@ def load(path: Path) -> tuple[dict[str, Any], Recorded]:
         "flags": [],
         "overhead": None,
         "via_daemon": None,
-        "renderer": None,
+        "settings": [],
         "after_main": after_main.analyze([tl], None),
         "launches": [record],
     }

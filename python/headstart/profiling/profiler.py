@@ -20,7 +20,7 @@ from typing import Any
 from rich.progress import Progress
 
 from headstart.errors import HeadstartError
-from headstart.profiling import after_main, files, renderer, summary, syscalls
+from headstart.profiling import after_main, files, summary, syscalls, toolkit_settings
 from headstart.profiling.launch import Launch, LaunchOptions
 from headstart.profiling.launch import run as launch
 from headstart.profiling.syscalls import Call
@@ -120,9 +120,8 @@ class Profiler:
         file_rows = summary.files(uses, cold, after_evict, after_launch)
         self.recorded = Recorded(warm + cold, pinned, syscalls.parse(trace) if trace is not None else [])
         after = self._after_main([w.timeline for w in warm if w.timeline], trace)
-        drawing = self._renderer(warm)
-        if drawing and (line := renderer.advice(drawing)):
-            after["advice"].append(line)
+        settings = self._settings(warm)
+        after["advice"] += [line for found in settings if (line := toolkit_settings.advice(found))]
         return {
             "schema": summary.SCHEMA_VERSION,
             "program": self.argv,
@@ -138,7 +137,7 @@ class Profiler:
             "flags": summary.large_reads(file_rows, o.large_read),
             "overhead": self._overhead() if o.overhead else None,
             "after_main": after,
-            "renderer": drawing,
+            "settings": settings,
             "via_daemon": None,
             "launches": records,
         }
@@ -148,21 +147,19 @@ class Profiler:
         o = self.options
         return after_main.analyze(timelines, trace, o.gaps, measure_runs=min(o.runs, LOAD_COST_RUNS))
 
-    def _renderer(self, warm: list[Launch]) -> dict[str, Any] | None:
-        """For a GTK 4 or Qt Quick program that set up OpenGL, its time to ready with the toolkit's
-        CPU renderer beside its default one (renderer.py)."""
+    def _settings(self, warm: list[Launch]) -> list[dict[str, Any]]:
+        """Each toolkit setting that applies to the program, timed both ways (toolkit_settings.py)."""
         paths = [o.path for w in warm[:1] if w.timeline for o in w.timeline.objects]
-        found = renderer.applicable(paths, os.environ)
-        if found is None:
-            return None
-        runs = min(self.options.runs, renderer.RUNS)
-        total = next(t.total or 0 for t in self.progress.tasks if t.id == self.task)
-        self.progress.update(self.task, total=total + 2 * runs, description="renderers side by side")
+        found = toolkit_settings.applicable(paths, os.environ)
+        runs = min(self.options.runs, toolkit_settings.RUNS)
+        if found:
+            total = next(t.total or 0 for t in self.progress.tasks if t.id == self.task)
+            self.progress.update(self.task, total=total + 2 * runs * len(found), description="toolkit settings")
 
         def to_ready(env: dict[str, str]) -> int | None:
-            return self._launch("renderer", probe=False, env=env).to_ready_ns
+            return self._launch("toolkit setting", probe=False, env=env).to_ready_ns
 
-        return renderer.measure(*found, to_ready, runs)
+        return [toolkit_settings.measure(setting, evidence, to_ready, runs) for setting, evidence in found]
 
     def _empty_cache(self, paths: list[str]) -> None:
         if self.options.drop_all:

@@ -7,7 +7,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from headstart.profiling import renderer
+from headstart.profiling import toolkit_settings
 from headstart.profiling.timeline import PHASES
 from headstart.reporters.after_main import render_after_main
 
@@ -90,15 +90,6 @@ def _files(profile: dict[str, Any]) -> Table:
     return t
 
 
-def _renderer_no_gain(r: dict[str, Any]) -> str:
-    """A GL program whose toolkit's CPU renderer was no quicker (the advice says when it is)."""
-    times = "did not reach ready"
-    if r["ratio"] is not None:
-        default, cpu = r["default_ms"]["median"], r["cpu_renderer_ms"]["median"]
-        times = f"{default:.1f} ms to ready by default, {cpu:.1f} ms with it"
-    return f"renderer: {r['toolkit']} drew with OpenGL; {r['variable']}={r['value']} is no quicker here ({times})"
-
-
 def _via_daemon(via: dict[str, Any]) -> Table:
     """Time to main, and to ready (its line or window; stopped there) or to exit, per mode."""
     t = Table(title="Through headstartd, timed side by side with exec: µs, median (p10-p90)")
@@ -140,8 +131,9 @@ def render(profile: dict[str, Any], file: IO[str], width: int = 120) -> None:
     for flag in profile["flags"]:
         console.print(f"[yellow]large read:[/] {flag['message']}")
     render_after_main(profile, console)
-    if (drawing := profile.get("renderer")) and not renderer.advice(drawing):
-        console.print(_renderer_no_gain(drawing), highlight=False)
+    for found in profile.get("settings", []):
+        if not toolkit_settings.advice(found):
+            console.print(toolkit_settings.no_gain(found), highlight=False)
     if profile["overhead"]:
         o = profile["overhead"]
         console.print(
