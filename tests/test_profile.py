@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
-from headstart.profiling import after_main_shares, after_main_trace, syscalls
+from headstart.profiling import after_main_shares, after_main_trace, syscalls, toolkit_settings
 from headstart.reporters.profile import render
 
 pytestmark = pytest.mark.skipif(SANITIZED, reason="the probe and the profiled programs are the normal build's")
@@ -585,3 +585,25 @@ def test_after_main_shares_name_what_a_wait_was_for():
     assert kinds["display"] == pytest.approx(1.01) and kinds["session bus"] == pytest.approx(10.0)
     assert kinds["waiting for its threads"] == pytest.approx(20.0)
     assert sum(kinds.values()) == pytest.approx(shares["traced_ms"]) and shares["traced_ms"] == pytest.approx(50.005)
+
+
+def test_toolkit_settings_apply_by_the_objects_a_launch_loaded_and_its_environment():
+    """Which comparisons a launch gets (toolkit_settings.py): the toolkit's own library and the
+    evidence (a Mesa driver; libwayland-cursor on a Wayland display), unless the variable is set."""
+    lib = "/usr/lib/x86_64-linux-gnu"
+    gtk4 = [f"{lib}/libgtk-4.so.1", f"{lib}/libwayland-cursor.so.0"]
+    swrast, iris, gallium = f"{lib}/dri/swrast_dri.so", f"{lib}/dri/iris_dri.so", f"{lib}/libgallium-24.2.8.so"
+    wayland = {"WAYLAND_DISPLAY": "wayland-0"}
+
+    def found(paths: list[str], env: dict[str, str]) -> list[tuple[str, str, str]]:
+        return [(s.toolkit, s.variable, evidence) for s, evidence in toolkit_settings.applicable(paths, env)]
+
+    assert found(gtk4, wayland) == [], "no GL driver loaded, and GTK 4 loads cursors as it shows them"
+    assert found([*gtk4, swrast], wayland) == [("GTK 4", "GSK_RENDERER", swrast)]
+    assert found([*gtk4, swrast], {**wayland, "GSK_RENDERER": "gl"}) == []
+    assert found([f"{lib}/libQt6Quick.so.6", iris], {}) == [("Qt 6 Quick", "QT_QUICK_BACKEND", iris)]
+    assert found([f"{lib}/libQt6Widgets.so.6", swrast], {}) == [], "Qt widgets have no scene graph to switch"
+    gtk3 = [f"{lib}/libgtk-3.so.0", f"{lib}/libwayland-cursor.so.0"]
+    assert found(gtk3, wayland) == [("GTK 3", "XCURSOR_PATH", gtk3[1])]
+    assert found(gtk3, {**wayland, "GDK_BACKEND": "x11"}) == [] and found(gtk3, {"DISPLAY": ":1"}) == []
+    assert [toolkit_settings.drawn_by_cpu(d) for d in (swrast, iris, gallium)] == [True, False, None]
