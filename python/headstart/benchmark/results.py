@@ -11,6 +11,7 @@ from headstart.benchmark.memory import MemoryAtMain
 from headstart.benchmark.repeated import RepeatedLaunches
 from headstart.benchmark.scaling import PreloadPoint
 from headstart.benchmark.timing import ModeResult, daemon_mode
+from headstart.profiling import toolkit_settings
 from headstart.relocations import Relocations
 
 SCHEMA_VERSION = 2
@@ -112,6 +113,7 @@ def as_json(result: BenchResult) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "machine": machine(),
+        "toolkit_settings": toolkit_settings.chosen(os.environ),
         "quick": result.quick,
         "modes": result.keys,
         "programs": [program_dict(p) for p in result.programs],

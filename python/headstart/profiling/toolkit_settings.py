@@ -78,6 +78,12 @@ SETTINGS = (
 )
 
 
+def chosen(env: Mapping[str, str]) -> dict[str, str]:
+    """The settings this environment makes already, as variable -> value: a benchmark's figures hold
+    for them (GTK 4 without GL is another program, as far as its time is concerned)."""
+    return {s.variable: env[s.variable] for s in SETTINGS if s.variable in env}
+
+
 def applicable(paths: list[str], env: Mapping[str, str]) -> list[tuple[Setting, str]]:
     """The settings that apply to a launch with these objects, whose environment does not make the
     choice already, each with what shows it matters."""

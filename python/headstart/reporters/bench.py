@@ -247,6 +247,9 @@ def render(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
         return _print(cold_tables(data), console)
     _print(all_tables(data), console)
     console.print(LEGEND)
+    if chosen := data.get("toolkit_settings"):
+        settings = ", ".join(f"{k}={v}" for k, v in chosen.items())
+        console.print(f"every launch, in every mode, ran with these toolkit settings: {settings}", highlight=False)
     for line in loader_notes(data):
         console.print(line)
     for line in problems(data):
