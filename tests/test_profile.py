@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, helper_path
 from headstart import binaries, relocations
+from headstart.errors import HeadstartError
 from headstart.profiling import after_main_shares, after_main_trace, syscalls, toolkit_settings
 from headstart.reporters.profile import render
 
@@ -607,3 +608,28 @@ def test_toolkit_settings_apply_by_the_objects_a_launch_loaded_and_its_environme
     assert found(gtk3, wayland) == [("GTK 3", "XCURSOR_PATH", gtk3[1])]
     assert found(gtk3, {**wayland, "GDK_BACKEND": "x11"}) == [] and found(gtk3, {"DISPLAY": ":1"}) == []
     assert [toolkit_settings.drawn_by_cpu(d) for d in (swrast, iris, gallium)] == [True, False, None]
+
+
+def test_a_toolkit_setting_the_program_cannot_run_with_ends_its_comparison_not_the_profile():
+    """One launch not ready either way stops the comparison, which says why (toolkit_settings.measure);
+    the launches here are the harness's (a clock), the bookkeeping is what is checked."""
+    setting = next(s for s in toolkit_settings.SETTINGS if s.variable == "GSK_RENDERER")
+    calls: list[dict[str, str]] = []
+
+    def time_to_ready(env: dict[str, str]) -> int | None:
+        calls.append(env)
+        if env and len(calls) > 2:
+            raise HeadstartError("/usr/bin/x did not show a window within 1 s")
+        return 50_000_000 if env else 100_000_000
+
+    found = toolkit_settings.measure(setting, "/usr/lib/dri/swrast_dri.so", time_to_ready, runs=5)
+    assert calls == [{}, {"GSK_RENDERER": "cairo"}, {}, {"GSK_RENDERER": "cairo"}]
+    assert found["error"] == "with GSK_RENDERER=cairo: /usr/bin/x did not show a window within 1 s"
+    assert found["ratio"] is None and found["as_is_ms"]["count"] == 2 and found["changed_ms"]["count"] == 1
+    assert toolkit_settings.advice(found) is None
+    assert toolkit_settings.no_gain(found).endswith("not compared (" + found["error"] + ")")
+
+    calls.clear()
+    found = toolkit_settings.measure(setting, "/usr/lib/dri/swrast_dri.so", lambda env: 10**8 // (1 + bool(env)), 3)
+    assert (found["error"], found["ratio"], found["as_is_ms"]["count"]) == (None, 0.5, 3)
+    assert "GSK_RENDERER=cairo" in (toolkit_settings.advice(found) or "")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headstart.errors import HeadstartError
 from headstart.stats import summarize
 
 RUNS = 10  # launches each way, alternating
@@ -110,16 +111,24 @@ def _value(setting: Setting) -> Iterator[str]:
 
 
 def measure(setting: Setting, evidence: str, time_to_ready: TimeToReady, runs: int = RUNS) -> dict[str, Any]:
-    """Times to ready (ns, None when not ready) as the program is and with the other choice,
-    alternating; medians in ms and their ratio."""
+    """Times to ready as the program is and with the other choice, alternating; medians in ms and
+    their ratio. A launch that is not ready either way ends the comparison, which says why: a
+    program that cannot run the other way is no reason to lose the rest of its profile."""
     as_is: list[float] = []
     changed: list[float] = []
+    error = None
     with _value(setting) as value:
-        for _ in range(runs):
-            for env, into in (({}, as_is), ({setting.variable: value}, changed)):
+        ways = (({}, as_is, "as it is"), ({setting.variable: value}, changed, f"with {setting.variable}={value}"))
+        for env, into, way in (way for _ in range(runs) for way in ways):
+            try:
                 ns = time_to_ready(env)
-                if ns is not None:
-                    into.append(ns / 1e6)
+            except HeadstartError as e:
+                error = f"{way}: {e}"
+                break
+            if ns is None:
+                error = f"{way}: it ended before it was ready"
+                break
+            into.append(ns / 1e6)
     result: dict[str, Any] = {
         "setting": setting.what,
         "toolkit": setting.toolkit,
@@ -130,8 +139,9 @@ def measure(setting: Setting, evidence: str, time_to_ready: TimeToReady, runs: i
         "as_is_ms": summarize(as_is).as_dict() if as_is else None,
         "changed_ms": summarize(changed).as_dict() if changed else None,
         "ratio": None,
+        "error": error,
     }
-    if as_is and changed:
+    if error is None:
         result["ratio"] = result["changed_ms"]["median"] / result["as_is_ms"]["median"]
     return result
 
@@ -166,8 +176,9 @@ def advice(found: dict[str, Any]) -> str | None:
 
 
 def no_gain(found: dict[str, Any]) -> str:
-    """A comparison whose other choice was no quicker (the advice says when it is)."""
-    times = "did not reach ready"
-    if found["ratio"] is not None:
-        times = f"{found['as_is_ms']['median']:.1f} ms to ready as it is, {found['changed_ms']['median']:.1f} ms"
-    return f"{found['setting']}: {found['toolkit']}: {found['variable']}={found['value']} is no quicker here ({times})"
+    """A comparison that gives no advice: the other choice was no quicker, or it stopped early."""
+    head = f"{found['setting']}: {found['toolkit']}: {found['variable']}={found['value']}"
+    if found["error"]:
+        return f"{head} not compared ({found['error']})"
+    as_is, changed = found["as_is_ms"]["median"], found["changed_ms"]["median"]
+    return f"{head} is no quicker here ({as_is:.1f} ms to ready as it is, {changed:.1f} ms)"
