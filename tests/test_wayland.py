@@ -19,6 +19,7 @@ from conftest import SANITIZED, Served, base_env, bin_path, run_exec, run_served
 from headstart.benchmark import display
 from headstart.daemon import private_daemon
 from headstart.errors import HeadstartError
+from headstart.profiling import toolkit_settings
 
 pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
 
@@ -100,7 +101,8 @@ def test_launch_timer_times_the_first_frame_and_stops_at_a_program_that_shows_no
 
 def _without_settings() -> dict[str, str]:
     """Our environment without the toolkit settings a user may have made (toolkit_settings.py)."""
-    return {k: v for k, v in os.environ.items() if k not in ("GSK_RENDERER", "QT_QUICK_BACKEND", "XCURSOR_PATH")}
+    made = toolkit_settings.chosen(os.environ)
+    return {k: v for k, v in os.environ.items() if k not in made}
 
 
 @pytest.mark.skipif(SANITIZED, reason="bench and profile: as in test_bench.py and test_profile.py, the normal pass")
@@ -130,13 +132,7 @@ def test_bench_times_the_samples_to_their_first_frame(compositor, tmp_path):
 def test_profile_is_ready_at_the_first_frame(compositor):
     """profile --ready-window under Wayland: each launch (the strace'd one, the one counting bindings,
     the timed ones) is given window-shown's socket and is ready at its first frame."""
-    done = subprocess.run(
-        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "2", "--ready-window", "--timeout", "20",
-         "--", str(QT)],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, **compositor),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
+    data = _profile(compositor, QT)
     assert data["ready"] == "window"
     warm = data["warm"]
     assert warm["launches"] == 2 and warm["to_ready_us"]["count"] == 2

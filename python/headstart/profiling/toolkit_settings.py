@@ -19,6 +19,7 @@ this work over, so it is advice, with the numbers of both ways.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -119,14 +120,14 @@ def measure(setting: Setting, evidence: str, time_to_ready: TimeToReady, runs: i
     error = None
     with _value(setting) as value:
         ways = (({}, as_is, "as it is"), ({setting.variable: value}, changed, f"with {setting.variable}={value}"))
-        for env, into, way in (way for _ in range(runs) for way in ways):
+        for env, into, name in itertools.chain.from_iterable(itertools.repeat(ways, runs)):
             try:
                 ns = time_to_ready(env)
             except HeadstartError as e:
-                error = f"{way}: {e}"
+                error = f"{name}: {e}"
                 break
             if ns is None:
-                error = f"{way}: it ended before it was ready"
+                error = f"{name}: it ended before it was ready"
                 break
             into.append(ns / 1e6)
     result: dict[str, Any] = {
