@@ -116,6 +116,9 @@ def device_files(root: Path, observer: Path) -> None:
     run(["chroot", str(root), "chgrp", "kiosk", "/usr/libexec/headstart-device/window-shown"])
     run(["systemctl", f"--root={root}", "set-default", "graphical.target"])
     run(["systemctl", f"--root={root}", "enable", *UNITS])
+    # No login on the serial console: it carries the device's marks, and while agetty sets the tty
+    # up (seconds, under emulation) a mark written to the console waits, which moved the figures.
+    run(["systemctl", f"--root={root}", "mask", "serial-getty@.service"])
 
 
 @contextlib.contextmanager
@@ -133,8 +136,9 @@ def chroot_mounts(root: Path) -> Iterator[None]:
 
 def install_headstart(root: Path, debs: Path) -> None:
     """headstart's packages with apt (their dependencies from Debian, and strace, which profiling
-    uses), its user units enabled for the kiosk user, the home screen and the second app registered,
-    learning kept on the disk, pind's units enabled (they wait for the plan provisioning makes)."""
+    uses), the kiosk's daemon enabled in the system manager with the home screen and the second app
+    registered and learning kept on the disk, pind's units enabled (they wait for the plan
+    provisioning makes)."""
     inside = root / "tmp/headstart-debs"
     inside.mkdir(parents=True)
     for deb in debs.glob("*.deb"):
@@ -155,10 +159,11 @@ def install_headstart(root: Path, debs: Path) -> None:
     shutil.rmtree(inside)
     (root / "etc/resolv.conf").unlink()
     shutil.copytree(HERE / "headstart", root, dirs_exist_ok=True)
-    run(["chroot", str(root), "chown", "-R", "kiosk:kiosk", "/home/kiosk"])
-    # The daemon starts with the user's session, before the home screen asks for it: its zygote
-    # loads the libraries while the compositor starts (the socket alone would start it at the first launch).
-    run(["systemctl", f"--root={root}", "--global", "enable", "headstart.socket", "headstart.service"])
+    # The kiosk's daemon run by the system manager, as headstart@.socket is meant for a single-user
+    # image: it starts once the basic system is up, so that its zygote has loaded the libraries by the
+    # time the compositor is ready. The user manager's own headstart.service starts only after the
+    # compositor's login session has begun, and the home screen then waited for its zygote.
+    run(["systemctl", f"--root={root}", "enable", "headstart@kiosk.socket", "headstart@kiosk.service"])
     # Prefetch at boot and pinning, once provisioning has made the plan on the device.
     run(["systemctl", f"--root={root}", "enable", "headstart-pind.service", "headstart-pind-prefetch.service"])
 

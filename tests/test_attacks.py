@@ -135,6 +135,24 @@ def test_a_cache_directory_others_could_write_is_refused(tmp_path, problem):
             pass
 
 
+def test_a_cache_directory_on_a_noexec_file_system_is_refused_in_one_line(tmp_path):
+    """/run is noexec under Debian's initramfs: the system unit's cache there made every launch fail
+    to map the program's copy and exec instead, with nothing said at start."""
+    cache = tmp_path / "noexec"
+    cache.mkdir(mode=0o700)
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,mode=0700", "tmpfs", str(cache)]).returncode
+    ):
+        pytest.skip("mounting a noexec tmpfs needs root")
+    try:
+        with pytest.raises(Exception, match="mounted noexec"):
+            with private_daemon([bin_path("observe")], extra_args=["--cache-dir", str(cache)], timeout=20):
+                pass
+    finally:
+        subprocess.run(["umount", str(cache)], check=True)
+
+
 def test_a_copy_swapped_in_the_cache_is_never_loaded(tmp_path):
     """Copies were loaded by a predictable path: replacing one between launches ran the new file.
     They are loaded through the descriptor the daemon wrote them with."""

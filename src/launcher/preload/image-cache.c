@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "eligibility.h"
@@ -90,6 +91,14 @@ int image_cache_init(struct image_cache *c, const char *dir, const char *interp,
         int fd = private_dir_open(dir, ret_why);
         if (fd < 0)
                 return fd;
+        /* Debian's initramfs mounts /run noexec: every launch failed there ("failed to map segment"),
+         * each one exec'd instead, with nothing said at start. */
+        struct statvfs sv;
+        if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_NOEXEC)) {
+                close(fd);
+                *ret_why = "its file system is mounted noexec, so the copies of programs made there cannot run";
+                return -EPERM;
+        }
         remove_left_overs(fd);
         if (asprintf(&c->dir, "%s/%d", dir, (int) getpid()) < 0) {
                 c->dir = NULL;
