@@ -92,9 +92,8 @@ def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int,
 @contextlib.contextmanager
 def host_cache_locked(files: list[Path]) -> Iterator[None]:
     """The images and kernels read into the host's page cache and locked there for the whole run
-    (vmtouch). This host reclaims its cache on its own (DAMON): the boots read the images from its
-    disk or from its memory by chance, and the first boot of each arm after a rebuild read them all
-    from the disk (stock 65 s against 43-48 s for the boots after it)."""
+    (vmtouch). This host reclaims its cache on its own (DAMON): boots would read the images from its
+    disk or from its memory by chance (63 MB of the 985 MB stock image was cached after a rebuild)."""
     try:
         subprocess.run(["vmtouch", "-tq", *map(str, files)], check=True, capture_output=True)
         locker = subprocess.Popen(["vmtouch", "-lq", *map(str, files)], stderr=subprocess.PIPE, text=True)
