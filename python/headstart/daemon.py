@@ -107,11 +107,11 @@ def _wait_ready(daemon: RunningDaemon, timeout: float) -> None:
     raise HeadstartError(f"headstartd was not ready after {timeout:.0f} s")
 
 
-def stop(daemon: RunningDaemon) -> None:
+def stop(daemon: RunningDaemon, timeout: float = 10.0) -> None:
     if daemon.process.poll() is None:
         daemon.process.send_signal(signal.SIGTERM)
         try:
-            daemon.process.wait(timeout=10)
+            daemon.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             daemon.process.kill()
             daemon.process.wait()
