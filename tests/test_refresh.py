@@ -8,9 +8,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from conftest import base_env, bin_path, run_exec, run_served
+from conftest import base_env, bin_path, helper_path, run_exec, run_served
 from headstart.daemon import RunningDaemon, private_daemon
 
 
@@ -130,3 +132,71 @@ def test_replacing_a_preloaded_library_refreshes_and_the_new_code_runs(tmp_path)
         assert status["started-because"] == [f"changed on disk: {tmp_path / 'libversioned.so'}"]
         assert run_exec([str(prog)]).stdout == b"versioned library 2\n"
         assert run_served(d, [str(prog)]).stdout == b"versioned library 2\n"
+
+
+# A warm-up step that takes as long as a file exists: a zygote still starting, for as long as a test wants.
+USES_PLUGIN = helper_path("uses-plugin")
+T = TypeVar("T")
+SLOW_START = ["--app", str(USES_PLUGIN), "--warm-up", "libhs-framework.so:framework_slow_init", "--no-learn"]
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def wait_for(what: Callable[[], T], d: RunningDaemon, timeout: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout
+    while not (got := what()):
+        assert time.monotonic() < deadline and d.process.poll() is None, d.log_text()
+        time.sleep(0.05)
+    return got
+
+
+def stop_and_check_nothing_is_left(d: RunningDaemon, starting_zygote: int) -> None:
+    """Stops the daemon while `starting_zygote` waits for its warm-up's trial child. Without a
+    deadline of its own, the stop waited for the trial (ten minutes here) and left it running."""
+    trial = wait_for(lambda: children_of(starting_zygote), d)
+    d.process.send_signal(signal.SIGTERM)
+    try:
+        d.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the stop waited for a zygote still starting\n{d.log_text()}") from None
+    assert d.process.returncode == 0, d.log_text()
+    assert f"(pid {starting_zygote}) was still starting: ended it" in d.log_text()
+    for pid in [starting_zygote, *trial]:
+        deadline = time.monotonic() + 10
+        while alive(pid):
+            assert time.monotonic() < deadline, f"process {pid} outlived the daemon's stop"
+            time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_stop_does_not_wait_for_the_first_zygote_to_finish_starting(tmp_path):
+    slow = tmp_path / "slow"
+    slow.touch()
+    env = dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow))
+    with private_daemon([], extra_args=SLOW_START, env=env, wait_ready=False) as d:
+        zygote = wait_for(lambda: children_of(d.process.pid), d)
+        stop_and_check_nothing_is_left(d, zygote[0])
+        assert "ready: listening" not in d.log_text()
+
+
+def test_a_stop_does_not_wait_for_a_refreshs_zygote_and_the_serving_one_ends_cleanly(tmp_path):
+    slow = tmp_path / "slow"
+    env = dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow))
+    with private_daemon([], extra_args=SLOW_START, env=env) as d:
+        serving = d.zygote_pid()
+        slow.touch()
+        d.process.send_signal(signal.SIGHUP)
+        starting = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
+        stop_and_check_nothing_is_left(d, starting[0])
+        assert f"zygote 1 (pid {serving}) has ended" in d.log_text()

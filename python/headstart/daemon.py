@@ -61,9 +61,11 @@ def private_daemon(
     timeout: float = 60.0,
     binary: Path | None = None,
     env: dict[str, str] | None = None,
+    wait_ready: bool = True,
 ) -> Iterator[RunningDaemon]:
     """A daemon on a socket of its own in a temporary runtime directory, stopped on exit. `binary`
-    is another build of headstartd (an aarch64 one run by qemu-user, say); `env` replaces ours."""
+    is another build of headstartd (an aarch64 one run by qemu-user, say); `env` replaces ours;
+    without `wait_ready` it is handed over as soon as it runs."""
     with tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
         runtime = Path(tmp)
         runtime.chmod(0o700)
@@ -83,7 +85,8 @@ def private_daemon(
             )
         daemon = RunningDaemon(proc, socket, runtime, log)
         try:
-            _wait_ready(daemon, timeout)
+            if wait_ready:
+                _wait_ready(daemon, timeout)
             daemon.ready_after_s = time.monotonic() - started
             yield daemon
         finally:

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* A small "framework" library that a program links: an initialisation a daemon may run ahead of
- * time (--warm-up libhs-framework.so:framework_init), and one that starts a thread, which the daemon
- * must refuse to run in its zygote. */
+ * time (--warm-up libhs-framework.so:framework_init), one that starts a thread, which the daemon
+ * must refuse to run in its zygote, and a slow one, for a zygote that is still starting. */
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "idle-thread.h"
 
@@ -17,6 +19,15 @@ void *framework_init(void) {
 void *framework_start_thread(void);
 void *framework_start_thread(void) {
         start_idle_thread();
+        return NULL;
+}
+
+/* Takes as long as the file HS_FRAMEWORK_SLOW_WHILE names exists (ten minutes at most). */
+void *framework_slow_init(void);
+void *framework_slow_init(void) {
+        const char *path = getenv("HS_FRAMEWORK_SLOW_WHILE");
+        for (int i = 0; path && i < 6000 && access(path, F_OK) == 0; i++)
+                usleep(100 * 1000);
         return NULL;
 }
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "throwaway.h"
 
 /* linux/sched/types.h and linux/sched.h, which glibc 2.36 does not wrap (sched_setattr). */
 struct kernel_sched_attr {
@@ -297,7 +298,7 @@ int schedule_check(struct schedule *s, unsigned index) {
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(errno, "pipe"), -errno;
-        pid_t pid = fork();
+        pid_t pid = throwaway_fork();
         if (pid < 0)
                 return log_error_errno(errno, "fork"), -errno;
         if (pid == 0) {

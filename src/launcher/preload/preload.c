@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "path-search.h"
 #include "shared-state.h"
+#include "throwaway.h"
 
 extern char **environ;
 
@@ -165,7 +166,7 @@ static int warm_trial(const char *image, char *library, size_t size) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        pid_t pid = fork();
+        pid_t pid = throwaway_fork();
         if (pid < 0) {
                 int r = -errno;
                 close(p[0]);
@@ -322,7 +323,7 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
         *ret_signal = 0;
         if (pipe2(p, O_CLOEXEC) < 0)
                 return n;
-        pid_t pid = fork();
+        pid_t pid = throwaway_fork();
         if (pid == 0) {
                 close(p[0]);
                 test_loads(paths, from, n, p[1]);

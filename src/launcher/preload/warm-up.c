@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "throwaway.h"
 
 struct step {
         const char *name;
@@ -149,7 +150,7 @@ static const char *resolve(const struct step *step, void *(**ret_fn)(void)) {
 enum { TEST_OK = 0, TEST_THREAD = 2, TEST_SOCKET = 3 };
 
 static const char *test_in_child(void *(*fn)(void)) {
-        pid_t pid = fork();
+        pid_t pid = throwaway_fork();
         if (pid < 0)
                 return "cannot fork a test child";
         if (pid == 0) {

@@ -61,6 +61,7 @@ struct supervisor {
         unsigned generation;
         bool announced;      /* the first zygote became ready */
         bool stopping;
+        bool stop_requested; /* by a signal, not because the first zygote failed */
         bool failed;         /* a zygote ended badly: our exit status says so */
         uint64_t refresh_at; /* CLOCK_MONOTONIC ms, 0: none */
         uint64_t retry_at;   /* starting a zygote failed: try again then (ms), 0: none */
@@ -255,7 +256,8 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         siginfo_t si = { 0 };
         if (waitid(P_PIDFD, (id_t) z->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
-        bool clean = si.si_code == CLD_EXITED && si.si_status == 0;
+        bool ended_by_stop = s->stop_requested && z->state == STARTING && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
+        bool clean = (si.si_code == CLD_EXITED && si.si_status == 0) || ended_by_stop;
         if (!clean)
                 s->failed = true;
         if (z->state == RETIRING || (s->stopping && clean))
@@ -284,7 +286,7 @@ static void stop(struct supervisor *s) {
         if (s->stopping) {
                 log_info("second stop request: passing it on");
         } else {
-                s->stopping = true;
+                s->stopping = s->stop_requested = true;
                 log_info("stopping: telling the zygotes to finish");
                 /* New clients must find no one listening and exec, not wait in the backlog. The
                  * zygotes hold the socket too: our epoll would keep watching it if we did. */
@@ -292,8 +294,15 @@ static void stop(struct supervisor *s) {
                 close(s->listen_fd);
                 s->listen_fd = -1;
         }
-        for (struct zygote *z = s->zygotes; z; z = z->next)
-                (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
+        for (struct zygote *z = s->zygotes; z; z = z->next) {
+                /* One still starting has served no one, and its preload (or its scan of a large
+                 * library for pointers) can take seconds: the stop would wait for it. Its trials die
+                 * with it (throwaway.h); its copies' directory goes at the next start. */
+                if (z->state == STARTING && !z->ended && pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0) == 0)
+                        log_info("zygote %u (pid %d) was still starting: ended it", z->generation, (int) z->pid);
+                else
+                        (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
+        }
 }
 
 static bool is_zygote(const struct supervisor *s, pid_t pid) {
@@ -440,7 +449,7 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                 close(s.counts_fd);
         if (s.epoll_fd >= 0)
                 close(s.epoll_fd);
-        if (r >= 0 && !s.announced)
+        if (r >= 0 && !s.announced && !s.stop_requested)
                 r = -ECHILD;
         if (r >= 0 && s.failed)
                 r = -EPROTO;
