@@ -199,7 +199,7 @@ static int load(struct state *st) {
         (void) repin(st);
         if (stop_requested())
                 return -EINTR;
-        pinner_log_status(&st->pins, &st->plan, &st->counts);
+        pinner_log_status(&st->pins, &st->plan, &st->counts, false);
         return 0;
 }
 
@@ -247,7 +247,7 @@ static bool on_signal(struct state *st, int sfd) {
         if (si.ssi_signo == SIGHUP)
                 return load(st) == -EINTR;
         if (si.ssi_signo == SIGUSR1)
-                pinner_log_status(&st->pins, &st->plan, &st->counts);
+                pinner_log_status(&st->pins, &st->plan, &st->counts, true);
         return si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
 }
 

@@ -241,14 +241,16 @@ static void program_bytes(const struct pinner *p, uint64_t *bytes) {
                 }
 }
 
-void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c) {
+void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c,
+                       bool each) {
+        size_t mapped = 0;
         for (size_t i = 0; i < p->nfiles; i++)
-                if (p->files[i].map)
+                if (p->files[i].map && ++mapped && each)
                         log_info("pinned %llu KiB of %s", (unsigned long long) (p->files[i].locked_bytes / 1024),
                                  p->files[i].plan->path);
         /* Per program in one pass: asking each program's bytes of every range took minutes with
          * thousands of programs and hundreds of thousands of ranges. */
-        _cleanup_free_ uint64_t *bytes = calloc(plan->nprograms ? plan->nprograms : 1, sizeof *bytes);
+        _cleanup_free_ uint64_t *bytes = each ? calloc(plan->nprograms ? plan->nprograms : 1, sizeof *bytes) : NULL;
         if (bytes)
                 program_bytes(p, bytes);
         for (size_t i = 0; bytes && i < plan->nprograms; i++)
@@ -258,6 +260,7 @@ void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, cons
         char when[32] = "?";
         if (localtime_r(&p->repinned_at, &tm))
                 strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-        log_info("pinned %llu KiB of the budget's %llu KiB; last re-pin %s", (unsigned long long) (p->locked / 1024),
-                 (unsigned long long) (p->budget / 1024), when);
+        log_info("pinned %llu KiB of the budget's %llu KiB (files: %zu, programs: %zu); last re-pin %s%s",
+                 (unsigned long long) (p->locked / 1024), (unsigned long long) (p->budget / 1024), mapped,
+                 plan->nprograms, when, each ? "" : " (SIGUSR1 lists each)");
 }

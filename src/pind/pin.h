@@ -59,5 +59,7 @@ void pinner_release(struct pinner *p, bool keep_dropped);
 /* Whether a pinned file was replaced (another inode now has its name: an upgrade) or changed in
  * place since it was pinned (then remembered as dropped); the caller then maps the plan again. */
 bool pinner_stale(struct pinner *p);
-/* The status: bytes pinned per file and per program, the budget used, the last re-pin. */
-void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c);
+/* The status: the budget used and the last re-pin; with `each`, also the bytes pinned per file and
+ * per program (hundreds of lines on a device, where a plan is loaded at every boot: on request). */
+void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c,
+                       bool each);
