@@ -9,13 +9,14 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from headstart.errors import HeadstartError
 from headstart.inputfile import read_text
+
+# jsonschema is imported when a file is first checked: it took a tenth of every command's start.
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 SCHEMAS = Path(__file__).resolve().parent / "schema"
 
@@ -33,6 +34,8 @@ _ARTICLES = {"object": "an object", "array": "an array", "string": "a string", "
 
 @functools.cache
 def validator(kind: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(json.loads((SCHEMAS / f"{kind}.schema.json").read_text()))
 
 
@@ -60,6 +63,8 @@ def _describe(error: ValidationError) -> str:
 
 def check(data: Any, kind: str, source: str) -> None:
     """Refuse `data` in one line unless it is what docs/schema/KIND.schema.json describes."""
+    from jsonschema.exceptions import best_match
+
     try:
         error = best_match(validator(kind).iter_errors(data))
     except RecursionError as e:
@@ -72,12 +77,16 @@ def check(data: Any, kind: str, source: str) -> None:
 def _probe_record_validators() -> dict[str, Draft202012Validator]:
     """One validator per event of the probe's trace: the schema's oneOf, checked record by record,
     costs five times as much as the branch the record's event names."""
+    from jsonschema import Draft202012Validator
+
     schema = json.loads((SCHEMAS / "probe-trace.schema.json").read_text())
     return {b["properties"]["event"]["const"]: Draft202012Validator(b) for b in schema["oneOf"]}
 
 
 def check_probe_record(record: Any, source: str) -> None:
     """Refuse one line of a probe trace unless it is what docs/schema/probe-trace.schema.json describes."""
+    from jsonschema.exceptions import best_match
+
     events = _probe_record_validators()
     event = record.get("event") if isinstance(record, dict) else None
     if not isinstance(event, str) or event not in events:

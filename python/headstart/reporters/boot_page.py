@@ -4,12 +4,16 @@ the kernel's seconds into slivers. The tables give every number the charts show.
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from headstart.boot.analysis import Analysis
 from headstart.boot.timeline import Phase, Timeline
 from headstart.reporters.boot import TOP
+from headstart.reporters.figures import new_figure
 from headstart.reporters.page import Page
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _PHASE, _INITCALL, _SYSTEMD = "#4e79a7", "#f28e2b", "#59a14f"
 Row = tuple[str, float, float, str]  # label, start, width, colour
@@ -43,7 +47,7 @@ def charts(a: Analysis) -> list[tuple[Figure, str]]:
 
 
 def _gantt(rows: list[Row], t: Timeline, origin: str) -> Figure:
-    fig = Figure(figsize=(10, 1.2 + 0.3 * len(rows)))
+    fig = new_figure(figsize=(10, 1.2 + 0.3 * len(rows)))
     ax = fig.subplots()
     span = max((start + width for _, start, width, _ in rows), default=1.0) - min(r[1] for r in rows)
     for i, (_, start, width, colour) in enumerate(rows):

@@ -6,8 +6,10 @@ import base64
 import html
 import io
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure  # a Figure made directly draws without any display
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1200px; }

@@ -3,12 +3,14 @@ the phases and warm against cold side by side, and the pages touched per file.""
 
 from __future__ import annotations
 
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from headstart.profiling.timeline import PHASES
 from headstart.reporters import legend
+from headstart.reporters.figures import new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PHASE_COLOURS = {"exec": "#9e9e9e", "load": "#4e79a7", "relocate": "#f28e2b", "constructors": "#59a14f"}
 TOP_FILES = 25
@@ -26,7 +28,7 @@ def waterfall(profile: dict[str, Any]) -> Figure:
     """Each object as a bar from when the loader began finding it to when it was mapped, over the
     phases of the warm launches (medians)."""
     libs = profile["libraries"]
-    fig = Figure(figsize=(10, 1.5 + 0.18 * len(libs)))
+    fig = new_figure(figsize=(10, 1.5 + 0.18 * len(libs)))
     ax = fig.subplots()
     edge = 0.0
     for phase in PHASES:
@@ -47,7 +49,7 @@ def waterfall(profile: dict[str, Any]) -> Figure:
 def phases(profiles: list[dict[str, Any]]) -> Figure:
     """Stacked phases to main, warm and cold, one bar per trace and kind."""
     rows = [(f"{label(p)} ({kind})", p[kind]) for p in profiles for kind in ("warm", "cold") if p[kind]]
-    fig = Figure(figsize=(10, 1.2 + 0.5 * len(rows)))
+    fig = new_figure(figsize=(10, 1.2 + 0.5 * len(rows)))
     ax = fig.subplots()
     for i, (_, agg) in enumerate(rows):
         left = 0.0
@@ -65,7 +67,7 @@ def phases(profiles: list[dict[str, Any]]) -> Figure:
 
 def warm_cold(profiles: list[dict[str, Any]]) -> Figure:
     """Time to main and to ready, warm beside cold, per trace."""
-    fig = Figure(figsize=(10, 1.5 + 0.6 * len(profiles)))
+    fig = new_figure(figsize=(10, 1.5 + 0.6 * len(profiles)))
     ax = fig.subplots()
     bars = [("warm", "to_main_us", "#4e79a7"), ("warm", "to_ready_us", "#a0cbe8"),
             ("cold", "to_main_us", "#e15759"), ("cold", "to_ready_us", "#ff9d9a")]  # fmt: skip
@@ -88,7 +90,7 @@ def pages(profile: dict[str, Any]) -> Figure | None:
     if not rows:
         return None
     rows = sorted(rows, key=lambda f: -(f["cold"]["resident_after_launch"] or 0))[:TOP_FILES]
-    fig = Figure(figsize=(10, 1.5 + 0.25 * len(rows)))
+    fig = new_figure(figsize=(10, 1.5 + 0.25 * len(rows)))
     ax = fig.subplots()
     y = range(len(rows))
     ax.barh(y, [f["pages"] for f in rows], color="#dddddd", label="pages in the file")
