@@ -283,7 +283,8 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
 }
 
 static void stop(struct supervisor *s) {
-        if (s->stopping) {
+        bool first = !s->stopping;
+        if (!first) {
                 log_info("second stop request: passing it on");
         } else {
                 s->stopping = s->stop_requested = true;
@@ -298,10 +299,10 @@ static void stop(struct supervisor *s) {
                 /* One still starting has served no one, and its preload (or its scan of a large
                  * library for pointers) can take seconds: the stop would wait for it. Its trials die
                  * with it (throwaway.h); its copies' directory goes at the next start. */
-                if (z->state == STARTING && !z->ended && pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0) == 0)
-                        log_info("zygote %u (pid %d) was still starting: ended it", z->generation, (int) z->pid);
-                else
+                if (z->state != STARTING)
                         (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
+                else if (first && !z->ended && pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0) == 0)
+                        log_info("zygote %u (pid %d) was still starting: ended it", z->generation, (int) z->pid);
         }
 }
 
