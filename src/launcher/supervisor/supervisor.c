@@ -256,7 +256,8 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         siginfo_t si = { 0 };
         if (waitid(P_PIDFD, (id_t) z->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
-        bool ended_by_stop = s->stop_requested && z->state == STARTING && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
+        bool ended_by_stop = s->stop_requested && z->state == STARTING && si.si_code == CLD_KILLED &&
+                             si.si_status == SIGKILL;
         bool clean = (si.si_code == CLD_EXITED && si.si_status == 0) || ended_by_stop;
         if (!clean)
                 s->failed = true;
