@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -192,8 +193,28 @@ def daemon_in_mode(mode: str, programs: list[str]) -> Iterator[RunningDaemon]:
         extra += ["--pool", "2"]
     with private_daemon([], extra_args=extra) as d:
         yield d
-        # A zygote started by a refresh finishes preloading before it stops: under the sanitizers,
-        # scanning for pointers into what nm learned (libLLVM) took over the 10 s stop() waits.
+        # Generous: a serving zygote under the sanitizers finishes its programs slowly. (A zygote
+        # still starting, which once took over 10 s scanning libLLVM for pointers, now ends at once.)
         stop(d, timeout=120)
         log = d.log_text()  # here: the daemon's folder goes when private_daemon ends
     assert d.process.returncode == 0, log
+
+
+# Runs the headstart command in a Python that cannot import matplotlib (a device installed without
+# recommends has none), and says which heavy modules it imported.
+WITHOUT_MATPLOTLIB = """
+import sys
+class NoMatplotlib:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "matplotlib":
+            raise ImportError("No module named 'matplotlib' (hidden by the test)")
+sys.meta_path.insert(0, NoMatplotlib())
+from headstart import cli
+status = cli.main(sys.argv[1:])
+print("imported:", *sorted(m for m in ("matplotlib", "jsonschema") if m in sys.modules), file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def headstart_without_matplotlib(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", WITHOUT_MATPLOTLIB, *args], capture_output=True, text=True)

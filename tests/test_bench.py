@@ -13,7 +13,7 @@ from pathlib import Path
 import chrome_trace
 import jsonschema
 import pytest
-from conftest import SANITIZED, charts_in_chromium
+from conftest import SANITIZED, charts_in_chromium, headstart_without_matplotlib
 from headstart import binaries
 
 pytestmark = pytest.mark.skipif(
@@ -28,6 +28,15 @@ def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     return subprocess.run(
         [sys.executable, "-m", "headstart", "bench", *args], capture_output=True, text=True, timeout=600, env=env
     )
+
+
+def test_without_matplotlib_the_bench_keeps_its_measurements_and_says_why_there_is_no_report(tmp_path):
+    done = headstart_without_matplotlib("bench", "--quick", "--programs", "fft", "--runs", "2", "-o", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "bench.json").exists() and (tmp_path / "trace.json").exists()
+    assert not (tmp_path / "report.html").exists()
+    assert "report:  not drawn: drawing a report's charts needs matplotlib" in done.stdout
+    assert "normalized to exec" in done.stdout  # the tables, as with a report
 
 
 @pytest.fixture(scope="module")

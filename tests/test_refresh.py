@@ -134,10 +134,16 @@ def test_replacing_a_preloaded_library_refreshes_and_the_new_code_runs(tmp_path)
         assert run_served(d, [str(prog)]).stdout == b"versioned library 2\n"
 
 
-# A warm-up step that takes as long as a file exists: a zygote still starting, for as long as a test wants.
+# A warm-up step that takes as long as a file exists and writes the pid of the process that waits:
+# a zygote still starting, for as long as a test wants.
 USES_PLUGIN = helper_path("uses-plugin")
 T = TypeVar("T")
 SLOW_START = ["--app", str(USES_PLUGIN), "--warm-up", "libhs-framework.so:framework_slow_init", "--no-learn"]
+
+
+def slow_start_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    slow, pid = tmp_path / "slow", tmp_path / "slow.pid"
+    return dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow), HS_FRAMEWORK_SLOW_PID=str(pid)), slow, pid
 
 
 def children_of(pid: int) -> list[int]:
@@ -155,24 +161,6 @@ def wait_for(what: Callable[[], T], d: RunningDaemon, timeout: float = 60.0) -> 
     return got
 
 
-def stop_and_check_nothing_is_left(d: RunningDaemon, starting_zygote: int) -> None:
-    """Stops the daemon while `starting_zygote` waits for its warm-up's trial child. Without a
-    deadline of its own, the stop waited for the trial (ten minutes here) and left it running."""
-    trial = wait_for(lambda: children_of(starting_zygote), d)
-    d.process.send_signal(signal.SIGTERM)
-    try:
-        d.process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"the stop waited for a zygote still starting\n{d.log_text()}") from None
-    assert d.process.returncode == 0, d.log_text()
-    assert f"(pid {starting_zygote}) was still starting: ended it" in d.log_text()
-    for pid in [starting_zygote, *trial]:
-        deadline = time.monotonic() + 10
-        while alive(pid):
-            assert time.monotonic() < deadline, f"process {pid} outlived the daemon's stop"
-            time.sleep(0.05)
-
-
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
@@ -180,23 +168,40 @@ def alive(pid: int) -> bool:
         return False
 
 
+def stop_and_check_nothing_is_left(d: RunningDaemon, zygote: int, pid_file: Path) -> None:
+    """Stops the daemon while `zygote` waits for the trial child of its slow warm-up step. Before,
+    the stop waited for the trial (ten minutes here), and a trial outlived a zygote killed."""
+    trial = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), d))
+    assert trial in children_of(zygote)
+    d.process.send_signal(signal.SIGTERM)
+    try:
+        d.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the stop waited for a zygote still starting\n{d.log_text()}") from None
+    assert d.process.returncode == 0, d.log_text()
+    assert f"(pid {zygote}) was still starting: the stop ended it" in d.log_text()
+    for pid in (zygote, trial):
+        deadline = time.monotonic() + 10
+        while alive(pid):
+            assert time.monotonic() < deadline, f"process {pid} outlived the daemon's stop"
+            time.sleep(0.05)
+
+
 def test_a_stop_does_not_wait_for_the_first_zygote_to_finish_starting(tmp_path):
-    slow = tmp_path / "slow"
+    env, slow, pid_file = slow_start_env(tmp_path)
     slow.touch()
-    env = dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow))
     with private_daemon([], extra_args=SLOW_START, env=env, wait_ready=False) as d:
-        zygote = wait_for(lambda: children_of(d.process.pid), d)
-        stop_and_check_nothing_is_left(d, zygote[0])
+        (zygote,) = wait_for(lambda: children_of(d.process.pid), d)
+        stop_and_check_nothing_is_left(d, zygote, pid_file)
         assert "ready: listening" not in d.log_text()
 
 
 def test_a_stop_does_not_wait_for_a_refreshs_zygote_and_the_serving_one_ends_cleanly(tmp_path):
-    slow = tmp_path / "slow"
-    env = dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow))
+    env, slow, pid_file = slow_start_env(tmp_path)
     with private_daemon([], extra_args=SLOW_START, env=env) as d:
         serving = d.zygote_pid()
         slow.touch()
         d.process.send_signal(signal.SIGHUP)
-        starting = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
-        stop_and_check_nothing_is_left(d, starting[0])
+        (starting,) = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
+        stop_and_check_nothing_is_left(d, starting, pid_file)
         assert f"zygote 1 (pid {serving}) has ended" in d.log_text()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Served, bin_path, run_exec, run_served
+from conftest import Served, bin_path, headstart_without_matplotlib, run_exec, run_served
 from headstart.daemon import private_daemon
 
 HEADSTART = [sys.executable, "-m", "headstart"]
@@ -79,26 +79,6 @@ def test_a_program_that_is_a_directory_is_refused_by_the_client(tmp_path):
     got = subprocess.run([str(bin_path("headstart-run")), str(tmp_path)], capture_output=True, text=True)
     assert got.returncode != 0 and got.stderr.count("\n") == 1, got.stderr
     assert Path(tmp_path).is_dir()
-
-
-# Runs the headstart command in a Python that cannot import matplotlib (a device installed without
-# recommends has none), and says which heavy modules it imported.
-WITHOUT_MATPLOTLIB = """
-import sys
-class NoMatplotlib:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "matplotlib":
-            raise ImportError("No module named 'matplotlib' (hidden by the test)")
-sys.meta_path.insert(0, NoMatplotlib())
-from headstart import cli
-status = cli.main(sys.argv[1:])
-print("imported:", *sorted(m for m in ("matplotlib", "jsonschema") if m in sys.modules), file=sys.stderr)
-sys.exit(status)
-"""
-
-
-def headstart_without_matplotlib(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", WITHOUT_MATPLOTLIB, *args], capture_output=True, text=True)
 
 
 def test_without_matplotlib_commands_work_and_a_chart_asks_for_it_in_one_line(tmp_path):

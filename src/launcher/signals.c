@@ -23,6 +23,13 @@ int zygote_signals_open(void) {
         return fd < 0 ? -errno : fd;
 }
 
+void zygote_stop_at_once(bool at_once) {
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        (void) sigprocmask(at_once ? SIG_UNBLOCK : SIG_BLOCK, &term, NULL);
+}
+
 int stop_signals_open(void) {
         sigset_t mask;
         sigemptyset(&mask);

@@ -244,10 +244,14 @@ static void program_bytes(const struct pinner *p, uint64_t *bytes) {
 void pinner_log_status(const struct pinner *p, const struct pin_plan *plan, const struct launch_counts *c,
                        bool each) {
         size_t mapped = 0;
-        for (size_t i = 0; i < p->nfiles; i++)
-                if (p->files[i].map && ++mapped && each)
+        for (size_t i = 0; i < p->nfiles; i++) {
+                if (!p->files[i].map)
+                        continue;
+                mapped++;
+                if (each)
                         log_info("pinned %llu KiB of %s", (unsigned long long) (p->files[i].locked_bytes / 1024),
                                  p->files[i].plan->path);
+        }
         /* Per program in one pass: asking each program's bytes of every range took minutes with
          * thousands of programs and hundreds of thousands of ranges. */
         _cleanup_free_ uint64_t *bytes = each ? calloc(plan->nprograms ? plan->nprograms : 1, sizeof *bytes) : NULL;

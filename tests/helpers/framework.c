@@ -3,6 +3,7 @@
  * time (--warm-up libhs-framework.so:framework_init), one that starts a thread, which the daemon
  * must refuse to run in its zygote, and a slow one, for a zygote that is still starting. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -22,11 +23,19 @@ void *framework_start_thread(void) {
         return NULL;
 }
 
-/* Takes as long as the file HS_FRAMEWORK_SLOW_WHILE names exists (ten minutes at most). */
+/* Takes as long as the file HS_FRAMEWORK_SLOW_WHILE names exists (ten minutes at most), and says
+ * which process waits in HS_FRAMEWORK_SLOW_PID. */
 void *framework_slow_init(void);
 void *framework_slow_init(void) {
-        const char *path = getenv("HS_FRAMEWORK_SLOW_WHILE");
-        for (int i = 0; path && i < 6000 && access(path, F_OK) == 0; i++)
+        const char *path = getenv("HS_FRAMEWORK_SLOW_WHILE"), *pid_file = getenv("HS_FRAMEWORK_SLOW_PID");
+        if (!path || access(path, F_OK) != 0)
+                return NULL;
+        FILE *f = pid_file ? fopen(pid_file, "w") : NULL;
+        if (f) {
+                fprintf(f, "%d\n", (int) getpid());
+                fclose(f);
+        }
+        for (int i = 0; i < 6000 && access(path, F_OK) == 0; i++)
                 usleep(100 * 1000);
         return NULL;
 }

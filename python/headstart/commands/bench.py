@@ -18,7 +18,7 @@ from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
 from headstart.commands._regex import regex
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
-from headstart.reporters import bench, bench_page, json_out, trace
+from headstart.reporters import bench, bench_page, figures, json_out, trace
 from headstart.reporters.progress import progress
 
 NAME = "bench"
@@ -238,12 +238,15 @@ def _show(data: dict[str, Any], as_json: bool, footer: str) -> None:
         print(footer)
 
 
-def write_outputs(data: dict[str, object], result: BenchResult, directory: Path) -> tuple[Path, Path]:
-    """bench.json, report.html and trace.json; the report's path and the trace's."""
+def write_outputs(data: dict[str, object], result: BenchResult, directory: Path) -> tuple[str, Path]:
+    """bench.json, report.html and trace.json; where the report is (or why it is not) and the trace.
+    The measurements are kept on a machine that cannot draw charts."""
     _write(directory, "bench.json", json_out.text(data))
     groups = [trace.LaunchRows(p.program, key, m.rows) for p in result.programs for key, m in p.modes.items()]
     traced = _write(directory, "trace.json", trace.text(trace.bench_trace(groups, "headstart bench")))
-    return _write(directory, "report.html", bench_page.build(data).render()), traced
+    if why := figures.missing():
+        return f"not drawn: {why}", traced
+    return str(_write(directory, "report.html", bench_page.build(data).render())), traced
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,14 +13,25 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+MISSING = "drawing a report's charts needs matplotlib (Debian: apt install python3-matplotlib; pip: matplotlib)"
+
+
+def missing() -> str | None:
+    """Why no chart can be drawn here, or None: for a command whose measurements must be kept
+    whether or not their report can be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return MISSING
+    return None
+
+
 def new_figure(**kwargs: Any) -> Figure:
     """A Figure made directly, which draws without any display."""
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise HeadstartError(
-            "drawing a report's charts needs matplotlib (Debian: apt install python3-matplotlib; pip: matplotlib)"
-        ) from e
+        raise HeadstartError(MISSING) from e
     return Figure(**kwargs)
 
 

@@ -214,8 +214,8 @@ static void zygote_free(struct supervisor *s, struct zygote *z) {
 }
 
 static void on_ready(struct supervisor *s, struct zygote *z) {
-        if (z->state != STARTING)
-                return;
+        if (z->state != STARTING || s->stopping)
+                return; /* ready as the stop came: it finishes as a serving one does */
         struct zygote *old = find(s, SERVING);
         z->state = SERVING;
         s->retry_ms = 0;
@@ -256,12 +256,15 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         siginfo_t si = { 0 };
         if (waitid(P_PIDFD, (id_t) z->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
+        /* A zygote still starting ends at once by our SIGTERM (signals.h), not by its signalfd. */
         bool ended_by_stop = s->stop_requested && z->state == STARTING && si.si_code == CLD_KILLED &&
-                             si.si_status == SIGKILL;
+                             si.si_status == SIGTERM;
         bool clean = (si.si_code == CLD_EXITED && si.si_status == 0) || ended_by_stop;
         if (!clean)
                 s->failed = true;
-        if (z->state == RETIRING || (s->stopping && clean))
+        if (ended_by_stop)
+                log_info("zygote %u (pid %d) was still starting: the stop ended it", z->generation, (int) z->pid);
+        else if (z->state == RETIRING || (s->stopping && clean))
                 log_info("zygote %u (pid %d) has ended", z->generation, (int) z->pid);
         else if (!s->announced)
                 ; /* the first zygote said why it could not start; that is the one line to read */
@@ -284,8 +287,7 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
 }
 
 static void stop(struct supervisor *s) {
-        bool first = !s->stopping;
-        if (!first) {
+        if (s->stopping) {
                 log_info("second stop request: passing it on");
         } else {
                 s->stopping = s->stop_requested = true;
@@ -296,15 +298,8 @@ static void stop(struct supervisor *s) {
                 close(s->listen_fd);
                 s->listen_fd = -1;
         }
-        for (struct zygote *z = s->zygotes; z; z = z->next) {
-                /* One still starting has served no one, and its preload (or its scan of a large
-                 * library for pointers) can take seconds: the stop would wait for it. Its trials die
-                 * with it (throwaway.h); its copies' directory goes at the next start. */
-                if (z->state != STARTING)
-                        (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
-                else if (first && !z->ended && pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0) == 0)
-                        log_info("zygote %u (pid %d) was still starting: ended it", z->generation, (int) z->pid);
-        }
+        for (struct zygote *z = s->zygotes; z; z = z->next)
+                (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
 }
 
 static bool is_zygote(const struct supervisor *s, pid_t pid) {

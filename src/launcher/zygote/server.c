@@ -236,10 +236,10 @@ int server_run(struct server *s) {
         return 0;
 }
 
-int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
+int server_init(struct server *s, const struct daemon_options *o, int listen_fd, int signal_fd, const char *cache_dir,
                 const char *interp) {
         *s = (struct server){
-                .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1,
+                .options = o, .listen_fd = listen_fd, .epoll_fd = -1, .signal_fd = signal_fd, .control_fd = -1,
                 .files = { .fd = -1 },
         };
         s->report_fd = launch_report_open(launch_report_socket(o));
@@ -276,9 +276,6 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return log_error_errno(errno, "epoll_create1");
-        s->signal_fd = zygote_signals_open();
-        if (s->signal_fd < 0)
-                return log_error_errno(s->signal_fd, "cannot set up signal handling");
         if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
                 return log_error_errno(errno, "cannot make the socket non-blocking");
         if ((r = watch_fd(s->epoll_fd, listen_fd, &s->listen_watch, EPOLLIN)) < 0 ||

@@ -79,7 +79,8 @@ struct server {
         struct launch_counts *counts; /* by the whole daemon, every zygote: --status */
 };
 
-int server_init(struct server *s, const struct daemon_options *o, int listen_fd, const char *cache_dir,
+/* signal_fd: from zygote_signals_open (signals.h), owned by the server from here on. */
+int server_init(struct server *s, const struct daemon_options *o, int listen_fd, int signal_fd, const char *cache_dir,
                 const char *interp);
 /* Watches the files loaded so far and the registered programs for changes on disk. */
 void server_watch_files(struct server *s);

@@ -22,6 +22,7 @@
 #include "pool.h"
 #include "preload.h"
 #include "server.h"
+#include "signals.h"
 #include "trusted-path.h"
 #include "tls-reserve.h"
 #include "warm-up.h"
@@ -249,6 +250,13 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if (o->learn_file)
                 snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
 
+        /* Every signal into the signalfd from the start, except a stop, which ends us at once
+         * until we are about to serve. */
+        int signal_fd = zygote_signals_open();
+        if (signal_fd < 0)
+                return log_error_errno(signal_fd, "cannot set up signal handling");
+        zygote_stop_at_once(true);
+
         r = add_preloads(&o->preloads, &libs, &refused_preloads);
         if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
                 goto out;
@@ -266,7 +274,9 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         }
         warm_up_run(&o->warm_up, warm_up);
         raise_fd_limit();
-        if ((r = server_init(&s, o, o->zygote.listen_fd, cache_dir, interp)) < 0)
+        r = server_init(&s, o, o->zygote.listen_fd, signal_fd, cache_dir, interp);
+        signal_fd = -1;
+        if (r < 0)
                 goto out;
         s.warm_up = warm_up;
         s.refused_preloads = &refused_preloads;
@@ -292,10 +302,13 @@ int zygote_run(const struct daemon_options *o, const char *path) {
                 }
         }
         server_watch_files(&s);
+        zygote_stop_at_once(false);
         pool_fill(&s);
         server_ready(&s);
         r = server_run(&s);
 out:
+        if (signal_fd >= 0)
+                close(signal_fd);
         server_done(&s);
         string_list_done(&apps);
         string_list_done(&learned_loaded);
