@@ -179,7 +179,7 @@ def stop_and_check_nothing_is_left(d: RunningDaemon, zygote: int, pid_file: Path
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the stop waited for a zygote still starting\n{d.log_text()}") from None
     assert d.process.returncode == 0, d.log_text()
-    assert f"(pid {zygote}) was still starting: the stop ended it" in d.log_text()
+    assert f"(pid {zygote}) was still starting: SIGTERM ended it" in d.log_text()
     for pid in (zygote, trial):
         deadline = time.monotonic() + 10
         while alive(pid):

@@ -256,14 +256,14 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         siginfo_t si = { 0 };
         if (waitid(P_PIDFD, (id_t) z->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
-        /* A zygote still starting ends at once by our SIGTERM (signals.h), not by its signalfd. */
-        bool ended_by_stop = s->stop_requested && z->state == STARTING && si.si_code == CLD_KILLED &&
-                             si.si_status == SIGTERM;
+        /* A zygote still starting ends at once by SIGTERM (signals.h), ours or one sent to every
+         * headstartd (pkill) before we read ours: a stop, not a crash. */
+        bool ended_by_stop = z->state == STARTING && si.si_code == CLD_KILLED && si.si_status == SIGTERM;
         bool clean = (si.si_code == CLD_EXITED && si.si_status == 0) || ended_by_stop;
         if (!clean)
                 s->failed = true;
         if (ended_by_stop)
-                log_info("zygote %u (pid %d) was still starting: the stop ended it", z->generation, (int) z->pid);
+                log_info("zygote %u (pid %d) was still starting: SIGTERM ended it", z->generation, (int) z->pid);
         else if (z->state == RETIRING || (s->stopping && clean))
                 log_info("zygote %u (pid %d) has ended", z->generation, (int) z->pid);
         else if (!s->announced)
