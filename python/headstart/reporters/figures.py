@@ -16,29 +16,35 @@ if TYPE_CHECKING:
 MISSING = "drawing a report's charts needs matplotlib (Debian: apt install python3-matplotlib; pip: matplotlib)"
 
 
+def _require() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise HeadstartError(MISSING) from e
+
+
 def missing() -> str | None:
     """Why no chart can be drawn here, or None: for a command whose measurements must be kept
     whether or not their report can be drawn."""
     try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return MISSING
+        _require()
+    except HeadstartError as e:
+        return str(e)
     return None
 
 
 def new_figure(**kwargs: Any) -> Figure:
     """A Figure made directly, which draws without any display."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as e:
-        raise HeadstartError(MISSING) from e
+    _require()
+    from matplotlib.figure import Figure
+
     return Figure(**kwargs)
 
 
 @cache
 def tab20() -> list[str]:
     """matplotlib's 20 colours in 10 pairs, dark then light."""
-    new_figure()  # the same error when matplotlib is missing
+    _require()
     from matplotlib import colormaps
     from matplotlib.colors import to_hex
 
