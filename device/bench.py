@@ -131,8 +131,25 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
             "home_frame_s": stats([b["home_frame_s"] for b in mine]),
             "phases_s": {k: stats(v) for k, v in phases.items()},
             "app_ms": {k: stats(v) for k, v in launches.items()},
+            **cpu_summary([b["analysis"]["cpu"] for b in mine]),
         }
     return out
+
+
+def cpu_summary(accounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """CPU time by unit until the home screen's frame (0 in a boot where the unit had none), and the
+    share of the time the CPUs were busy."""
+    names = {u["unit"] for a in accounts for u in a["units"]}
+    used = [{u["unit"]: u["cpu_s"] for u in a["units"]} for a in accounts]
+    busy = [
+        a["busy_s"] / (a["busy_s"] + a["idle_s"])
+        for a in accounts
+        if a["busy_s"] is not None and a["idle_s"] is not None and a["busy_s"] + a["idle_s"] > 0
+    ]
+    return {
+        "cpu_s": {n: stats([u.get(n, 0.0) for u in used]) for n in sorted(names)},
+        "cpu_busy_share": stats(busy) if busy else None,
+    }
 
 
 def stats(values: list[float]) -> dict[str, float]:

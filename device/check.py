@@ -47,6 +47,11 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
             failures.append(f"no phase ends or starts at {moment!r}: phases are {names}")
     print("phases:", "; ".join(f"{p.name} {p.duration_s:.2f} s" for p in a.timeline.phases))
     print(f"home screen frame at {result.home_frame_s:.2f} s; slowest units:", a.timeline.services[:3])
+    cpu = a.timeline.cpu
+    top = [(u, round(s, 2)) for u, s, _ in cpu.units[:3]]
+    print(f"CPU time by the home screen's frame: {top}, machine busy {cpu.busy_s} s, idle {cpu.idle_s} s")
+    if not any(u == "init.scope" for u, _, _ in cpu.units) or cpu.busy_s is None:
+        failures.append("no CPU account by unit and for the machine read at the home screen's frame")
     for launch in result.launches:
         print(f"app {'cold' if launch['cold'] else 'warm'} {launch['mode']}: {launch['ms']:.0f} ms, "
               f"status {launch['status']}, output {launch['output'][:12]}")  # fmt: skip

@@ -50,6 +50,28 @@ def app_rows(data: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+CPU_UNITS = 10  # the units that used the most CPU in any arm
+
+
+def cpu_rows(data: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """CPU seconds by unit until the home screen's frame, each arm a column, the busiest first."""
+    summary = data["summary"]
+    used = {a: s.get("cpu_s", {}) for a, s in summary.items()}
+    names = sorted({n for per_arm in used.values() for n in per_arm}, key=lambda n: -_most(used, n))[:CPU_UNITS]
+    rows = [[n] + [_seconds(used[a].get(n)) for a in summary] for n in names]
+    busy = [s.get("cpu_busy_share") for s in summary.values()]
+    rows.append(["the CPUs busy, share of the time"] + [_ms(b, 100, "%") for b in busy])
+    return ["unit (CPU s, median, p10-p90)", *summary], rows
+
+
+def _most(used: dict[str, dict[str, Any]], name: str) -> float:
+    return max(per_arm[name]["median"] for per_arm in used.values() if name in per_arm)
+
+
+def _seconds(s: dict[str, float] | None) -> str:
+    return f"{s['median']:.1f} ({s['p10']:.1f}-{s['p90']:.1f})" if s else "-"
+
+
 def print_tables(data: dict[str, Any]) -> None:
     console = Console()
     t = Table(title=f"Power-on to the home screen's first frame ({data['arch']}, {data['accelerator']})")
@@ -60,6 +82,13 @@ def print_tables(data: dict[str, Any]) -> None:
     console.print(t)
     headers, rows = phase_rows(data)
     t = Table(title="Phases")
+    for h in headers:
+        t.add_column(h)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    headers, rows = cpu_rows(data)
+    t = Table(title="CPU time until the home screen's frame, by unit")
     for h in headers:
         t.add_column(h)
     for row in rows:
@@ -105,6 +134,12 @@ def page(data: dict[str, Any]) -> str:
         p.chart(_chart(data), "Where the time went: each arm's phases (medians), end to end")
     headers, rows = phase_rows(data)
     p.table(headers, rows)
+    p.heading("Where the CPUs went until the home screen's frame")
+    p.text(
+        "CPU time of each unit (systemctl show CPUUsageNSec, read at the home screen's frame; a unit that had "
+        "ended by then is not counted) and how much of the time the CPUs were busy (/proc/stat)."
+    )
+    p.table(*cpu_rows(data))
     p.heading("The advice, and what it cut")
     advised = next((b for b in data["boots"] if b["arm"] == "headstart"), None)
     if advised:

@@ -562,3 +562,31 @@ def test_a_boot_of_the_virtual_arm64_device(tmp_path):
     assert data["total_s"] == pytest.approx(frame)
     assert data["services"][0]["unit"] == "dev-vda.device"
     assert not data["warnings"]
+
+
+def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
+    """systemctl show's CPUUsageNSec per unit and /proc/stat's cpu line: units by CPU time (no slice,
+    which sums others; no unit without a cgroup), the machine's busy share, and the advice that
+    follows from it, naming the units that used the most."""
+    cpu = FIXTURES / "device-arm64.cpu.txt"
+    data = analyze_json(str(FIXTURES / "device-arm64.systemd.txt"), str(cpu))
+    units = [(u["unit"], u["cpu_s"]) for u in data["cpu"]["units"]]
+    assert units[:3] == [("init.scope", pytest.approx(29.963)), ("systemd-udevd.service", pytest.approx(12.894)),
+                         ("device-home-screen.service", pytest.approx(4.829))]  # fmt: skip
+    assert not [u for u, _ in units if u.endswith(".slice") or u == "systemd-remount-fs.service"]
+    assert data["cpu"]["busy_s"] == pytest.approx(97.52) and data["cpu"]["idle_s"] == pytest.approx(42.97)
+    advice = next(r for r in data["recommendations"] if r["topic"] == "cpu")
+    assert "busy 69%" in advice["message"] and "init.scope (systemd itself) 30.0 s" in advice["message"]
+    assert advice["evidence"][0].endswith("init.scope 29.963s")
+
+    # The same account with each unit's properties in the other order, on a machine busy throughout.
+    swapped = tmp_path / "cpu.txt"
+    swapped.write_text(
+        "Id=a.service\nCPUUsageNSec=2000000000\n\nId=b.service\nCPUUsageNSec=5000000000\n\ncpu  700 0 100 10 0 0 0 0\n"
+    )
+    data = analyze_json(str(swapped))
+    assert [(u["unit"], u["cpu_s"]) for u in data["cpu"]["units"]] == [("b.service", 5.0), ("a.service", 2.0)]
+    advice = next(r for r in data["recommendations"] if r["topic"] == "cpu")
+    assert "busy 99%" in advice["message"] and "less work" in advice["message"]
+    table = headstart("boot", "analyze", str(swapped))
+    assert table.returncode == 0 and "CPU time by unit" in table.stdout and "b.service" in table.stdout

@@ -51,6 +51,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_decompression(t),
         *_initramfs(t),
         *_units(t),
+        *_cpu(t),
         *_first_program(t),
     ]
 
@@ -183,6 +184,47 @@ def _units(t: Timeline) -> list[Advice]:
             )
         )
     return out
+
+
+BUSY_SHARE = 0.8  # above it, the CPUs were the boot's bottleneck
+IDLE_SHARE = 0.5  # above it, the boot mostly waited on something else
+TOP_CPU_UNITS = 3
+
+
+def _cpu(t: Timeline) -> list[Advice]:
+    """Whether the boot was bound by its CPUs, from the machine's busy and idle time, and which
+    units used them: the kind of cut that can shorten it follows from that."""
+    cpu = t.cpu
+    if cpu.busy_s is None or cpu.idle_s is None or cpu.busy_s + cpu.idle_s <= 0:
+        return []
+    busy = cpu.busy_s / (cpu.busy_s + cpu.idle_s)
+    top = ", ".join(f"{_unit_name(u)} {s:.1f} s" for u, s, _ in cpu.units[:TOP_CPU_UNITS])
+    used = f" The units that used the most: {top}." if top else ""
+    if busy >= BUSY_SHARE:
+        verdict = (
+            "Ordering units otherwise only changes which of them waits for a CPU: what shortens this boot is "
+            "less work (units masked, smaller units, a program that does less at start)."
+        )
+    elif 1 - busy >= IDLE_SHARE:
+        verdict = (
+            "The boot mostly waited on something other than computation (the disk, a device, a timer): "
+            "follow systemd's critical chain to what it waited for."
+        )
+    else:
+        verdict = "Both less work and less waiting would shorten it."
+    return [
+        Advice(
+            "cpu",
+            f"From boot to the capture, the CPUs were busy {busy:.0%} of the time ({cpu.busy_s:.1f} s busy, "
+            f"{cpu.idle_s:.1f} s idle, summed over the CPUs). {verdict}{used}",
+            [f"{src}: {u} {s:.3f}s" for u, s, src in cpu.units[:TOP_CPU_UNITS]],
+            None,
+        )
+    ]
+
+
+def _unit_name(unit: str) -> str:
+    return "init.scope (systemd itself)" if unit == "init.scope" else unit
 
 
 SLOW_UNIT_S = 0.050

@@ -1,7 +1,9 @@
 """Boot logs read into lines with their times: a serial console captured with host times (by
 `headstart boot record`, grabserial or moreutils' ts: see formats.py), `dmesg` or
-`journalctl -o short-monotonic` output (printk time), and `systemd-analyze` / `systemd-analyze
-blame` output (durations). Each log must hold one boot, and all of them the same boot (boots.py)."""
+`journalctl -o short-monotonic` output (printk time), `systemd-analyze` / `systemd-analyze
+blame` output (durations), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
+'*'` per unit, the `cpu` line of /proc/stat for the whole machine. Each log must hold one boot, and
+all of them the same boot (boots.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from headstart.boot.line import Line
 from headstart.errors import HeadstartError
 from headstart.inputfile import read_bytes
 
-__all__ = ["BootLog", "Line", "duration_s", "read"]
+__all__ = ["BootLog", "CpuAccount", "Line", "duration_s", "read"]
 
 _BAUD = re.compile(r"\bbaud=(\d+)")
 _FINISHED = re.compile(r"Startup finished in (.*?)(?:= .*)?$")
@@ -22,6 +24,20 @@ _DURATION_PART = re.compile(r"([\d.]+(?:min|ms|us|s|h)\s*)+\((\w+)\)")
 _BLAME = re.compile(r"^\s*((?:[\d.]+(?:h|min|s|ms|us)\s*)+)\s+(\S+)$")
 _UNIT = re.compile(r"([\d.]+)(h|min|ms|us|s)")
 _SECONDS = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
+_SHOW = re.compile(r"^(Id|CPUUsageNSec)=(.*)$")
+_PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
+_USER_HZ = 100  # /proc/stat's unit on every Linux architecture
+
+
+@dataclass
+class CpuAccount:
+    """What the CPUs did from boot to the moment it was captured: per unit, its cgroup's count (a unit
+    that had already ended has no cgroup left, so it is not here), and for the whole machine, busy and
+    idle summed over its CPUs."""
+
+    units: list[tuple[str, float, str]] = field(default_factory=list)  # unit, CPU seconds, source
+    busy_s: float | None = None
+    idle_s: float | None = None
 
 
 @dataclass
@@ -30,6 +46,7 @@ class BootLog:
     baud: int | None = None
     systemd_phases: dict[str, float] = field(default_factory=dict)  # firmware, loader, kernel, initrd, userspace
     systemd_blame: list[tuple[str, float, str]] = field(default_factory=list)  # unit, seconds, source
+    cpu: CpuAccount = field(default_factory=CpuAccount)
     recorded: bool = False  # a host-timestamped serial log is among the sources
     formats: list[str] = field(default_factory=list)  # the capture format of each source
 
@@ -45,10 +62,11 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
     per_file = []
     for path in paths:
         one = _read_one(path.name, _text(path))
-        if not (one.lines or one.systemd_phases or one.systemd_blame):
+        if not (one.lines or one.systemd_phases or one.systemd_blame or one.cpu.units or one.cpu.busy_s is not None):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
-                "or ts, dmesg output with printk times, or systemd-analyze output)"
+                "or ts, dmesg output with printk times, systemd-analyze output, or `systemctl show -p Id -p "
+                "CPUUsageNSec '*'` output)"
             )
         one.lines = boots.choose(str(path), boots.split(one.lines), boot)
         per_file.append((str(path), one.lines))
@@ -68,6 +86,9 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.baud = one.baud or log.baud
     log.systemd_phases |= one.systemd_phases
     log.systemd_blame += one.systemd_blame
+    log.cpu.units += one.cpu.units
+    if one.cpu.busy_s is not None:
+        log.cpu.busy_s, log.cpu.idle_s = one.cpu.busy_s, one.cpu.idle_s
     log.recorded = log.recorded or one.recorded
     log.formats += one.formats
 
@@ -76,6 +97,7 @@ def _read_one(name: str, text: str) -> BootLog:
     raw = text.split("\n")  # not splitlines(): a bare carriage return does not end a console line
     f, stamped = formats.stamp(raw)
     log = BootLog(recorded=f is not None, formats=[f.name if f else "plain"])
+    shown: dict[str, str] = {}  # the properties of the unit `systemctl show` is printing
     if f is formats.HEADSTART and (m := _BAUD.search(raw[0])):
         log.baud = int(m.group(1))
     for s in stamped:
@@ -86,13 +108,31 @@ def _read_one(name: str, text: str) -> BootLog:
         if kernel_s is not None:
             log.lines.append(Line(source, after, s.host_s, kernel_s))
         elif f is None:
-            _systemd(source, before, log)
+            _systemd(source, before, log, shown)
     return log
 
 
-def _systemd(source: str, text: str, log: BootLog) -> None:
-    if finished := _FINISHED.search(text):
+def _systemd(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
+    if show := _SHOW.match(text.strip()):
+        _unit_cpu(source, show.group(1), show.group(2), log, shown)
+    elif stat := _PROC_STAT_CPU.match(text):
+        # user nice system idle iowait irq softirq steal ...; guest time is counted in user already
+        ticks = [int(n) for n in stat.group(1).split()]
+        idle = sum(ticks[3:5])
+        log.cpu.busy_s, log.cpu.idle_s = (sum(ticks[:8]) - idle) / _USER_HZ, idle / _USER_HZ
+    elif finished := _FINISHED.search(text):
         for part in _DURATION_PART.finditer(finished.group(1)):
             log.systemd_phases[part.group(2)] = duration_s(part.group(0))
     elif blame := _BLAME.match(text):
         log.systemd_blame.append((blame.group(2), duration_s(blame.group(1)), source))
+
+
+def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:
+    """systemctl show prints each unit's properties together, in an order of its own, blank lines
+    between units: a unit is complete once both are seen. "[not set]": a unit with no cgroup."""
+    shown[key] = value
+    if len(shown) < 2:
+        return
+    if shown["CPUUsageNSec"].isdigit():
+        log.cpu.units.append((shown["Id"], int(shown["CPUUsageNSec"]) / 1e9, source))
+    shown.clear()

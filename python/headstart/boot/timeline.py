@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headstart.boot.boots import SETUP
-from headstart.boot.logs import BootLog, Line
+from headstart.boot.logs import BootLog, CpuAccount, Line
 
 _INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)? returned (-?\d+) after (\d+) usecs")
 _INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)? @ \d+")
@@ -66,6 +66,7 @@ class Timeline:
     console_bytes: int
     end_s: float | None  # the last line's time
     warnings: list[str] = field(default_factory=list)
+    cpu: CpuAccount = field(default_factory=CpuAccount)  # units by CPU time, most first; no slices
     chain: dict[str, str] = field(default_factory=lambda: dict(CHAIN))  # its moments in boot order, named
 
     def at(self, name: str) -> float | None:
@@ -132,11 +133,18 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
         sorted(log.systemd_blame, key=lambda s: -s[1]),
         *_console_output(log),
         _end(log, axis, offset),
+        cpu=_cpu(log.cpu),
         chain=chain,
     )
     timeline.phases = _phases(timeline, log)
     timeline.warnings = dropped + _warnings(timeline, log, ready)
     return timeline
+
+
+def _cpu(account: CpuAccount) -> CpuAccount:
+    # A slice sums the units under it: counted again, it would push them off the top of the list.
+    units = sorted((u for u in account.units if not u[0].endswith(".slice")), key=lambda u: -u[1])
+    return CpuAccount(units, account.busy_s, account.idle_s)
 
 
 def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
@@ -283,6 +291,11 @@ def as_dict(t: Timeline) -> dict[str, Any]:
             for c in t.initcalls
         ],
         "services": [{"unit": u, "duration_s": s, "evidence": src} for u, s, src in t.services],
+        "cpu": {
+            "units": [{"unit": u, "cpu_s": s, "evidence": src} for u, s, src in t.cpu.units],
+            "busy_s": t.cpu.busy_s,
+            "idle_s": t.cpu.idle_s,
+        },
         "console": {"kernel_lines": t.console_lines, "bytes": t.console_bytes},
         "end_s": t.end_s,
         "warnings": t.warnings,

@@ -12,6 +12,7 @@ from headstart.boot.analysis import Analysis
 from headstart.boot.compare import Comparison
 
 TOP = 10  # the slowest initcalls and services shown
+CPU_TITLE = "CPU time by unit, from boot to the capture (systemctl show CPUUsageNSec)"
 
 
 def render(a: Analysis, file: IO[str], width: int = 140) -> None:
@@ -40,6 +41,13 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
         for unit, seconds, _ in t.services[:TOP]:
             services.add_row(unit, f"{seconds:.3f}")
         console.print(services)
+    if t.cpu.units:
+        cpu = Table(title=CPU_TITLE)
+        cpu.add_column("unit")
+        cpu.add_column("CPU s", justify="right")
+        for unit, seconds, _ in t.cpu.units[:TOP]:
+            cpu.add_row(unit, f"{seconds:.3f}")
+        console.print(cpu)
     for x in a.advice:
         console.print(f"[bold]{x.topic}[/]: {x.message}", highlight=False)
         for e in x.evidence:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from headstart.boot.analysis import Analysis
 from headstart.boot.timeline import Phase, Timeline
-from headstart.reporters.boot import TOP
+from headstart.reporters.boot import CPU_TITLE, TOP
 from headstart.reporters.figures import new_figure
 from headstart.reporters.page import Page
 
@@ -79,6 +79,9 @@ def page(a: Analysis) -> Page:
     if t.services:
         p.heading("Slowest services (systemd-analyze blame)")
         p.table(["unit", "s"], [[unit, f"{seconds:.3f}"] for unit, seconds, _ in t.services[:TOP]])
+    if t.cpu.units:
+        p.heading(CPU_TITLE)
+        p.table(["unit", "CPU s"], [[unit, f"{seconds:.3f}"] for unit, seconds, _ in t.cpu.units[:TOP]])
     p.heading("Recommendations")
     for x in a.advice:
         p.text(f"{x.topic}: {x.message}")

@@ -1,0 +1,44 @@
+"""The device bench's summary and tables of where the CPUs went (device/bench.py, device/report.py),
+from analyses of the device's own systemd account: no boot here (make test-device boots it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SANITIZED
+from headstart.boot import analysis
+
+pytestmark = pytest.mark.skipif(SANITIZED, reason="run in the normal pass")
+
+DEVICE = Path(__file__).resolve().parent.parent / "device"
+FIXTURES = Path(__file__).parent / "boot" / "fixtures"
+
+
+def test_cpu_by_unit_per_arm(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import report
+
+    import bench
+
+    other = tmp_path / "cpu.txt"  # a second arm whose daemon used the CPUs and whose home screen barely did
+    other.write_text(
+        "CPUUsageNSec=20000000000\nId=init.scope\n\nCPUUsageNSec=6000000000\nId=headstart@kiosk.service\n\n"
+        "CPUUsageNSec=500000000\nId=device-home-screen.service\n\ncpu  9000 0 1000 0 0 0 0 0\n"
+    )
+    boots = []
+    for arm, cpu in (("stock", FIXTURES / "device-arm64.cpu.txt"), ("headstart", other)):
+        a = analysis.analyze([FIXTURES / "device-arm64.systemd.txt", cpu], None)
+        boots.append({"arm": arm, "analysis": analysis.as_dict(a), "home_frame_s": 40.0, "launches": []})
+    summary = bench.summary(boots)
+    assert summary["stock"]["cpu_s"]["init.scope"]["median"] == pytest.approx(29.963)
+    assert summary["stock"]["cpu_s"].get("headstart@kiosk.service") is None
+    assert summary["headstart"]["cpu_busy_share"]["median"] == 1.0
+    headers, rows = report.cpu_rows({"summary": summary})
+    assert headers[1:] == ["stock", "headstart"]
+    assert [r[0] for r in rows[:3]] == ["init.scope", "systemd-udevd.service", "headstart@kiosk.service"]
+    assert rows[1][1:] == ["12.9 (12.9-12.9)", "-"] and rows[2][1:] == ["-", "6.0 (6.0-6.0)"]
+    assert rows[-1][0] == "the CPUs busy, share of the time" and rows[-1][2].startswith("100 %")
+    assert len(rows) == report.CPU_UNITS + 1
+    sys.modules.pop("bench"), sys.modules.pop("report")
