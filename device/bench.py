@@ -137,17 +137,13 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def cpu_summary(accounts: list[dict[str, Any]]) -> dict[str, Any]:
-    """CPU time by unit until the home screen's frame (0 in a boot where the unit had none), and the
-    share of the time the CPUs were busy."""
-    names = {u["unit"] for a in accounts for u in a["units"]}
+    """CPU time by unit until the home screen's frame, over the boots whose account has the unit
+    (one without it had no cgroup left: unknown, not 0), and the share of the time the CPUs were busy."""
     used = [{u["unit"]: u["cpu_s"] for u in a["units"]} for a in accounts]
-    busy = [
-        a["busy_s"] / (a["busy_s"] + a["idle_s"])
-        for a in accounts
-        if a["busy_s"] is not None and a["idle_s"] is not None and a["busy_s"] + a["idle_s"] > 0
-    ]
+    names = sorted({n for u in used for n in u})
+    busy = [a["busy_share"] for a in accounts if a["busy_share"] is not None]
     return {
-        "cpu_s": {n: stats([u.get(n, 0.0) for u in used]) for n in sorted(names)},
+        "cpu_s": {n: stats([u[n] for u in used if n in u]) for n in names},
         "cpu_busy_share": stats(busy) if busy else None,
     }
 

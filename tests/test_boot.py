@@ -577,12 +577,14 @@ def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
     assert data["cpu"]["busy_s"] == pytest.approx(97.52) and data["cpu"]["idle_s"] == pytest.approx(42.97)
     advice = next(r for r in data["recommendations"] if r["topic"] == "cpu")
     assert "busy 69%" in advice["message"] and "init.scope (systemd itself) 30.0 s" in advice["message"]
+    assert data["cpu"]["cpus"] == 2 and "one CPU kept busy alone is 50%" in advice["message"]
     assert advice["evidence"][0].endswith("init.scope 29.963s")
 
     # The same account with each unit's properties in the other order, on a machine busy throughout.
     swapped = tmp_path / "cpu.txt"
     swapped.write_text(
-        "Id=a.service\nCPUUsageNSec=2000000000\n\nId=b.service\nCPUUsageNSec=5000000000\n\ncpu  700 0 100 10 0 0 0 0\n"
+        "Id=a.service\nCPUUsageNSec=2000000000\n\nId=x.target\n\nCPUUsageNSec=[not set]\nId=y.service\n\n"
+        "Id=b.service\nCPUUsageNSec=5000000000\n\ncpu  700 0 100 10 0 0 0 0\n"
     )
     data = analyze_json(str(swapped))
     assert [(u["unit"], u["cpu_s"]) for u in data["cpu"]["units"]] == [("b.service", 5.0), ("a.service", 2.0)]

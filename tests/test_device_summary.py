@@ -27,18 +27,22 @@ def test_cpu_by_unit_per_arm(tmp_path, monkeypatch):
         "CPUUsageNSec=20000000000\nId=init.scope\n\nCPUUsageNSec=6000000000\nId=headstart@kiosk.service\n\n"
         "CPUUsageNSec=500000000\nId=device-home-screen.service\n\ncpu  9000 0 1000 0 0 0 0 0\n"
     )
+    second = tmp_path / "second.txt"  # another boot of it, whose daemon's unit had no count left
+    second.write_text("CPUUsageNSec=22000000000\nId=init.scope\n\ncpu  5000 0 0 5000 0 0 0 0\n")
     boots = []
-    for arm, cpu in (("stock", FIXTURES / "device-arm64.cpu.txt"), ("headstart", other)):
+    for arm, cpu in (("stock", FIXTURES / "device-arm64.cpu.txt"), ("headstart", other), ("headstart", second)):
         a = analysis.analyze([FIXTURES / "device-arm64.systemd.txt", cpu], None)
         boots.append({"arm": arm, "analysis": analysis.as_dict(a), "home_frame_s": 40.0, "launches": []})
     summary = bench.summary(boots)
     assert summary["stock"]["cpu_s"]["init.scope"]["median"] == pytest.approx(29.963)
     assert summary["stock"]["cpu_s"].get("headstart@kiosk.service") is None
-    assert summary["headstart"]["cpu_busy_share"]["median"] == 1.0
+    assert summary["headstart"]["cpu_s"]["headstart@kiosk.service"]["median"] == 6.0  # not 0 from the second
+    assert summary["headstart"]["cpu_s"]["init.scope"]["p90"] == 22.0
+    assert summary["headstart"]["cpu_busy_share"]["p90"] == 1.0
     headers, rows = report.cpu_rows({"summary": summary})
     assert headers[1:] == ["stock", "headstart"]
     assert [r[0] for r in rows[:3]] == ["init.scope", "systemd-udevd.service", "headstart@kiosk.service"]
     assert rows[1][1:] == ["12.9 (12.9-12.9)", "-"] and rows[2][1:] == ["-", "6.0 (6.0-6.0)"]
-    assert rows[-1][0] == "the CPUs busy, share of the time" and rows[-1][2].startswith("100 %")
+    assert rows[-1][0] == "the CPUs busy, share of the time" and rows[-1][2] == "75 % (50-100)"
     assert len(rows) == report.CPU_UNITS + 1
     sys.modules.pop("bench"), sys.modules.pop("report")

@@ -186,8 +186,7 @@ def _units(t: Timeline) -> list[Advice]:
     return out
 
 
-BUSY_SHARE = 0.8  # above it, the CPUs were the boot's bottleneck
-IDLE_SHARE = 0.5  # above it, the boot mostly waited on something else
+BUSY_SHARE = 0.8  # at or above it, the CPUs were the boot's bottleneck
 TOP_CPU_UNITS = 3
 
 
@@ -195,28 +194,29 @@ def _cpu(t: Timeline) -> list[Advice]:
     """Whether the boot was bound by its CPUs, from the machine's busy and idle time, and which
     units used them: the kind of cut that can shorten it follows from that."""
     cpu = t.cpu
-    if cpu.busy_s is None or cpu.idle_s is None or cpu.busy_s + cpu.idle_s <= 0:
+    busy = cpu.busy_share
+    if busy is None or cpu.busy_s is None or cpu.idle_s is None:
         return []
-    busy = cpu.busy_s / (cpu.busy_s + cpu.idle_s)
     top = ", ".join(f"{_unit_name(u)} {s:.1f} s" for u, s, _ in cpu.units[:TOP_CPU_UNITS])
     used = f" The units that used the most: {top}." if top else ""
+    over = f", summed over its {cpu.cpus} CPUs" if cpu.cpus else ", summed over its CPUs"
     if busy >= BUSY_SHARE:
         verdict = (
             "Ordering units otherwise only changes which of them waits for a CPU: what shortens this boot is "
             "less work (units masked, smaller units, a program that does less at start)."
         )
-    elif 1 - busy >= IDLE_SHARE:
-        verdict = (
-            "The boot mostly waited on something other than computation (the disk, a device, a timer): "
-            "follow systemd's critical chain to what it waited for."
-        )
     else:
-        verdict = "Both less work and less waiting would shorten it."
+        one = f" (one CPU kept busy alone is {1 / cpu.cpus:.0%})" if cpu.cpus > 1 else ""
+        verdict = (
+            f"The CPUs were idle {1 - busy:.0%} of the time{one}: part of the boot waited on something other "
+            "than computation (the disk, a device, a timer) or ran one thing at a time; systemd's critical "
+            "chain shows what it waited for."
+        )
     return [
         Advice(
             "cpu",
-            f"From boot to the capture, the CPUs were busy {busy:.0%} of the time ({cpu.busy_s:.1f} s busy, "
-            f"{cpu.idle_s:.1f} s idle, summed over the CPUs). {verdict}{used}",
+            f"From boot to the capture, the machine's CPUs were busy {busy:.0%} of the time ({cpu.busy_s:.1f} s "
+            f"busy, {cpu.idle_s:.1f} s idle{over}). {verdict}{used}",
             [f"{src}: {u} {s:.3f}s" for u, s, src in cpu.units[:TOP_CPU_UNITS]],
             None,
         )

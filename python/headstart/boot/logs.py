@@ -26,7 +26,8 @@ _UNIT = re.compile(r"([\d.]+)(h|min|ms|us|s)")
 _SECONDS = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 _SHOW = re.compile(r"^(Id|CPUUsageNSec)=(.*)$")
 _PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
-_USER_HZ = 100  # /proc/stat's unit on every Linux architecture
+_PROC_STAT_ONE_CPU = re.compile(r"^cpu\d+\s+\d")
+_USER_HZ = 100  # /proc/stat's unit on every architecture Debian builds for (Alpha's is 1024)
 
 
 @dataclass
@@ -38,6 +39,13 @@ class CpuAccount:
     units: list[tuple[str, float, str]] = field(default_factory=list)  # unit, CPU seconds, source
     busy_s: float | None = None
     idle_s: float | None = None
+    cpus: int = 0  # the machine's CPUs (the cpuN lines of /proc/stat), 0 when not given
+
+    @property
+    def busy_share(self) -> float | None:
+        if self.busy_s is None or self.idle_s is None or self.busy_s + self.idle_s <= 0:
+            return None
+        return self.busy_s / (self.busy_s + self.idle_s)
 
 
 @dataclass
@@ -88,7 +96,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.systemd_blame += one.systemd_blame
     log.cpu.units += one.cpu.units
     if one.cpu.busy_s is not None:
-        log.cpu.busy_s, log.cpu.idle_s = one.cpu.busy_s, one.cpu.idle_s
+        log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
     log.formats += one.formats
 
@@ -113,8 +121,12 @@ def _read_one(name: str, text: str) -> BootLog:
 
 
 def _systemd(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
-    if show := _SHOW.match(text.strip()):
+    if not text.strip():
+        shown.clear()  # the end of a unit's block in systemctl show's output
+    elif show := _SHOW.match(text.strip()):
         _unit_cpu(source, show.group(1), show.group(2), log, shown)
+    elif _PROC_STAT_ONE_CPU.match(text):
+        log.cpu.cpus += 1
     elif stat := _PROC_STAT_CPU.match(text):
         # user nice system idle iowait irq softirq steal ...; guest time is counted in user already
         ticks = [int(n) for n in stat.group(1).split()]
@@ -128,8 +140,11 @@ def _systemd(source: str, text: str, log: BootLog, shown: dict[str, str]) -> Non
 
 
 def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:
-    """systemctl show prints each unit's properties together, in an order of its own, blank lines
-    between units: a unit is complete once both are seen. "[not set]": a unit with no cgroup."""
+    """systemctl show prints each unit's properties together, in an order of its own, a blank line
+    after each unit, and leaves out a property the unit's type does not have (a target has no CPU
+    time): a unit is complete once both are seen in one block. "[not set]": a unit with no cgroup."""
+    if key in shown:  # the next unit's block, the blank line between lost
+        shown.clear()
     shown[key] = value
     if len(shown) < 2:
         return

@@ -144,7 +144,7 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
 def _cpu(account: CpuAccount) -> CpuAccount:
     # A slice sums the units under it: counted again, it would push them off the top of the list.
     units = sorted((u for u in account.units if not u[0].endswith(".slice")), key=lambda u: -u[1])
-    return CpuAccount(units, account.busy_s, account.idle_s)
+    return CpuAccount(units, account.busy_s, account.idle_s, account.cpus)
 
 
 def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
@@ -295,6 +295,8 @@ def as_dict(t: Timeline) -> dict[str, Any]:
             "units": [{"unit": u, "cpu_s": s, "evidence": src} for u, s, src in t.cpu.units],
             "busy_s": t.cpu.busy_s,
             "idle_s": t.cpu.idle_s,
+            "busy_share": t.cpu.busy_share,
+            "cpus": t.cpu.cpus,
         },
         "console": {"kernel_lines": t.console_lines, "bytes": t.console_bytes},
         "end_s": t.end_s,
