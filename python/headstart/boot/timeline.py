@@ -141,10 +141,19 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
     return timeline
 
 
+OUTSIDE_UNITS = "outside every unit (the kernel, the initramfs, kernel threads)"
+
+
 def _cpu(account: CpuAccount) -> CpuAccount:
     # A slice sums the units under it: counted again, it would push them off the top of the list.
-    units = sorted((u for u in account.units if not u[0].endswith(".slice")), key=lambda u: -u[1])
-    return CpuAccount(units, account.busy_s, account.idle_s, account.cpus)
+    units = [u for u in account.units if not u[0].endswith(".slice")]
+    # The root slice counts every task since boot; its children (system.slice, user.slice,
+    # init.scope, ...) only what ran once systemd had made them: the rest ran outside every unit.
+    root = next((u for u in account.units if u[0] == "-.slice"), None)
+    top = [u for u in account.units if u[0] == "init.scope" or (u[0].endswith(".slice") and "-" not in u[0])]
+    if root is not None and top:
+        units.append((OUTSIDE_UNITS, max(0.0, root[1] - sum(u[1] for u in top)), root[2]))
+    return CpuAccount(sorted(units, key=lambda u: -u[1]), account.busy_s, account.idle_s, account.cpus)
 
 
 def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
