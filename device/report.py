@@ -74,32 +74,21 @@ def _seconds(s: dict[str, float] | None) -> str:
 
 def print_tables(data: dict[str, Any]) -> None:
     console = Console()
-    t = Table(title=f"Power-on to the home screen's first frame ({data['arch']}, {data['accelerator']})")
-    for h in ("arm", "boots", "median (p10-p90)", "ratio to stock"):
-        t.add_column(h)
-    for row in boot_rows(data):
-        t.add_row(*row)
-    console.print(t)
-    headers, rows = phase_rows(data)
-    t = Table(title="Phases")
+    title = f"Power-on to the home screen's first frame ({data['arch']}, {data['accelerator']})"
+    console.print(_table(title, ["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data)))
+    console.print(_table("Phases", *phase_rows(data)))
+    console.print(_table("CPU time until the home screen's frame, by unit", *cpu_rows(data)))
+    headers = ["arm", "launch", "exec", "served", "served / exec"]
+    console.print(_table("The second app, open to first frame", headers, app_rows(data)))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    t = Table(title=title)
     for h in headers:
         t.add_column(h)
     for row in rows:
         t.add_row(*row)
-    console.print(t)
-    headers, rows = cpu_rows(data)
-    t = Table(title="CPU time until the home screen's frame, by unit")
-    for h in headers:
-        t.add_column(h)
-    for row in rows:
-        t.add_row(*row)
-    console.print(t)
-    t = Table(title="The second app, open to first frame")
-    for h in ("arm", "launch", "exec", "served", "served / exec"):
-        t.add_column(h)
-    for row in app_rows(data):
-        t.add_row(*row)
-    console.print(t)
+    return t
 
 
 def _chart(data: dict[str, Any]) -> Figure:
