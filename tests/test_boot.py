@@ -596,3 +596,30 @@ def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
     assert "busy 99%" in advice["message"] and "less work" in advice["message"]
     table = headstart("boot", "analyze", str(swapped))
     assert table.returncode == 0 and "CPU time by unit" in table.stdout and "b.service" in table.stdout
+
+
+def test_units_that_ended_are_counted_from_the_journal(tmp_path):
+    """A unit that ended before the capture has no cgroup left: systemd's "Consumed ... CPU time"
+    line in the journal gives its count (each run's, summed), the system manager's only (a user
+    manager's units share names with its), and never twice for a unit its cgroup still counts."""
+    journal = tmp_path / "journal.txt"  # journalctl -b -o short-monotonic
+    journal.write_text(
+        "[    0.000000] device kernel: Booting Linux on physical CPU 0x0000000000 [0x410fd083]\n"
+        "[    5.123456] device systemd[1]: modprobe@drm.service: Consumed 812ms CPU time.\n"
+        "[    5.200000] device systemd[1]: modprobe@drm.service: Deactivated successfully.\n"
+        "[    9.500000] device systemd[1]: systemd-tmpfiles-setup.service: Consumed 1.234s CPU time, read 4.0K "
+        "from disk.\n"
+        "[   10.000000] device systemd[252]: dbus.service: Consumed 300ms CPU time.\n"
+        "[   11.000000] device systemd[1]: modprobe@drm.service: Consumed 100ms CPU time.\n"
+        "[   12.000000] device systemd[1]: init.scope: Consumed 1min 2.5s CPU time.\n"
+    )
+    data = analyze_json(str(journal), str(FIXTURES / "device-arm64.cpu.txt"))
+    used = {u["unit"]: u["cpu_s"] for u in data["cpu"]["units"]}
+    assert used["modprobe@drm.service"] == pytest.approx(0.912)
+    assert used["systemd-tmpfiles-setup.service"] == pytest.approx(0.833)  # its cgroup's count, not the journal's
+    assert used["init.scope"] == pytest.approx(29.963)
+    assert "dbus.service" in used and used["dbus.service"] != pytest.approx(0.3)  # the system bus, from its cgroup
+    alone = analyze_json(str(journal))
+    assert {u["unit"]: u["cpu_s"] for u in alone["cpu"]["units"]} == pytest.approx(
+        {"modprobe@drm.service": 0.912, "systemd-tmpfiles-setup.service": 1.234, "init.scope": 62.5}
+    )

@@ -25,6 +25,8 @@ _BLAME = re.compile(r"^\s*((?:[\d.]+(?:h|min|s|ms|us)\s*)+)\s+(\S+)$")
 _UNIT = re.compile(r"([\d.]+)(h|min|ms|us|s)")
 _SECONDS = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 _SHOW = re.compile(r"^(Id|CPUUsageNSec)=(.*)$")
+# The system manager's account of a unit that has ended (the user managers' units share names with it).
+_CONSUMED = re.compile(r"\bsystemd\[1\]: (\S+): Consumed (.+?) CPU time\b")
 _PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
 _PROC_STAT_ONE_CPU = re.compile(r"^cpu\d+\s+\d")
 _USER_HZ = 100  # /proc/stat's unit on every architecture Debian builds for (Alpha's is 1024)
@@ -37,6 +39,9 @@ class CpuAccount:
     idle summed over its CPUs."""
 
     units: list[tuple[str, float, str]] = field(default_factory=list)  # unit, CPU seconds, source
+    # Units that ended, from systemd's "UNIT: Consumed ... CPU time" lines in the journal: what
+    # their cgroups no longer tell. Each stop counts its own run.
+    ended: list[tuple[str, float, str]] = field(default_factory=list)
     busy_s: float | None = None
     idle_s: float | None = None
     cpus: int = 0  # the machine's CPUs (the cpuN lines of /proc/stat), 0 when not given
@@ -95,6 +100,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.systemd_phases |= one.systemd_phases
     log.systemd_blame += one.systemd_blame
     log.cpu.units += one.cpu.units
+    log.cpu.ended += one.cpu.ended
     if one.cpu.busy_s is not None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
@@ -115,6 +121,8 @@ def _read_one(name: str, text: str) -> BootLog:
             log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
         if kernel_s is not None:
             log.lines.append(Line(source, after, s.host_s, kernel_s))
+            if consumed := _CONSUMED.search(after):
+                log.cpu.ended.append((consumed.group(1), duration_s(consumed.group(2)), source))
         elif f is None:
             _systemd(source, before, log, shown)
     return log

@@ -147,13 +147,24 @@ OUTSIDE_UNITS = "outside every unit (the kernel, the initramfs, kernel threads)"
 def _cpu(account: CpuAccount) -> CpuAccount:
     # A slice sums the units under it: counted again, it would push them off the top of the list.
     units = [u for u in account.units if not u[0].endswith(".slice")]
+    units += _ended(account, {u[0] for u in account.units})
     # The root slice counts every task since boot; its children (system.slice, user.slice,
     # init.scope, ...) only what ran once systemd had made them: the rest ran outside every unit.
     root = next((u for u in account.units if u[0] == "-.slice"), None)
     top = [u for u in account.units if u[0] == "init.scope" or (u[0].endswith(".slice") and "-" not in u[0])]
     if root is not None and top:
         units.append((OUTSIDE_UNITS, max(0.0, root[1] - sum(u[1] for u in top)), root[2]))
-    return CpuAccount(sorted(units, key=lambda u: -u[1]), account.busy_s, account.idle_s, account.cpus)
+    units.sort(key=lambda u: -u[1])
+    return CpuAccount(units, busy_s=account.busy_s, idle_s=account.idle_s, cpus=account.cpus)
+
+
+def _ended(account: CpuAccount, counted: set[str]) -> list[tuple[str, float, str]]:
+    """Units that had ended, each stop's count summed, unless their cgroup still counted them."""
+    total: dict[str, tuple[float, str]] = {}
+    for unit, seconds, source in account.ended:
+        if unit not in counted:
+            total[unit] = (total.get(unit, (0.0, source))[0] + seconds, source)
+    return [(unit, seconds, source) for unit, (seconds, source) in total.items()]
 
 
 def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
