@@ -2,8 +2,9 @@
 `headstart boot record`, grabserial or moreutils' ts: see formats.py), `dmesg` or
 `journalctl -o short-monotonic` output (printk time), `systemd-analyze` / `systemd-analyze
 blame` output (durations), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
-'*'` per unit, the `cpu` line of /proc/stat for the whole machine. Each log must hold one boot, and
-all of them the same boot (boots.py)."""
+'*'` per unit, the journal's "UNIT: Consumed ... CPU time" lines for units that ended, the `cpu`
+lines of /proc/stat for the whole machine. Each log must hold one boot, and all of them the same
+boot (boots.py)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,12 @@ _USER_HZ = 100  # /proc/stat's unit on every architecture Debian builds for (Alp
 
 @dataclass
 class CpuAccount:
-    """What the CPUs did from boot to the moment it was captured: per unit, its cgroup's count (a unit
-    that had already ended has no cgroup left, so it is not here), and for the whole machine, busy and
-    idle summed over its CPUs."""
+    """What the CPUs did from boot to the moment it was captured: per unit, its cgroup's count, and
+    for the whole machine, busy and idle summed over its CPUs."""
 
     units: list[tuple[str, float, str]] = field(default_factory=list)  # unit, CPU seconds, source
-    # Units that ended, from systemd's "UNIT: Consumed ... CPU time" lines in the journal: what
-    # their cgroups no longer tell. Each stop counts its own run.
+    # Units that ended before the capture (no cgroup left), from systemd's "UNIT: Consumed ... CPU
+    # time" lines in the journal, each stop's run; timeline.py folds them into units.
     ended: list[tuple[str, float, str]] = field(default_factory=list)
     busy_s: float | None = None
     idle_s: float | None = None
@@ -124,11 +124,12 @@ def _read_one(name: str, text: str) -> BootLog:
             if consumed := _CONSUMED.search(after):
                 log.cpu.ended.append((consumed.group(1), duration_s(consumed.group(2)), source))
         elif f is None:
-            _systemd(source, before, log, shown)
+            _plain_line(source, before, log, shown)
     return log
 
 
-def _systemd(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
+def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
+    """A line without times: systemd-analyze's, systemctl show's or /proc/stat's."""
     if not text.strip():
         shown.clear()  # the end of a unit's block in systemctl show's output
     elif show := _SHOW.match(text.strip()):

@@ -35,25 +35,24 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
             calls.add_row(c.name, f"{c.duration_s * 1000:,.1f}", "-" if c.start_s is None else f"{c.start_s:.3f}")
         console.print(calls)
     if t.services:
-        services = Table(title="Slowest services (systemd-analyze blame)")
-        services.add_column("unit")
-        services.add_column("s", justify="right")
-        for unit, seconds, _ in t.services[:TOP]:
-            services.add_row(unit, f"{seconds:.3f}")
-        console.print(services)
+        console.print(_units_table("Slowest services (systemd-analyze blame)", "s", t.services))
     if t.cpu.units:
-        cpu = Table(title=CPU_TITLE)
-        cpu.add_column("unit")
-        cpu.add_column("CPU s", justify="right")
-        for unit, seconds, _ in t.cpu.units[:TOP]:
-            cpu.add_row(unit, f"{seconds:.3f}")
-        console.print(cpu)
+        console.print(_units_table(CPU_TITLE, "CPU s", t.cpu.units))
     for x in a.advice:
         console.print(f"[bold]{x.topic}[/]: {x.message}", highlight=False)
         for e in x.evidence:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
     for w in t.warnings:
         console.print(f"warning: {w}", style="yellow", markup=False)
+
+
+def _units_table(title: str, column: str, units: list[tuple[str, float, str]]) -> Table:
+    table = Table(title=title)
+    table.add_column("unit")
+    table.add_column(column, justify="right")
+    for unit, seconds, _ in units[:TOP]:
+        table.add_row(unit, f"{seconds:.3f}")
+    return table
 
 
 def render_comparison(c: Comparison, file: IO[str], width: int = 140) -> None:
