@@ -582,7 +582,21 @@ def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
     advice = next(r for r in data["recommendations"] if r["topic"] == "cpu")
     assert "busy 69%" in advice["message"] and "init.scope (systemd itself) 30.0 s" in advice["message"]
     assert data["cpu"]["cpus"] == 2 and "one CPU kept busy alone is 50%" in advice["message"]
+    assert "over the 70 s from boot to the capture" in advice["message"]  # (97.52 + 42.97) / 2
     assert advice["evidence"][0].endswith("init.scope 29.963s")
+
+    # Captured long after the boot it is given with (a QEMU boot ready at about 5 s): said so, and
+    # no verdict on the boot from it.
+    late = tmp_path / "late.txt"
+    late.write_text(
+        "cpu  30000 0 10000 160000 0 0 0 0\ncpu0 15000 0 5000 80000 0 0 0 0\ncpu1 15000 0 5000 80000 0 0 0 0\n"
+    )
+    data = analyze_json(str(VERBOSE), str(late), "--ready", READY)
+    message = next(r for r in data["recommendations"] if r["topic"] == "cpu")["message"]
+    assert (
+        "over the 1,000 s from boot to the capture" in message and "most of this account is not the boot's" in message
+    )
+    assert "waited on something" not in message
 
     # The same account with each unit's properties in the other order, on a machine busy throughout.
     swapped = tmp_path / "cpu.txt"

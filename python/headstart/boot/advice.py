@@ -188,6 +188,9 @@ def _units(t: Timeline) -> list[Advice]:
 
 BUSY_SHARE = 0.8  # at or above it, the CPUs were the boot's bottleneck
 TOP_CPU_UNITS = 3
+# A capture this much later than the boot's end says little about the boot.
+LATE_FACTOR = 1.5
+LATE_S = 30.0
 
 
 def _cpu(t: Timeline) -> list[Advice]:
@@ -200,7 +203,17 @@ def _cpu(t: Timeline) -> list[Advice]:
     top = ", ".join(f"{_unit_name(u)} {s:.1f} s" for u, s, _ in cpu.units[:TOP_CPU_UNITS])
     used = f" The units that used the most: {top}." if top else ""
     over = f", summed over its {cpu.cpus} CPUs" if cpu.cpus else ", summed over its CPUs"
-    if busy >= BUSY_SHARE:
+    # Busy and idle summed over the CPUs, divided by them: the time from boot to the capture.
+    span = (cpu.busy_s + cpu.idle_s) / cpu.cpus if cpu.cpus else None
+    boot_end = t.at("ready") or t.end_s
+    if span is not None:
+        over += f", over the {span:,.0f} s from boot to the capture"
+    if span is not None and boot_end is not None and span > LATE_FACTOR * boot_end + LATE_S:
+        verdict = (
+            f"The capture came {span - boot_end:,.0f} s after the boot's last moment in these logs "
+            f"({boot_end:.1f} s): most of this account is not the boot's. Capture it as the program becomes ready."
+        )
+    elif busy >= BUSY_SHARE:
         verdict = (
             "Ordering units otherwise only changes which of them waits for a CPU: what shortens this boot is "
             "less work (units masked, smaller units, a program that does less at start)."
