@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 from conftest import SANITIZED, charts_in_chromium, headstart_without_matplotlib
 from headstart import binaries
+from headstart.benchmark.timing import summarize_rows
 
 pytestmark = pytest.mark.skipif(
     SANITIZED, reason="the programs and the marker run uninstrumented; the daemon's own checks run elsewhere"
@@ -60,6 +61,7 @@ def test_quick_json_has_every_field_of_its_schema(quick_run):
         assert mode["to_main_us"]["count"] == 3
         assert 0 < mode["to_main_us"]["median"] <= mode["to_exit_us"]["median"]
         assert mode["to_ready_us"] == mode["to_exit_us"]  # fft is ready when it exits
+        assert 0 < mode["after_main_us"]["median"] < mode["to_ready_us"]["median"]
         assert mode["memory_at_main"]["pss_kb"] > 0
     relocations = {k: m["relocations_in_child"] for k, m in program["modes"].items()}
     assert relocations["exec"]["symbolic"] > relocations["run@preload"]["symbolic"] > 0
@@ -188,6 +190,10 @@ def test_bench_times_windows_to_ready_under_its_own_x_server(tmp_path):
         assert mode["status"] == "ok", (key, mode["errors"])
         assert mode["to_main_us"]["median"] < mode["to_ready_us"]["median"] <= mode["to_exit_us"]["median"]
     assert data["mean_ready_ratio_to_exec"]["direct@learned"] is not None
+    exec_mode = gtk["modes"]["exec"]
+    share = exec_mode["after_main_us"]["median"] / exec_mode["to_ready_us"]["median"]
+    assert gtk["after_main_share_of_exec"] == pytest.approx(share) and 0 < share < 1
+    assert gtk["modes"]["direct@learned"]["after_main_ratio_to_exec"] > 0
     learned = gtk["daemon_memory"]["learned"]
     assert learned["zygote_pss_kb"] > 0 and learned["pool_children"] == 4
 
@@ -203,6 +209,23 @@ def test_bench_times_windows_to_ready_under_its_own_x_server(tmp_path):
     for key, mode in calc["modes"].items():
         assert mode["status"] == "ok", (key, mode["errors"])
         assert mode["to_ready_us"]["count"] == 2 and mode["to_exit_us"] is None  # stopped once shown
+
+
+def test_time_after_main_is_taken_launch_by_launch():
+    """Main to ready per launch, then its median: not the difference of the two medians, which mixes
+    launches. A launch that failed, or one that never reached main, is left out."""
+    rows = [
+        {"mode": "exec", "to_main_ns": 10_000, "to_ready_ns": 110_000, "stopped": True},
+        {"mode": "exec", "to_main_ns": 50_000, "to_ready_ns": 60_000, "stopped": True},
+        {"mode": "exec", "to_main_ns": 20_000, "to_ready_ns": 90_000, "stopped": True},
+        {"mode": "exec", "to_main_ns": None, "to_ready_ns": 80_000, "stopped": True},
+        {"mode": "exec", "error": "not ready within 1 s", "stopped": True},
+    ]
+    (exec_mode,) = summarize_rows(rows, ["exec"]).values()
+    assert exec_mode.status == "failed" and exec_mode.after_main_us is not None
+    assert exec_mode.after_main_us.count == 3 and exec_mode.after_main_us.median == 70.0  # 100, 10, 70 µs
+    assert exec_mode.to_ready_us is not None and exec_mode.to_main_us is not None
+    assert exec_mode.to_ready_us.median - exec_mode.to_main_us.median == 65.0  # what medians' difference says
 
 
 def test_a_missing_program_fails_the_run_before_it_starts(tmp_path):

@@ -14,7 +14,7 @@ from headstart.benchmark.timing import ModeResult, daemon_mode
 from headstart.profiling import toolkit_settings
 from headstart.relocations import Relocations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -45,6 +45,14 @@ class ProgramResult:
         if base is None or this is None or base.median == 0:
             return None
         return this.median / base.median
+
+    def after_main_share(self) -> float | None:
+        """Exec's time from main to ready over its time to ready: the least a launcher that only
+        shortens the way to main can reach, as a ratio to exec."""
+        exec_mode = self.modes.get("exec")
+        if exec_mode is None or exec_mode.after_main_us is None or exec_mode.to_ready_us is None:
+            return None
+        return exec_mode.after_main_us.median / exec_mode.to_ready_us.median if exec_mode.to_ready_us.median else None
 
 
 @dataclass
@@ -84,9 +92,11 @@ def _mode_dict(p: ProgramResult, m: ModeResult) -> dict[str, Any]:
         "to_main_us": m.to_main_us.as_dict() if m.to_main_us else None,
         "to_ready_us": m.to_ready_us.as_dict() if m.to_ready_us else None,
         "to_exit_us": m.to_exit_us.as_dict() if m.to_exit_us else None,
+        "after_main_us": m.after_main_us.as_dict() if m.after_main_us else None,
         "ready_ratio_to_exec": p.ratio(m.mode, "to_ready_us"),
         "ratio_to_exec": p.ratio(m.mode),
         "exit_ratio_to_exec": p.ratio(m.mode, "to_exit_us"),
+        "after_main_ratio_to_exec": p.ratio(m.mode, "after_main_us"),
         "relocations_in_child": rel.as_dict() if rel else None,
         "memory_at_main": mem.as_dict() if mem else None,
         "errors": m.errors,
@@ -98,6 +108,7 @@ def program_dict(p: ProgramResult) -> dict[str, Any]:
         "program": p.program,
         "argv": p.argv,
         "ready": p.ready,
+        "after_main_share_of_exec": p.after_main_share(),
         "runs": p.runs,
         "served": p.served,
         "requested": p.requested,
@@ -120,6 +131,7 @@ def as_json(result: BenchResult) -> dict[str, Any]:
         "missing_programs": result.missing_programs,
         "mean_ratio_to_exec": {k: result.mean_ratio(k) for k in result.keys},
         "mean_ready_ratio_to_exec": {k: result.mean_ratio(k, "to_ready_us") for k in result.keys},
+        "mean_after_main_ratio_to_exec": {k: result.mean_ratio(k, "after_main_us") for k in result.keys},
         "preload_scaling": [p.as_dict() for p in result.preload_scaling],
         "repeated_launches": result.repeated.as_dict() if result.repeated else None,
     }

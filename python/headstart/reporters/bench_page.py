@@ -21,6 +21,8 @@ def build(data: dict[str, Any]) -> Page:
     _table(page, table.ready_normalized(data))
     ready = "Time to ready (window shown, ready line, or exit) over exec's, per program and mode (1 = exec)"
     _ratios(page, data, "ready_ratio_to_exec", ready)
+    page.heading("Time from main to ready, normalized to exec")
+    _table(page, table.after_main(data))
     page.heading("Time to main, normalized to exec")
     _table(page, table.normalized(data))
     if data["programs"]:
