@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import statistics
 import subprocess
 import sys
@@ -140,6 +142,29 @@ def test_bench_marks_main_of_an_unmodified_program(tmp_path):
         assert not result["errors"], (mode, result["errors"])
         assert result["to_main_us"]["median"] <= result["to_exit_us"]["median"]
         assert result["memory_at_main"]["pss_kb"] > 0
+
+
+def test_a_mode_whose_launches_ran_by_exec_is_not_read_as_the_daemons(tmp_path):
+    """A set-user-ID program is declined, and headstart-run then execs it without a word: its times are
+    exec's. The bench says so in the mode's status and errors, and leaves it out of the mean."""
+    setuid = tmp_path / "cjpeg-setuid"
+    shutil.copy("/usr/bin/cjpeg", setuid)
+    setuid.chmod(0o755 | stat.S_ISUID)
+    done = bench(
+        "--quick", "--programs", f"{setuid} -version", "--runs", "2", "--modes", "exec,pool", "--json",
+        "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    (program,) = data["programs"]
+    assert program["served"] == 0 and program["requested"] == 4
+    for key in ("run@pool", "direct@pool"):
+        mode = program["modes"][key]
+        assert mode["status"] == "failed"
+        assert "0 of 4 launches through the pool daemon were served; the rest ran by exec" in mode["errors"]
+        assert data["mean_ready_ratio_to_exec"][key] is None
+    assert program["modes"]["exec"]["status"] == "ok" and data["mean_ready_ratio_to_exec"]["exec"] == 1.0
 
 
 def test_a_broken_daemon_and_a_missing_program_are_reported_and_the_rest_runs(tmp_path):

@@ -65,8 +65,13 @@ class BenchResult:
     repeated: RepeatedLaunches | None
 
     def mean_ratio(self, key: str, metric: str = "to_main_us") -> float | None:
-        """The average over programs of the ratio to exec, as the paper averages its programs."""
-        ratios = [r for p in self.programs if (r := p.ratio(key, metric)) is not None]
+        """The average over programs of the ratio to exec, as the paper averages its programs; a mode
+        with failed or declined launches is left out (its times are partly exec's or missing)."""
+        ratios = [
+            r
+            for p in self.programs
+            if key in p.modes and p.modes[key].status == "ok" and (r := p.ratio(key, metric)) is not None
+        ]
         return sum(ratios) / len(ratios) if ratios else None
 
     def failed(self) -> bool:

@@ -17,7 +17,7 @@ from headstart.benchmark.display import display_env, private_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
 from headstart.benchmark.repeated import MAX_LAUNCHES
 from headstart.benchmark.results import BenchResult, ProgramResult
-from headstart.benchmark.timing import mode_keys, time_program
+from headstart.benchmark.timing import ModeResult, daemon_mode, mode_keys, time_program
 from headstart.errors import HeadstartError
 
 
@@ -86,15 +86,17 @@ def _measure_group(
     with ExitStack() as stack:
         daemons = start_daemons(stack, plan.modes, programs, env, plan.warm_up)
         for program in programs:
-            before = daemons.launches_started()
+            before = {mode: d.launches_started() for mode, d in daemons.running.items()}
             modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)
+            served = {mode: d.launches_started() - before[mode] for mode, d in daemons.running.items()}
+            _mark_fallbacks(modes, served)
             result = ProgramResult(
                 program=program.label,
                 argv=program.argv,
                 ready=program.ready.describe(),
                 runs=plan.runs,
                 modes=modes,
-                served=daemons.launches_started() - before,
+                served=sum(served.values()),
                 requested=sum(m.launches for k, m in modes.items() if k != "exec"),
                 relocations=relocations.per_mode(program.path),
                 loader=relocations.loader_statistics(program.argv),
@@ -107,6 +109,20 @@ def _measure_group(
         for result in results:
             result.daemon_memory = _daemon_memory(daemons)
     return results
+
+
+def _mark_fallbacks(modes: dict[str, ModeResult], served: dict[str, int]) -> None:
+    """A daemon that did not serve every launch asked of it: the launches it did not serve ran by
+    exec, so its modes' times are partly exec's and must not read as the daemon's."""
+    for mode, count in served.items():
+        keys = [k for k in modes if k != "exec" and daemon_mode(k) == mode]
+        asked = sum(modes[k].launches for k in keys)
+        if count >= asked:
+            continue
+        why = f"{count} of {asked} launches through the {mode} daemon were served; the rest ran by exec"
+        for key in keys:
+            modes[key].status = "failed"
+            modes[key].errors.append(why)
 
 
 def _daemon_memory(daemons: Daemons) -> dict[str, dict[str, float]]:
