@@ -278,6 +278,8 @@ def test_profile_bad_input(tmp_path):
     one_line_error(crash, "killed by SIGSEGV")
     never = headstart("profile", "--runs", "1", "--ready", "NEVER", "--timeout", "2", "--", "/bin/sleep", "30")
     one_line_error(never, "did not print a line matching 'NEVER' within 2 s")
+    ended = headstart("profile", "--runs", "1", "--ready", "NEVER", "--", "/bin/sh", "-c", "echo no >&2; exit 3")
+    one_line_error(ended, "exited with status 3 without printing a line matching 'NEVER' in the traced launch: no")
     static = helper_path("observe-static")
     one_line_error(headstart("profile", "--", str(static)), "not dynamically linked")
     text = tmp_path / "text"

@@ -60,11 +60,19 @@ class Recorded:
     calls: list[Call] = field(default_factory=list)
 
 
-def _checked(result: Launch, what: str, argv: list[str]) -> Launch:
+def _checked(result: Launch, what: str, options: ProfileOptions) -> Launch:
+    """A launch that died of a signal, or ended before its ready point, ends the profile: its times
+    would be those of a failure, not of the program's launch."""
+    argv = options.argv
+    tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
     if result.exit_status < 0 and not result.stopped_at_ready:
         sig = signal.Signals(-result.exit_status).name
-        tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
         raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
+    if (options.ready is not None or options.ready_window) and result.to_ready_ns is None:
+        ready = f"printing a line matching {options.ready.pattern!r}" if options.ready else "showing a window"
+        raise HeadstartError(
+            f"{argv[0]} exited with status {result.exit_status} without {ready} in the {what} launch{tail}"
+        )
     return result
 
 
@@ -82,7 +90,7 @@ class Profiler:
         o = self.options
         result = launch(LaunchOptions(self.argv, o.ready, o.timeout, ready_window=o.ready_window, **kw))
         self.progress.advance(self.task)
-        result = _checked(result, what, self.argv)
+        result = _checked(result, what, o)
         if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
             raise HeadstartError(
                 f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for setuid programs)"
