@@ -91,6 +91,19 @@ def test_timeout_stops_a_launch_waiting_for_its_exit():
     assert time.monotonic() - start < 6
 
 
+def test_a_failed_launch_says_its_exit_status_and_what_it_said_last():
+    """What the bench prints for a program that failed: its status and its last line of output, made
+    safe inside the JSON string (quotes, backslashes, a tab)."""
+    script = 'echo first; echo; printf \'%s\\n\' "no \\"display\\" \\\\ here\tat all" >&2; exit 3'
+    env = dict(os.environ, LD_PRELOAD=str(bin_path("mark-main")))
+    done = subprocess.run([*timer("--"), "/bin/sh", "-c", script], capture_output=True, text=True, timeout=20, env=env)
+    error = json.loads(done.stdout)["error"]
+    assert error == 'the program failed: exit status 3: no "display" \\ here at all'
+    killed = subprocess.run([*timer("--"), "/bin/sh", "-c", "kill -KILL $$"], capture_output=True, text=True,
+                            timeout=20, env=env)  # fmt: skip
+    assert json.loads(killed.stdout)["error"] == f"the program failed: killed by signal {signal.SIGKILL.value}"
+
+
 def test_bad_timeout_is_refused():
     done = subprocess.run([*timer("--timeout", "soon", "--"), "/bin/true"], capture_output=True, text=True, timeout=10)
     assert done.returncode == 2 and "--timeout: not a number of seconds: soon" in done.stderr

@@ -218,6 +218,7 @@ struct seen {
         size_t mark_got;
         char line[4096]; /* the output line being read */
         size_t line_got;
+        char last[160]; /* the last line that was not empty: what a failed program said last */
 };
 
 /* Both readers drain their pipe and return false at its end (every writer closed it): a pipe at its
@@ -247,6 +248,11 @@ static bool read_output(const struct config *c, int fd, struct seen *v, long lon
                                 continue;
                         }
                         v->line[v->line_got] = '\0';
+                        if (v->line_got) {
+                                size_t keep = v->line_got < sizeof v->last - 1 ? v->line_got : sizeof v->last - 1;
+                                memcpy(v->last, v->line, keep);
+                                v->last[keep] = '\0';
+                        }
                         v->line_got = 0;
                         if (v->t_ready < 0 && c->ready_set && regexec(&c->ready, v->line, 0, NULL, 0) == 0)
                                 v->t_ready = now;
@@ -346,6 +352,25 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
         }
         read_mark(mark_fd, v);
 }
+/* "the program failed: exit status 1: its last line", as a JSON string's content (the line's quotes,
+ * backslashes and control characters made harmless). */
+static void describe_failure(const struct launch *x, const struct seen *v, char *buf, size_t size) {
+        int n = WIFSIGNALED(x->status) ? snprintf(buf, size, "the program failed: killed by signal %d", WTERMSIG(x->status))
+                                       : snprintf(buf, size, "the program failed: exit status %d", WEXITSTATUS(x->status));
+        if (n < 0 || (size_t) n >= size || !v->last[0])
+                return;
+        size_t at = (size_t) n;
+        at += (size_t) snprintf(buf + at, size - at, ": ");
+        for (const char *p = v->last; *p && at + 2 < size; p++) {
+                unsigned char ch = (unsigned char) *p;
+                if (ch == '"' || ch == '\\') {
+                        buf[at++] = '\\';
+                        buf[at++] = (char) ch;
+                } else
+                        buf[at++] = ch < 0x20 ? ' ' : (char) ch;
+        }
+        buf[at] = '\0';
+}
 
 /* False when the launch was not ready within the timeout. */
 static bool one_launch(const struct config *c, const struct mode *m, int round) {
@@ -388,12 +413,14 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         close(out[0]);
 
         bool status_ok = x.stopped ? x.why[0] == '\0' : WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0;
-        if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || (c->ready_wanted && v.t_ready < 0))
+        if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || (c->ready_wanted && v.t_ready < 0)) {
+                char failed[256];
+                describe_failure(&x, &v, failed, sizeof failed);
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
                         x.why[0] ? x.why : v.t_main < 0 ? "the program did not mark main"
-                                  : !status_ok      ? "the program failed"
+                                  : !status_ok      ? failed
                                                     : "the program was never ready");
-        else
+        } else
                 dprintf(c->out,
                         "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_ready_ns\": %lld, "
                         "\"to_exit_ns\": %lld, \"stopped\": %s}\n",
