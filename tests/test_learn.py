@@ -100,6 +100,28 @@ def test_a_learned_object_that_starts_a_thread_is_skipped_and_the_program_still_
         assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
 
 
+def test_a_learned_object_with_which_a_program_no_longer_loads_is_left_out(tmp_path):
+    """Found by a new user: preloaded, an object learned for another program made a library's
+    thread-local block dynamic, and a program reaching it by initial-exec code then failed to load in
+    every child ("cannot allocate memory in static TLS block") and was exec'd for good. The zygote
+    now leaves such an object out, saying which program it broke, and the program stays served."""
+    program, plugin = helper_path("uses-plugin-ie-tls"), helper_path("hs-plugin-tls.so")
+    argv = [str(program), str(plugin)]
+    want = run_exec(argv)
+    assert want.returncode == 0 and b"framework's thread-local counter: 1\n" in want.stdout
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {program}\nobject {plugin}\nend\n")
+    with private_daemon([], extra_args=["--app", str(program), "--learn-file", str(state)]) as d:
+        status = d.status()
+        (line,) = [v for v in status.get("learned", []) if v.startswith(f"skipped {program} {plugin}")]
+        assert f"with it loaded, {program} no longer loads" in line and "static TLS" in line, line
+        with Served(d):
+            got = run_served(d, argv)
+        assert (got.returncode, got.stdout) == (want.returncode, want.stdout)
+        assert b"loaded before main: no" in got.stderr
+    assert d.process.returncode == 0, d.log_text()
+
+
 BAD_STATE = {
     "corrupt": (f"{HEADER}\nprogram {USES_PLUGIN}\nsomething else\nend\n", "not a file headstartd wrote at line 3"),
     "truncated": (f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\n", "truncated"),

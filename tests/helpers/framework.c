@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* A small "framework" library that a program links: an initialisation a daemon may run ahead of
  * time (--warm-up libhs-framework.so:framework_init), one that starts a thread, which the daemon
- * must refuse to run in its zygote, and a slow one, for a zygote that is still starting. */
+ * must refuse to run in its zygote, and a slow one, for a zygote that is still starting. Its
+ * thread-local counter is reached by its own code through __tls_get_addr: touched before anything
+ * needs it in static TLS, its block stays dynamic for good, and a program reaching it by
+ * initial-exec code no longer loads (as Debian's qt6ct beside libLLVM, for libstdc++'s). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,13 @@
 #include "idle-thread.h"
 
 static int initialised;
+
+__thread int framework_tls;
+
+int framework_tls_touch(void);
+int framework_tls_touch(void) {
+        return ++framework_tls;
+}
 
 void *framework_init(void);
 void *framework_init(void) {

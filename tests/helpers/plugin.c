@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A plugin that programs dlopen after main; with -DSTART_THREAD its constructor starts a thread. */
+/* A plugin that programs dlopen after main; with -DSTART_THREAD its constructor starts a thread, with
+ * -DTOUCH_FRAMEWORK_TLS it touches the framework's thread-local counter. */
 #include <stddef.h>
 
 #ifdef START_THREAD
@@ -7,6 +8,14 @@
 
 __attribute__((constructor)) static void start_thread(void) {
         start_idle_thread();
+}
+#endif
+
+#ifdef TOUCH_FRAMEWORK_TLS
+int framework_tls_touch(void);
+
+__attribute__((constructor)) static void touch_framework_tls(void) {
+        (void) framework_tls_touch();
 }
 #endif
 

@@ -6,6 +6,9 @@
 #include <stdio.h>
 
 int framework_initialised(void);
+#ifdef WITH_IE_TLS
+extern __thread int framework_tls __attribute__((tls_model("initial-exec")));
+#endif
 
 int main(int argc, char *argv[]) {
         if (argc < 2) {
@@ -21,5 +24,8 @@ int main(int argc, char *argv[]) {
         }
         const char *(*hello)(void) = (const char *(*)(void)) dlsym(h, "plugin_hello");
         printf("%s\n", hello ? hello() : "no plugin_hello");
+#ifdef WITH_IE_TLS
+        printf("framework's thread-local counter: %d\n", framework_tls);
+#endif
         return 0;
 }

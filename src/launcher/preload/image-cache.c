@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -176,6 +177,17 @@ static int undefine_copies(int fd, int out) {
         return r;
 }
 
+/* The program's bytes into out, made loadable by dlopen: the PIE flag cleared, copy relocations
+ * undefined (undefine_copies says why). */
+static int write_loadable(int fd, int out, off_t size, off_t flags_offset) {
+        int r = copy_fd(fd, out, size);
+        if (r >= 0)
+                r = clear_pie_flag(out, flags_offset);
+        if (r >= 0)
+                r = undefine_copies(fd, out);
+        return r;
+}
+
 /* Writes a loadable copy under a temporary name and renames it into place only if the source did
  * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
  * loaded through the fd returned, never by its name. */
@@ -193,11 +205,7 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         _cleanup_close_ int out = openat(c->dir_fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0500);
         if (out < 0)
                 return -errno;
-        int r = copy_fd(fd, out, st->st_size);
-        if (r >= 0)
-                r = clear_pie_flag(out, flags_offset);
-        if (r >= 0)
-                r = undefine_copies(fd, out);
+        int r = write_loadable(fd, out, st->st_size, flags_offset);
         struct stat now;
         if (r >= 0 && fstat(fd, &now) < 0)
                 r = -errno;
@@ -216,6 +224,14 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
                 return -ENOMEM;
         e->fd = TAKE_FD(out);
         return 0;
+}
+
+int image_loadable_memfd(int fd, off_t size, off_t flags_offset) {
+        _cleanup_close_ int out = memfd_create("headstart-program", MFD_CLOEXEC);
+        if (out < 0)
+                return -errno;
+        int r = write_loadable(fd, out, size, flags_offset);
+        return r < 0 ? r : TAKE_FD(out);
 }
 
 /* Plans how its libraries bind to the program (see bind-plan.h). Returns NULL or why not. */

@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "eligibility.h"
 #include "elf-info.h"
+#include "image-cache.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -290,9 +292,29 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, 
         return 0;
 }
 
+/* In the throwaway child: opens the program as a launch does, from a loadable copy of it (here in
+ * memory, where the image cache keeps one on the disk); dlerror's words if it cannot. */
+static const char *load_program(const char *path) {
+        struct program_facts facts;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || program_facts_read(fd, true, &facts) < 0)
+                return "cannot read the program";
+        if (facts.elf.pie_flag && (fd = image_loadable_memfd(fd, facts.st.st_size, facts.elf.flags_1_offset)) < 0)
+                return "cannot make a loadable copy of the program";
+        char name[64];
+        snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+        if (dlopen(name, RTLD_LAZY | RTLD_GLOBAL))
+                return NULL;
+        const char *e = dlerror();
+        return e ? e : "dlopen failed";
+}
+
 /* In the throwaway child: loads paths[from..n) in turn and writes "INDEX RESULT [DETAIL]" per object,
- * RESULT o (loaded), f (failed) or t (started a thread: the child stops there). */
-static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n, int out) {
+ * RESULT o (loaded), f (failed) or t (started a thread: the child stops there). One that loaded them
+ * all from the first then tries each program in a child of its own and writes "p INDEX o" (it
+ * loads) or "p INDEX f". */
+static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n, const char *const *programs,
+                                 size_t nprograms, int out) {
         const int threads = preload_count_threads();
         for (size_t i = from; i < n; i++) {
                 if (!dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) {
@@ -303,6 +325,15 @@ static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n
                         _exit(0);
                 } else
                         dprintf(out, "%zu o\n", i);
+        }
+        for (size_t k = 0; from == 0 && k < nprograms; k++) {
+                pid_t pid = throwaway_fork();
+                if (pid == 0)
+                        _exit(load_program(programs[k]) ? 1 : 0);
+                int status = 0;
+                while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                dprintf(out, "p %zu %c\n", k, pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 'o' : 'f');
         }
         _exit(0);
 }
@@ -316,9 +347,11 @@ static char *reason_for(char result, const char *detail) {
         return strdup(buf);
 }
 
-/* Tests paths[from..n) in one child. Returns the index after the last one it judged; the object at
- * that index crashed the child when the child died of a signal there. */
-static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *ok, char **reasons, int *ret_signal) {
+/* Tests paths[from..n) in one child, and the programs after them if it loaded them all from the
+ * first (program_loads[k] says which loaded). Returns the index after the last object it judged; the
+ * object at that index crashed the child when the child died of a signal there. */
+static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *ok, char **reasons,
+                         const char *const *programs, size_t nprograms, bool *program_loads, int *ret_signal) {
         int p[2];
         *ret_signal = 0;
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -326,7 +359,7 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
         pid_t pid = throwaway_fork();
         if (pid == 0) {
                 close(p[0]);
-                test_loads(paths, from, n, p[1]);
+                test_loads(paths, from, n, programs, nprograms, p[1]);
         }
         close(p[1]);
         size_t next = pid < 0 ? n : from;
@@ -338,6 +371,10 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
                 char result;
                 int at = 0;
                 line[strcspn(line, "\n")] = '\0';
+                if (sscanf(line, "p %zu %c", &i, &result) == 2 && i < nprograms) {
+                        program_loads[i] = result == 'o';
+                        continue;
+                }
                 if (sscanf(line, "%zu %c %n", &i, &result, &at) < 2 || i < from || i >= n)
                         continue;
                 ok[i] = result == 'o';
@@ -358,14 +395,77 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
         return next;
 }
 
-size_t preload_tested(const char *const *paths, size_t n, char **reasons) {
+/* Whether the program loads in a throwaway child, as a launch loads it, once the objects paths[i]
+ * with i < upto and ok[i] are loaded as the daemon would load them; if not, why in err. */
+static bool program_loads_after(const char *const *paths, size_t upto, const bool *ok, const char *program,
+                                char *err, size_t size) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return true; /* cannot tell: no object is blamed */
+        pid_t pid = throwaway_fork();
+        if (pid == 0) {
+                close(p[0]);
+                for (size_t i = 0; i < upto; i++)
+                        if (ok[i])
+                                (void) dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+                const char *why = load_program(program);
+                if (!why)
+                        _exit(0);
+                (void) !write(p[1], why, strlen(why));
+                _exit(1);
+        }
+        close(p[1]);
+        ssize_t got = pid < 0 ? -1 : read(p[0], err, size - 1);
+        err[got > 0 ? got : 0] = '\0';
+        close(p[0]);
+        int status = 0;
+        while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (pid > 0 && WIFSIGNALED(status))
+                snprintf(err, size, "its constructors ended the test child (%s)", strsignal(WTERMSIG(status)));
+        return pid < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Leaves out, one at a time, each object with which a program that loads without them no longer
+ * does: found by halving the objects loaded before it. */
+static void keep_program_loadable(const char *const *paths, size_t n, bool *ok, char **reasons,
+                                  const char *program) {
+        char err[512];
+        if (program_loads_after(paths, n, ok, program, err, sizeof err) ||
+            !program_loads_after(paths, 0, ok, program, err, sizeof err))
+                return; /* it loads, or it does not even without them: not theirs to answer for */
+        for (unsigned round = 0; round < 8; round++) {
+                size_t loads = 0, fails = n; /* loads with objects [0, loads), fails with [0, fails) */
+                while (fails - loads > 1) {
+                        size_t mid = loads + (fails - loads) / 2;
+                        if (program_loads_after(paths, mid, ok, program, err, sizeof err))
+                                loads = mid;
+                        else
+                                fails = mid;
+                }
+                if (!ok[fails - 1] || program_loads_after(paths, fails, ok, program, err, sizeof err))
+                        return; /* the answers changed: a flaky load is not an object to blame */
+                char buf[PATH_MAX + 640];
+                snprintf(buf, sizeof buf, "with it loaded, %s no longer loads: %s", program, err);
+                ok[fails - 1] = false;
+                reasons[fails - 1] = strdup(buf);
+                if (program_loads_after(paths, n, ok, program, err, sizeof err))
+                        return;
+        }
+}
+
+size_t preload_tested(const char *const *paths, size_t n, char **reasons, const char *const *programs,
+                      size_t nprograms) {
         bool *ok = calloc(n ? n : 1, sizeof *ok);
-        if (!ok)
+        _cleanup_free_ bool *program_loads = calloc(nprograms ? nprograms : 1, sizeof *program_loads);
+        if (!ok || !program_loads) {
+                free(ok);
                 return 0;
+        }
         for (size_t i = 0; i < n;) {
                 int sig;
                 size_t from = i;
-                i = test_batch(paths, i, n, ok, reasons, &sig);
+                i = test_batch(paths, i, n, ok, reasons, programs, nprograms, program_loads, &sig);
                 if ((sig || i == from) && i < n) { /* it died loading paths[i] */
                         char buf[128];
                         snprintf(buf, sizeof buf, "loading it ended the test child (%s)",
@@ -373,6 +473,9 @@ size_t preload_tested(const char *const *paths, size_t n, char **reasons) {
                         reasons[i++] = strdup(buf);
                 }
         }
+        for (size_t i = 0; i < nprograms && n; i++)
+                if (!program_loads[i]) /* not tried after them all in one child, or it did not load */
+                        keep_program_loadable(paths, n, ok, reasons, programs[i]);
         size_t loaded = 0;
         for (size_t i = 0; i < n; i++) {
                 if (!ok[i])

@@ -39,6 +39,9 @@ const char *preload_program_problem(const char *path);
 int preload_own_interp(char *buf, size_t size);
 
 /* Loads each object into the daemon with every symbol bound, after loading it in a throwaway child
- * first: one that cannot be loaded so, starts a thread or kills that child is left out, and
- * reasons[i] (allocated; the array is the caller's, zeroed) says why. Returns how many it loaded. */
-size_t preload_tested(const char *const *paths, size_t n, char **reasons);
+ * first: one that cannot be loaded so, starts a thread or kills that child is left out, and so is one
+ * with which one of `programs` (paths of programs served by loading them in each child) no longer loads (a library's thread-local storage it made
+ * dynamic, where the program needs it static); reasons[i] (allocated; the array is the caller's,
+ * zeroed) says why. Returns how many it loaded. */
+size_t preload_tested(const char *const *paths, size_t n, char **reasons, const char *const *programs,
+                      size_t nprograms);

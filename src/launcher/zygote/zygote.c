@@ -125,7 +125,8 @@ static int find_terminal_programs(struct server *s, const struct string_list *na
         return 0;
 }
 
-/* Loads what the registered programs were seen to load after main, each tested first. */
+/* Loads what the registered programs were seen to load after main, each tested first, and with the
+ * programs themselves. */
 static void preload_learned(struct learned *l, const struct string_list *apps) {
         struct learned_object **objects;
         size_t n = learned_to_preload(l, apps, &objects);
@@ -151,7 +152,10 @@ static void preload_learned(struct learned *l, const struct string_list *apps) {
                         log_warning("not preloading %s, learned after main: %s", o->path, why);
                 }
         }
-        size_t loaded = ntested ? preload_tested(paths, ntested, reasons) : 0;
+        /* Every registered program is loaded in the launched child (a warm one in this zygote): an
+         * object with which one no longer loads is left out. */
+        size_t loaded = ntested ? preload_tested(paths, ntested, reasons, (const char *const *) apps->items, apps->n)
+                                : 0;
         for (size_t i = 0; i < ntested; i++) {
                 struct learned_object *o = objects[i];
                 if (!reasons[i])
