@@ -238,6 +238,17 @@ def test_profile_ready_pattern_and_overhead():
     assert data["overhead"]["with_probe_us"]["count"] == 2 and data["overhead"]["without_probe_us"]["count"] == 2
 
 
+def test_bindings_of_a_program_stopped_at_ready_are_not_measured_rather_than_none():
+    """The probe writes its binding counts as the program exits: one stopped at its ready line never
+    does, and its libraries' bindings are unknown (null, '-' in the table), not 0."""
+    argv = ["--runs", "1", "--ready", "^ready", "--", "/bin/sh", "-c", "echo ready; sleep 30"]
+    data = profile_json(*argv)
+    assert data["libraries"] and all(lib["bindings_from"] is None for lib in data["libraries"])
+    # dash is linked -z now: it makes no lazy binding, and says so with 0 when left to exit.
+    exited = profile_json("--runs", "1", "--", "/bin/sh", "-c", "echo ready")
+    assert exited["libraries"] and all(lib["bindings_from"] == 0 for lib in exited["libraries"])
+
+
 def test_profile_of_a_program_that_runs_others():
     # The shell's children inherit the probe; only the launched process is stopped at exit and profiled.
     data = profile_json("--runs", "2", "--timeout", "20", "--", "/bin/sh", "-c", "/bin/true; /bin/echo done")

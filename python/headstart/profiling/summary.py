@@ -99,6 +99,8 @@ def libraries(warm: list[Launch], cold: list[Launch], bindings: Launch | None) -
     for (source, target), n in (bindings.loader_bindings if bindings else {}).items():
         if source != target:
             from_others[target] = from_others.get(target, 0) + n
+    # The probe writes its binding counts as the program exits: one stopped at ready never does.
+    counted = bool(bindings and bindings.timeline and not bindings.stopped_at_ready)
     if bindings and bindings.timeline:
         for b in bindings.timeline.bindings:
             n = b["before_main"] + b["after_main"]
@@ -117,8 +119,8 @@ def libraries(warm: list[Launch], cold: list[Launch], bindings: Launch | None) -
             "map_us": median_over(warm, i, "map"),
             "map_us_cold": median_over(cold, i, "map"),
             "mapped_at_us": median_over(warm, i, "at"),
-            "bindings_from": calls_from.get(o.index, 0),
-            "bindings_to": calls_to.get(o.index, 0),
+            "bindings_from": calls_from.get(o.index, 0) if counted else None,
+            "bindings_to": calls_to.get(o.index, 0) if counted else None,
             "bindings_from_others": from_others.get(o.path, 0),
         }
         for i, o in enumerate(first)

@@ -7,4 +7,6 @@ from typing import Any
 
 
 def outside(ax: Any, fontsize: int = 8) -> None:
+    if not ax.get_legend_handles_labels()[1]:
+        return  # nothing drawn with a label (every mode failed): matplotlib would warn of an empty legend
     ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)

@@ -19,6 +19,10 @@ def _cell(s: dict[str, float] | None, fmt: str = ",.0f") -> str:
     return "-" if s is None else f"{s['median']:{fmt}} ({s['p10']:{fmt}}-{s['p90']:{fmt}})"
 
 
+def _count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
 def _phases(profile: dict[str, Any]) -> Table:
     kinds = [k for k in ("warm", "cold", "cold_pinned") if profile.get(k)]
     t = Table(title="Launch phases, µs: median (p10-p90)")
@@ -36,7 +40,7 @@ def _phases(profile: dict[str, Any]) -> Table:
     t.add_section()
     for key, label in (
         ("symbol_lookups", "symbol lookups"),
-        ("lookups_from_cache", "  of which from cache"),
+        ("lookups_from_cache", "  and more from its cache"),  # glibc counts these beside the lookups
         ("relative_relocations", "relative relocations"),
         ("minor_faults", "minor faults"),
         ("major_faults", "major faults"),
@@ -60,8 +64,8 @@ def _libraries(profile: dict[str, Any]) -> Table:
             f"{lib['size'] / 1024:,.0f}",
             "-" if lib["map_us"] is None else f"{lib['map_us']:,.0f}",
             "-" if lib["map_us_cold"] is None else f"{lib['map_us_cold']:,.0f}",
-            f"{lib['bindings_from']:,}",
-            f"{lib['bindings_to']:,}",
+            _count(lib["bindings_from"]),
+            _count(lib["bindings_to"]),
         )
     return t
 
