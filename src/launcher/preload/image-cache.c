@@ -226,8 +226,14 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         return 0;
 }
 
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U /* Linux 6.3: asked for where vm.memfd_noexec would refuse it otherwise */
+#endif
+
 int image_loadable_memfd(int fd, off_t size, off_t flags_offset) {
-        _cleanup_close_ int out = memfd_create("headstart-program", MFD_CLOEXEC);
+        _cleanup_close_ int out = memfd_create("headstart-program", MFD_CLOEXEC | MFD_EXEC);
+        if (out < 0 && errno == EINVAL) /* a kernel before 6.3 */
+                out = memfd_create("headstart-program", MFD_CLOEXEC);
         if (out < 0)
                 return -errno;
         int r = write_loadable(fd, out, size, flags_offset);

@@ -50,11 +50,6 @@ void image_cache_done(struct image_cache *c);
 
 /* Finds or builds the entry for the program open at fd (readable, with fstat result st), known to
  * clients as path. Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
-/* A loadable copy of the program open on fd (size bytes, its DF_1 flags at flags_offset, 0: none to
- * clear) in memory, for a throwaway child that only tries whether it loads: the fd, or a negative
- * errno. */
-int image_loadable_memfd(int fd, off_t size, off_t flags_offset);
-
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     struct image_entry **ret);
 
@@ -65,3 +60,8 @@ const char *image_entry_warm_refusal(const struct image_entry *e);
  * itself, whatever its path now names. The pid keeps it apart from the names a forked child, whose
  * fd numbers differ, loads its program under. */
 void image_entry_load_name(const struct image_entry *e, char *buf, size_t size);
+
+/* A loadable copy in memory of the PIE program open on fd (size bytes, its DT_FLAGS_1 value at
+ * flags_offset), for a throwaway child that only tries whether it loads: the fd, or a negative
+ * errno. */
+int image_loadable_memfd(int fd, off_t size, off_t flags_offset);

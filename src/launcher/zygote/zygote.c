@@ -127,7 +127,7 @@ static int find_terminal_programs(struct server *s, const struct string_list *na
 
 /* Loads what the registered programs were seen to load after main, each tested first, and with the
  * programs themselves. */
-static void preload_learned(struct learned *l, const struct string_list *apps) {
+static void preload_learned(struct learned *l, const struct string_list *apps, const char *interp) {
         struct learned_object **objects;
         size_t n = learned_to_preload(l, apps, &objects);
         const char **paths = calloc(n ? n : 1, sizeof *paths);
@@ -154,8 +154,8 @@ static void preload_learned(struct learned *l, const struct string_list *apps) {
         }
         /* Every registered program is loaded in the launched child (a warm one in this zygote): an
          * object with which one no longer loads is left out. */
-        size_t loaded = ntested ? preload_tested(paths, ntested, reasons, (const char *const *) apps->items, apps->n)
-                                : 0;
+        const struct programs_to_check programs = { (const char *const *) apps->items, apps->n, interp };
+        size_t loaded = ntested ? preload_tested(paths, ntested, reasons, &programs) : 0;
         for (size_t i = 0; i < ntested; i++) {
                 struct learned_object *o = objects[i];
                 if (!reasons[i])
@@ -267,7 +267,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         if (!o->no_learn) {
                 if ((r = learned_load(&learned, learn_file, o->zygote.learned_fd)) < 0)
                         goto out;
-                preload_learned(&learned, &apps);
+                preload_learned(&learned, &apps, interp);
                 if ((r = learned_preloaded_paths(&learned, &learned_loaded)) < 0)
                         goto out;
         }
