@@ -289,6 +289,10 @@ def test_profile_bad_input(tmp_path):
     one_line_error(crash, "killed by SIGSEGV")
     never = headstart("profile", "--runs", "1", "--ready", "NEVER", "--timeout", "2", "--", "/bin/sleep", "30")
     one_line_error(never, "did not print a line matching 'NEVER' within 2 s")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    nowhere = subprocess.run([sys.executable, "-m", "headstart", "profile", "--ready-window", "--", "/bin/true"],
+                             capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    one_line_error(nowhere, "--ready-window: neither WAYLAND_DISPLAY nor DISPLAY is set")
     ended = headstart("profile", "--runs", "1", "--ready", "NEVER", "--", "/bin/sh", "-c", "echo no >&2; exit 3")
     one_line_error(ended, "exited with status 3 without printing a line matching 'NEVER' in the traced launch: no")
     static = helper_path("observe-static")

@@ -143,6 +143,11 @@ def _watch_windows(wake: threading.Event, env: dict[str, str]) -> tuple[subproce
     (Wayland) line is ready. With Wayland it is the program's compositor as far as the program can
     tell: `env`, the program's, gets the WAYLAND_DISPLAY it names (its socket). It runs without the
     probe and the loader's debugging, which are for the program alone."""
+    if not env.get("WAYLAND_DISPLAY") and not env.get("DISPLAY"):
+        raise HeadstartError(
+            "--ready-window: neither WAYLAND_DISPLAY nor DISPLAY is set: run it in a graphical session or under a "
+            "display of its own (a compositor or an X server)"
+        )
     watcher = subprocess.Popen(
         [str(binaries.find("window-shown"))],
         stdin=subprocess.DEVNULL,
