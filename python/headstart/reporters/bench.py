@@ -33,7 +33,7 @@ def _median(s: dict[str, float] | None, scale: float = 1.0, digits: int = 0) -> 
 
 def _ratio_cell(mode: dict[str, Any], field: str = "ratio_to_exec") -> str:
     if mode["status"] == "unavailable":
-        return "missing"
+        return "unavailable"
     ratio = mode[field]
     if ratio is None:
         return "failed"
