@@ -19,6 +19,8 @@
 #  define HS_R_IS_TLS(t)                                                                          \
           ((t) == R_X86_64_DTPMOD64 || (t) == R_X86_64_DTPOFF64 || (t) == R_X86_64_TPOFF64 ||     \
            (t) == R_X86_64_DTPOFF32 || (t) == R_X86_64_TPOFF32 || (t) == R_X86_64_TLSDESC)
+/* Those of initial-exec code: an offset from the thread pointer, so the block must be static TLS. */
+#  define HS_R_IS_TLS_STATIC(t) ((t) == R_X86_64_TPOFF64 || (t) == R_X86_64_TPOFF32)
 /* The version the architecture's first glibc gave it, and the one of glibc 2.34's new start-up. */
 #  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.2.5"
 /* _start finds argc at the stack pointer and the loader's exit function in %rdx (none: 0). */
@@ -38,6 +40,7 @@
 #  define HS_R_IS_TLS(t)                                                                          \
           ((t) == R_AARCH64_TLS_DTPMOD || (t) == R_AARCH64_TLS_DTPREL || (t) == R_AARCH64_TLS_TPREL || \
            (t) == R_AARCH64_TLSDESC)
+#  define HS_R_IS_TLS_STATIC(t) ((t) == R_AARCH64_TLS_TPREL)
 #  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.17"
 /* _start finds argc at sp and the loader's exit function in x0 (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \

@@ -40,5 +40,6 @@ struct symbol_tables {
 int elf_vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len, uint64_t *ret);
 int elf_find_symbol_tables(const struct image *im, struct symbol_tables *t);
 
-/* What refers to the executable's own PT_TLS block (elf-tls.c): sets info's tls_* verdicts. */
+/* What refers to the executable's own PT_TLS block, and whether it needs another object's block in
+ * static TLS (elf-tls.c): sets info's tls_* verdicts. */
 void elf_tls_read_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info);

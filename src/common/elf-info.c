@@ -160,8 +160,7 @@ static int parse(const struct image *im, struct elf_info *info) {
                 int r = read_dynamic(&m, dyn, info);
                 if (r < 0)
                         return r;
-                if (info->has_tls)
-                        elf_tls_read_users(&m, dyn, info);
+                elf_tls_read_users(&m, dyn, info);
         }
         info->exports_main = find_main(&m);
         return 0;

@@ -23,6 +23,8 @@ struct elf_info {
                                    * it defines, or symbol 0) */
         bool tls_exported;        /* it exports a thread-local variable (or its symbols cannot be read):
                                    * other objects' TLS relocations may refer to its block */
+        bool tls_static_elsewhere; /* initial-exec code reaches another object's thread-local variable:
+                                    * that object's block must be in static TLS when this file loads */
         bool has_preinit;      /* DT_PREINIT_ARRAY: only ld.so runs it, and only for the main program */
         bool has_rpath;        /* DT_RPATH (searched for the main program's whole closure) */
         bool origin_in_path;   /* $ORIGIN in DT_RPATH or DT_RUNPATH */

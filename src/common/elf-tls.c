@@ -2,7 +2,7 @@
 /* What refers to an executable's own thread-local block (PT_TLS), which decides whether the daemon
  * can give the block the place exec gives it (src/launcher/preload/tls-reserve.h): the relocations
  * that write inside its initial image, the TLS relocations that refer to it, and the thread-local
- * variables it exports. */
+ * variables it exports; and whether its initial-exec code reaches another object's block. */
 #include <string.h>
 
 #include "arch.h"
@@ -60,6 +60,8 @@ static void judge_reloc(const struct image *im, const struct reloc_tables *t, ui
         /* Symbol 0 is the file's own block; a symbol we cannot read might be too. */
         if (!s || s->st_shndx != SHN_UNDEF)
                 info->tls_self_relocated = true;
+        else if (HS_R_IS_TLS_STATIC(type))
+                info->tls_static_elsewhere = true;
 }
 
 /* A REL or RELA table (entry_size tells which): both entries start with r_offset and r_info. */
@@ -112,6 +114,7 @@ static bool exports_tls(const struct image *im) {
         return false;
 }
 
+/* Reads the TLS relocations (and, for a file with its own block, what writes in its initial image). */
 void elf_tls_read_users(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         struct reloc_tables t;
         read_reloc_tables(im, dynp, &t);
@@ -122,5 +125,5 @@ void elf_tls_read_users(const struct image *im, const Elf64_Phdr *dynp, struct e
         else
                 judge_table(im, &t, t.jmprel, t.pltrelsz, sizeof(Elf64_Rela), info);
         judge_relr(im, &t, info);
-        info->tls_exported = exports_tls(im);
+        info->tls_exported = info->has_tls && exports_tls(im);
 }

@@ -296,14 +296,16 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, 
 enum program_trial { PROGRAM_LOADS, PROGRAM_FAILS, PROGRAM_UNTRIED };
 
 /* In the throwaway child: opens the program as a launch does, from a loadable copy of it (here in
- * memory, where the image cache keeps one on the disk). A program the daemon would not serve, or
- * whose own thread-local block a launch installs first (tls-reserve.h), is not tried. */
+ * memory, where the image cache keeps one on the disk). Tried only when the learned objects could
+ * keep it from loading: a program the daemon serves, reaching a library's thread-local variables by
+ * initial-exec code (the block must then be static, and an object may have made it dynamic); not
+ * one with its own thread-local block, which a launch installs first (tls-reserve.h). */
 static enum program_trial load_program(const char *path, const char *interp, const char **ret_why) {
         struct program_facts facts;
         char buf[256];
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || program_facts_read(fd, true, &facts) < 0 || eligibility_verdict(&facts, interp, buf, sizeof buf) ||
-            facts.elf.has_tls)
+        if (fd < 0 || program_facts_read(fd, true, &facts) < 0 || !facts.elf.tls_static_elsewhere ||
+            facts.elf.has_tls || eligibility_verdict(&facts, interp, buf, sizeof buf))
                 return PROGRAM_UNTRIED;
         if (facts.elf.pie_flag && (fd = image_loadable_memfd(fd, facts.st.st_size, facts.elf.flags_1_offset)) < 0)
                 return PROGRAM_UNTRIED;
