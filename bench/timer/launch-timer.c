@@ -352,6 +352,7 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
         }
         read_mark(mark_fd, v);
 }
+
 /* "the program failed: exit status 1: its last line", as a JSON string's content (the line's quotes,
  * backslashes and control characters made harmless). */
 static void describe_failure(const struct launch *x, const struct seen *v, char *buf, size_t size) {
