@@ -21,6 +21,7 @@
 #include "options.h"
 #include "pool.h"
 #include "preload.h"
+#include "preload-tested.h"
 #include "server.h"
 #include "signals.h"
 #include "trusted-path.h"
