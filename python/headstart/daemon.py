@@ -31,7 +31,8 @@ class RunningDaemon:
         return self.log.read_text(errors="replace")
 
     def launches_started(self) -> int:
-        return self.log_text().count(" started ")
+        # The line's own word, not a reason quoted in another line ("... started a thread").
+        return self.log_text().count("]: started ")
 
     def status(self) -> dict[str, list[str]]:
         """The daemon's answer to `headstart-run --status`: each key with its values in order."""

@@ -70,7 +70,7 @@ int main(int argc, char *argv[]) {
                         char path[PATH_MAX];
                         r = socket_path(&o, path, sizeof path);
                         if (r >= 0)
-                                r = zygote_run(&o, path);
+                                r = zygote_run(&o, argv, path);
                 } else
                         r = run_supervisor(&o, activated_fd, argv);
         }

@@ -255,7 +255,8 @@ static const struct long_option long_options[] = {
         { "app", true },           { "warm", true },          { "preload", true },
         { "config", true },        { "socket", true },        { "cache-dir", true },
         { "max-children", true },  { "pool", true },          { "refresh-launches", true },
-        { "refresh-seconds", true }, { "zygote", true } /* internal */, { "request-timeout", true },
+        { "refresh-seconds", true }, { "zygote", true } /* internal */,
+        { "zygote-leave-out", true } /* internal */, { "request-timeout", true },
         { "allow-root", false },   { "verbose", false },      { "help", false },
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
@@ -278,6 +279,8 @@ static int apply_option(struct daemon_options *o, const char *name, const char *
                 return options_parse_config(o, value) < 0 ? -EINVAL : 1;
         if (strcmp(name, "zygote") == 0)
                 return parse_zygote(o, value) < 0 ? -EINVAL : 1;
+        if (strcmp(name, "zygote-leave-out") == 0)
+                return string_list_add(&o->zygote.leave_out, value) < 0 ? (log_error("out of memory"), -ENOMEM) : 1;
         if (strcmp(name, "no-learn") == 0)
                 return apply_setting(o, "learn", "no") < 0 ? -EINVAL : 1;
         return apply_setting(o, name, value) < 0 ? -EINVAL : 1;
@@ -330,6 +333,7 @@ void options_done(struct daemon_options *o) {
         free(o->learn_file);
         free(o->report_launches);
         free(o->zygote.reason);
+        string_list_done(&o->zygote.leave_out);
         string_list_done(&o->apps);
         string_list_done(&o->check);
         string_list_done(&o->warm);

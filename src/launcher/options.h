@@ -36,6 +36,9 @@ struct daemon_options {
                 int counts_fd;  /* the daemon's launch counts, shared by the zygotes (launch-counts.h) */
                 unsigned generation;
                 char *reason;
+                /* "LIBRARY\tWHY": a library an earlier try of this zygote could not preload (it
+                 * started a thread, or failed); the programs that need it are exec'd. */
+                struct string_list leave_out;
         } zygote;
         unsigned request_timeout_ms; /* a request must arrive whole within this */
 };

@@ -71,10 +71,10 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         }
         /* Its kind may make this fail (a static program); the rules below then say why it is exec. */
         struct string_list libs = { 0 };
-        size_t loaded;
+        size_t loaded, failed;
         char unloaded[PATH_MAX + 256] = "";
         bool preloaded = preload_resolve_closure(interp, path, &libs) >= 0 &&
-                         preload_load(&libs, &loaded, unloaded, sizeof unloaded) >= 0;
+                         preload_load(&libs, &loaded, &failed, unloaded, sizeof unloaded) >= 0;
         struct image_cache cache;
         struct stat st;
         const char *why;

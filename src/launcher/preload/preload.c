@@ -237,9 +237,11 @@ static void *open_library(const char *lib, char *err, size_t size) {
         return h;
 }
 
-/* One pass over the libraries not loaded yet (pending[i]): how many it loaded, or -EDEADLK. A
- * library that cannot be loaded stays pending, its complaint in why when it is the first. */
-static int load_pass(const struct string_list *libs, bool *pending, int threads, char *why, size_t size) {
+/* One pass over the libraries not loaded yet (pending[i]): how many it loaded, or -EDEADLK with the
+ * library in *ret_failed. A library that cannot be loaded stays pending, its complaint in why when it
+ * is the first. */
+static int load_pass(const struct string_list *libs, bool *pending, int threads, size_t *ret_failed, char *why,
+                     size_t size) {
         int loaded = 0;
         bool said = false;
         for (size_t i = 0; i < libs->n; i++) {
@@ -258,6 +260,7 @@ static int load_pass(const struct string_list *libs, bool *pending, int threads,
                                  "preloading %s (and the libraries it needs) started a thread; the daemon forks "
                                  "and must stay single-threaded",
                                  lib);
+                        *ret_failed = i;
                         return -EDEADLK;
                 }
                 pending[i] = false;
@@ -266,7 +269,7 @@ static int load_pass(const struct string_list *libs, bool *pending, int threads,
         return loaded;
 }
 
-int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, size_t size) {
+int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret_failed, char *why, size_t size) {
         /* Not 1: under qemu-user, the emulator's own threads show in /proc/self/task too. */
         const int threads = preload_count_threads();
         _cleanup_free_ bool *pending = calloc(libs->n ? libs->n : 1, sizeof *pending);
@@ -279,13 +282,16 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, 
          * finds through the program's RUNPATH, not the library's) loads once that one is in. */
         size_t loaded = 0;
         int r;
-        while ((r = load_pass(libs, pending, threads, why, size)) > 0)
+        while ((r = load_pass(libs, pending, threads, ret_failed, why, size)) > 0)
                 loaded += (size_t) r;
         if (r < 0)
-                return log_error("%s: leave this program or library out", why), r;
+                return log_error("%s", why), r;
         for (size_t i = 0; i < libs->n; i++)
-                if (pending[i])
+                if (pending[i]) {
+                        /* The first one pending, whose complaint is in why. */
+                        *ret_failed = i;
                         return log_error("%s", why), -ENOENT;
+                }
         *ret_loaded = loaded;
         return 0;
 }

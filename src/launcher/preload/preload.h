@@ -13,10 +13,11 @@
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs);
 
 /* dlopen()s each library with RTLD_NOW, skipping ones already loaded; one whose own dependencies
- * the loader finds only among loaded objects after the others. Fails, saying why in why (also
- * logged), if a library cannot be loaded or loading started a thread: the daemon forks, and a
- * forked copy of a multi-threaded process is not safe to run. */
-int preload_load(const struct string_list *libs, size_t *ret_loaded, char *why, size_t size);
+ * the loader finds only among loaded objects after the others. Fails, saying why in why and the
+ * library's index in *ret_failed, if a library cannot be loaded (-ENOENT) or loading started a
+ * thread (-EDEADLK: the daemon forks, and a forked copy of a multi-threaded process is not safe to
+ * run, so this process must not serve any more). */
+int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret_failed, char *why, size_t size);
 
 /* Loads a program image into the daemon with every relocation done (a "warm" program), after
  * checking in a throwaway child that loading it starts no thread (-EDEADLK) and changes nothing in

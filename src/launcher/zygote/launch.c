@@ -95,11 +95,16 @@ static const char *terminal_refusal(const struct server *s, const struct hs_laun
                "writes to it";
 }
 
-static const char *registered_path(const struct server *s, dev_t dev, ino_t ino) {
+static const struct registered_file *registered(const struct server *s, dev_t dev, ino_t ino) {
         for (size_t i = 0; i < s->nregistered; i++)
                 if (s->registered[i].dev == dev && s->registered[i].ino == ino)
-                        return s->registered[i].path;
+                        return &s->registered[i];
         return NULL;
+}
+
+static const char *registered_path(const struct server *s, dev_t dev, ino_t ino) {
+        const struct registered_file *reg = registered(s, dev, ino);
+        return reg ? reg->path : NULL;
 }
 
 /* Finds what to load. Returns NULL with *ret_entry set, or why the program cannot be served. */
@@ -120,8 +125,12 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         if (fstat(fd, &st) < 0)
                 return "cannot stat the program file";
 
+        /* Registered to be exec'd: a library it needs could not be preloaded, or its image prepared. */
+        const struct registered_file *reg = registered(s, st.st_dev, st.st_ino);
+        if (reg && reg->mode == MODE_EXEC)
+                return reg->reason;
         struct image_entry *e;
-        int r = image_cache_get(&s->cache, fd, &st, req->path, registered_path(s, st.st_dev, st.st_ino) != NULL, &e);
+        int r = image_cache_get(&s->cache, fd, &st, req->path, reg != NULL, &e);
         if (r == -ESTALE)
                 return "the file changed while the daemon read it, or the daemon sees another file at its path "
                        "(another mount namespace)";

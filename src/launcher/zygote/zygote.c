@@ -40,12 +40,26 @@ static const char *untrusted_file(const char *program, const struct string_list 
         return NULL;
 }
 
+/* Why an earlier try of this zygote left out a library of closure (options.h), or NULL. */
+static const char *left_out_library(const struct daemon_options *o, const struct string_list *closure) {
+        for (size_t i = 0; i < o->zygote.leave_out.n; i++) {
+                const char *entry = o->zygote.leave_out.items[i], *tab = strchr(entry, '\t');
+                for (size_t k = 0; tab && k < closure->n; k++)
+                        if (strlen(closure->items[k]) == (size_t) (tab - entry) &&
+                            strncmp(closure->items[k], entry, (size_t) (tab - entry)) == 0)
+                                return tab + 1;
+        }
+        return NULL;
+}
+
 /* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
- * served. The closures go into libs. */
+ * served. So is one that needs a library this zygote could not preload before (*left_out, with why
+ * in *left_out_why). The closures of the others go into libs. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
-                         struct string_list *libs, size_t *ret_nwarm) {
+                         struct string_list *libs, size_t *ret_nwarm, struct string_list *left_out,
+                         struct string_list *left_out_why) {
         size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 bool warm = i >= o->apps.n;
@@ -58,10 +72,18 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
                 if (!problem)
                         problem = untrusted_file(path, &closure, why, sizeof why);
-                for (size_t k = 0; !problem && k < closure.n; k++)
+                const char *unloadable = problem ? NULL : left_out_library(o, &closure);
+                for (size_t k = 0; !problem && !unloadable && k < closure.n; k++)
                         if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
                 string_list_done(&closure);
+                if (unloadable) {
+                        log_warning("%s %s: %s; its clients will exec it, the other programs are served",
+                                    warm ? "--warm" : "--app", name, unloadable);
+                        if (string_list_add(left_out, path) < 0 || string_list_add(left_out_why, unloadable) < 0)
+                                return log_error("out of memory");
+                        continue;
+                }
                 if (problem) {
                         log_warning("%s %s: %s; its clients will exec it, the other programs are served",
                                     warm ? "--warm" : "--app", name, problem);
@@ -75,21 +97,50 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
         return 0;
 }
 
-/* Loads libs: the --preload libraries, then the registered programs' closures. */
-static int preload_all(const struct string_list *apps, const struct string_list *libs) {
-        int r = 0;
-        size_t loaded = 0;
+/* A library of a registered program could not be preloaded: this process may now have a thread it
+ * cannot be rid of, so it starts again as a fresh image, told to leave that library's programs out
+ * (the supervisor keeps watching the same process). Returns only if it cannot. */
+static int start_again_without(const struct daemon_options *o, char *const argv[], const char *library,
+                               const char *why) {
+        size_t n = 0;
+        while (argv[n])
+                n++;
+        _cleanup_free_ char *entry = NULL;
+        _cleanup_free_ const char **args = calloc(n + 3, sizeof *args);
+        if (!args || asprintf(&entry, "%s\t%s", library, why) < 0)
+                return log_error("out of memory");
+        memcpy(args, argv, n * sizeof *args);
+        args[n] = "--zygote-leave-out";
+        args[n + 1] = entry;
+        /* What the supervisor handed us stays open across exec, at the numbers the arguments say. */
+        const int fds[] = { o->zygote.listen_fd, o->zygote.control_fd, o->zygote.learned_fd, o->zygote.counts_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        (void) fcntl(fds[i], F_SETFD, 0);
+        log_warning("starting this zygote again without the programs that need %s", library);
+        execv("/proc/self/exe", (char *const *) args);
+        return log_error_errno(errno, "cannot start this zygote again");
+}
+
+/* Loads libs: the --preload libraries (the first npreloads), then the registered programs'
+ * closures. A library of the closures that cannot be loaded starts this zygote again without its
+ * programs; a --preload one is the user's to leave out. */
+static int preload_all(const struct daemon_options *o, char *const argv[], const struct string_list *apps,
+                       const struct string_list *libs, size_t npreloads) {
+        size_t loaded = 0, failed = 0;
         /* Timed here, around the loading alone, for `headstart bench`'s preload-time figure. */
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         char why[PATH_MAX + 256];
-        if (r >= 0)
-                r = preload_load(libs, &loaded, why, sizeof why);
+        int r = preload_load(libs, &loaded, &failed, why, sizeof why);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (r >= 0)
-                log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
-                         (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
-        return r;
+        if (r < 0 && failed >= npreloads)
+                return start_again_without(o, argv, libs->items[failed], why);
+        if (r < 0)
+                return log_error("--preload %s: leave it out", libs->items[failed]), r;
+        log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
+                 (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
+        return 0;
 }
 
 /* What is preloaded runs in every program, so a file that anyone but us or root could have put there
@@ -183,22 +234,39 @@ static int load_warm(const char *program, const struct image_entry *e) {
         return preload_warm_program(program, image, why, sizeof why);
 }
 
+/* Adds the program at path, the file st describes, to those the daemon reports in --status. */
+static struct registered_file *register_file(struct server *s, const char *path, const struct stat *st) {
+        struct registered_file *reg = &s->registered[s->nregistered];
+        *reg = (struct registered_file){ .dev = st->st_dev, .ino = st->st_ino, .path = strdup(path) };
+        if (!reg->path)
+                return log_error("out of memory"), NULL;
+        s->nregistered++;
+        return reg;
+}
+
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
- * `nwarm` of apps) into the daemon. */
-static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm) {
-        s->registered = calloc(apps->n ? apps->n : 1, sizeof *s->registered);
+ * `nwarm` of apps) into the daemon. The left_out ones are registered to be exec'd, with their why. */
+static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm,
+                      const struct string_list *left_out, const struct string_list *left_out_why) {
+        s->registered = calloc(apps->n + left_out->n ? apps->n + left_out->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
+        for (size_t i = 0; i < left_out->n; i++) {
+                struct stat st;
+                if (stat(left_out->items[i], &st) < 0)
+                        return log_error_errno(errno, "cannot open %s", left_out->items[i]);
+                struct registered_file *reg = register_file(s, left_out->items[i], &st);
+                if (!reg || !(reg->reason = strdup(left_out_why->items[i])))
+                        return log_error("out of memory");
+        }
         for (size_t i = 0; i < apps->n; i++) {
-                struct registered_file *reg = &s->registered[s->nregistered];
                 struct stat st;
                 _cleanup_close_ int fd = open(apps->items[i], O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return log_error_errno(errno, "cannot open %s", apps->items[i]);
-                *reg = (struct registered_file){ .dev = st.st_dev, .ino = st.st_ino, .path = strdup(apps->items[i]) };
-                if (!reg->path)
-                        return log_error("out of memory");
-                s->nregistered++;
+                struct registered_file *reg = register_file(s, apps->items[i], &st);
+                if (!reg)
+                        return -ENOMEM;
 
                 struct image_entry *e;
                 int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
@@ -231,7 +299,7 @@ static void raise_fd_limit(void) {
 }
 
 /* A zygote: preload, then serve launches on the socket the supervisor gave us. */
-int zygote_run(const struct daemon_options *o, const char *path) {
+int zygote_run(const struct daemon_options *o, char *const argv[], const char *path) {
         /* Given to us without close-on-exec, like the socket; nothing we start may inherit it. */
         if (o->zygote.learned_fd >= 0)
                 (void) fcntl(o->zygote.learned_fd, F_SETFD, FD_CLOEXEC);
@@ -241,6 +309,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
                 return log_error_errno(r, "cannot find the daemon's own dynamic loader");
 
         struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
+        struct string_list left_out = { 0 }, left_out_why = { 0 };
         size_t nwarm = 0;
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
@@ -263,7 +332,9 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         zygote_stop_at_once(true);
 
         r = add_preloads(&o->preloads, &libs, &refused_preloads);
-        if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm)) < 0 || (r = preload_all(&apps, &libs)) < 0)
+        const size_t npreloads = libs.n;
+        if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm, &left_out, &left_out_why)) < 0 ||
+            (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
                 goto out;
         if (!o->no_learn) {
                 if ((r = learned_load(&learned, learn_file, o->zygote.learned_fd)) < 0)
@@ -290,7 +361,7 @@ int zygote_run(const struct daemon_options *o, const char *path) {
         const char *tls = tls_reserve_problem();
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
-        if ((r = check_apps(&s, &apps, nwarm)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
+        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
@@ -316,6 +387,8 @@ out:
                 close(signal_fd);
         server_done(&s);
         string_list_done(&apps);
+        string_list_done(&left_out);
+        string_list_done(&left_out_why);
         string_list_done(&learned_loaded);
         string_list_done(&libs);
         string_list_done(&refused_preloads);
