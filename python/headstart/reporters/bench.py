@@ -4,6 +4,7 @@ then the details."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -40,27 +41,42 @@ def _ratio_cell(mode: dict[str, Any], field: str = "ratio_to_exec") -> str:
     return f"{ratio:.2f}" + ("" if mode["status"] == "ok" else " (failures)")
 
 
-def ready_normalized(data: dict[str, Any]) -> Table:
-    """What a user waits for: time to ready (a window shown, a ready line, or exit) against exec's,
-    beside the share of exec's that comes after main, which no faster way to main takes."""
+def _ratio_table(
+    data: dict[str, Any],
+    title: str,
+    leading: dict[str, Callable[[dict[str, Any]], str]],
+    ratio_field: str,
+    mean_field: str,
+) -> Table:
+    """One row per program: its `leading` columns, then each daemon mode's ratio to exec; a row of
+    the modes' means last."""
     keys = data["modes"][1:]
     rows = [
         [
             p["program"],
-            p["ready"],
-            _median(p["modes"]["exec"]["to_ready_us"], 1000, 1),
-            _num(p["after_main_share_of_exec"], 2),
-            *(_ratio_cell(p["modes"][k], "ready_ratio_to_exec") for k in keys),
+            *(cell(p) for cell in leading.values()),
+            *(_ratio_cell(p["modes"][k], ratio_field) for k in keys),
         ]
         for p in data["programs"]
     ]
-    rows.append(["mean", "", "", "", *(_num(data["mean_ready_ratio_to_exec"][k], 2) for k in keys)])
-    return Table(
+    rows.append(["mean", *([""] * len(leading)), *(_num(data[mean_field][k], 2) for k in keys)])
+    return Table(title, ["program", *leading, *(mode_title(k) for k in keys)], rows, (len(rows) - 1,))
+
+
+def ready_normalized(data: dict[str, Any]) -> Table:
+    """What a user waits for: time to ready (a window shown, a ready line, or exit) against exec's,
+    beside the share of exec's that comes after main, which no faster way to main takes."""
+    return _ratio_table(
+        data,
         "Launch time to ready, normalized to exec (exec in ms; medians of alternating launches; "
         "after main: exec's share from main to ready)",
-        ["program", "ready at", "exec ms", "after main", *(mode_title(k) for k in keys)],
-        rows,
-        (len(rows) - 1,),
+        {
+            "ready at": lambda p: p["ready"],
+            "exec ms": lambda p: _median(p["modes"]["exec"]["to_ready_us"], 1000, 1),
+            "after main": lambda p: _num(p["after_main_share_of_exec"], 2),
+        },
+        "ready_ratio_to_exec",
+        "mean_ready_ratio_to_exec",
     )
 
 
@@ -68,37 +84,23 @@ def after_main(data: dict[str, Any]) -> Table:
     """Main to ready, launch by launch, against exec's: 1 is the program's own work after main as
     exec does it; below 1 is what a daemon took over (learned preload, warm-ups); above, what the
     served child pays more (its daemon's work at the same time, or pages shared with its zygote)."""
-    keys = data["modes"][1:]
-    rows = [
-        [
-            p["program"],
-            _median(p["modes"]["exec"]["after_main_us"], 1000, 1),
-            *(_ratio_cell(p["modes"][k], "after_main_ratio_to_exec") for k in keys),
-        ]
-        for p in data["programs"]
-    ]
-    rows.append(["mean", "", *(_num(data["mean_after_main_ratio_to_exec"][k], 2) for k in keys)])
-    return Table(
+    return _ratio_table(
+        data,
         "Time from main to ready, normalized to exec (exec in ms; below 1: work after main a daemon took over)",
-        ["program", "exec ms", *(mode_title(k) for k in keys)],
-        rows,
-        (len(rows) - 1,),
+        {"exec ms": lambda p: _median(p["modes"]["exec"]["after_main_us"], 1000, 1)},
+        "after_main_ratio_to_exec",
+        "mean_after_main_ratio_to_exec",
     )
 
 
 def normalized(data: dict[str, Any]) -> Table:
     """One row per program: exec's time to main, then each mode's as a fraction of it."""
-    keys = data["modes"][1:]
-    rows = [
-        [p["program"], _median(p["modes"]["exec"]["to_main_us"]), *(_ratio_cell(p["modes"][k]) for k in keys)]
-        for p in data["programs"]
-    ]
-    rows.append(["mean", "", *(_num(data["mean_ratio_to_exec"][k], 2) for k in keys)])
-    return Table(
+    return _ratio_table(
+        data,
         "Launch time to main, normalized to exec (exec in µs; medians of alternating launches)",
-        ["program", "exec µs", *(mode_title(k) for k in keys)],
-        rows,
-        (len(rows) - 1,),
+        {"exec µs": lambda p: _median(p["modes"]["exec"]["to_main_us"])},
+        "ratio_to_exec",
+        "mean_ratio_to_exec",
     )
 
 
