@@ -21,17 +21,24 @@
 /* What a program's trial load in a throwaway child found (its exit status). */
 enum program_trial { PROGRAM_LOADS, PROGRAM_FAILS, PROGRAM_UNTRIED };
 
-/* In the throwaway child: opens the program as a launch does, from a loadable copy of it (here in
- * memory, where the image cache keeps one on the disk). Tried only when the learned objects could
- * keep it from loading: a program the daemon serves, reaching a library's thread-local variables by
- * initial-exec code (the block must then be static, and an object may have made it dynamic); not
- * one with its own thread-local block, which a launch installs first (tls-reserve.h). */
-static enum program_trial load_program(const char *path, const char *interp, const char **ret_why) {
+/* Whether the learned objects could keep the program from loading: one the daemon serves, reaching
+ * a library's thread-local variables by initial-exec code (the block must then be static, and an
+ * object may have made it dynamic); not one with its own thread-local block, which a launch
+ * installs first (tls-reserve.h). Decided here, once, so that no child is forked for the others. */
+static bool worth_checking(const char *path, const char *interp) {
         struct program_facts facts;
         char buf[256];
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd >= 0 && program_facts_read(fd, true, &facts) >= 0 && facts.elf.tls_static_elsewhere &&
+               !facts.elf.has_tls && !eligibility_verdict(&facts, interp, buf, sizeof buf);
+}
+
+/* In the throwaway child: opens the program as a launch does, from a loadable copy of it (here in
+ * memory, where the image cache keeps one on the disk). */
+static enum program_trial load_program(const char *path, const char **ret_why) {
+        struct program_facts facts;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || program_facts_read(fd, true, &facts) < 0 || !facts.elf.tls_static_elsewhere ||
-            facts.elf.has_tls || eligibility_verdict(&facts, interp, buf, sizeof buf))
+        if (fd < 0 || program_facts_read(fd, true, &facts) < 0)
                 return PROGRAM_UNTRIED;
         if (facts.elf.pie_flag && (fd = image_loadable_memfd(fd, facts.st.st_size, facts.elf.flags_1_offset)) < 0)
                 return PROGRAM_UNTRIED;
@@ -65,7 +72,7 @@ static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n
                 if (pid == 0) {
                         close(out); /* what its constructors start must not hold our reader */
                         const char *why;
-                        _exit(load_program(programs->paths[k], programs->interp, &why));
+                        _exit(load_program(programs->paths[k], &why));
                 }
                 int status = 0;
                 while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -136,7 +143,7 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
 /* Whether the program loads in a throwaway child, as a launch loads it, once the objects paths[i]
  * with i < upto and ok[i] are loaded as the daemon would load them; if it fails, why in err. */
 static enum program_trial program_loads_after(const char *const *paths, size_t upto, const bool *ok,
-                                              const char *program, const char *interp, char *err, size_t size) {
+                                              const char *program, char *err, size_t size) {
         int p[2];
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
                 return PROGRAM_UNTRIED;
@@ -147,7 +154,7 @@ static enum program_trial program_loads_after(const char *const *paths, size_t u
                         if (ok[i])
                                 (void) dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
                 const char *why = NULL;
-                enum program_trial t = load_program(program, interp, &why);
+                enum program_trial t = load_program(program, &why);
                 if (why)
                         (void) !write(p[1], why, strlen(why));
                 _exit(t);
@@ -175,19 +182,19 @@ static enum program_trial program_loads_after(const char *const *paths, size_t u
 /* The one object to blame for the program failing with objects[0, n) loaded: the last of the
  * shortest prefix with which it fails, found by halving, when every answer was clear and the
  * program loads with that object left out of the prefix; else n. */
-static size_t object_to_blame(const char *const *paths, size_t n, const bool *ok, const char *program,
-                              const char *interp, char *err, size_t size) {
+static size_t object_to_blame(const char *const *paths, size_t n, const bool *ok, const char *program, char *err,
+                              size_t size) {
         size_t loads = 0, fails = n; /* it loads with objects [0, loads), fails with [0, fails) */
         while (fails - loads > 1) {
                 size_t mid = loads + (fails - loads) / 2;
-                enum program_trial t = program_loads_after(paths, mid, ok, program, interp, err, size);
+                enum program_trial t = program_loads_after(paths, mid, ok, program, err, size);
                 if (t == PROGRAM_UNTRIED)
                         return n;
                 *(t == PROGRAM_LOADS ? &loads : &fails) = mid;
         }
         if (!ok[fails - 1] ||
-            program_loads_after(paths, fails - 1, ok, program, interp, err, size) != PROGRAM_LOADS ||
-            program_loads_after(paths, fails, ok, program, interp, err, size) != PROGRAM_FAILS)
+            program_loads_after(paths, fails - 1, ok, program, err, size) != PROGRAM_LOADS ||
+            program_loads_after(paths, fails, ok, program, err, size) != PROGRAM_FAILS)
                 return n; /* the answers changed: a flaky load is no object's fault */
         return fails - 1;
 }
@@ -196,13 +203,13 @@ static size_t object_to_blame(const char *const *paths, size_t n, const bool *ok
  * does, and every other copy of its path (learned for several programs). Returns whether it left
  * anything out. */
 static bool keep_program_loadable(const char *const *paths, size_t n, bool *ok, char **reasons,
-                                  const char *program, const char *interp) {
+                                  const char *program) {
         char err[512];
         bool changed = false;
-        if (program_loads_after(paths, 0, ok, program, interp, err, sizeof err) != PROGRAM_LOADS)
+        if (program_loads_after(paths, 0, ok, program, err, sizeof err) != PROGRAM_LOADS)
                 return false; /* it does not load even without them: not theirs to answer for */
-        while (program_loads_after(paths, n, ok, program, interp, err, sizeof err) == PROGRAM_FAILS) {
-                size_t k = object_to_blame(paths, n, ok, program, interp, err, sizeof err);
+        while (program_loads_after(paths, n, ok, program, err, sizeof err) == PROGRAM_FAILS) {
+                size_t k = object_to_blame(paths, n, ok, program, err, sizeof err);
                 if (k == n)
                         break;
                 char buf[PATH_MAX + 640];
@@ -217,13 +224,18 @@ static bool keep_program_loadable(const char *const *paths, size_t n, bool *ok, 
         return changed;
 }
 
-size_t preload_tested(const char *const *paths, size_t n, char **reasons, const struct programs_to_check *programs) {
+size_t preload_tested(const char *const *paths, size_t n, char **reasons, const struct programs_to_check *all) {
         bool *ok = calloc(n ? n : 1, sizeof *ok);
-        _cleanup_free_ bool *program_loads = calloc(programs->n ? programs->n : 1, sizeof *program_loads);
-        if (!ok || !program_loads) {
+        _cleanup_free_ bool *program_loads = calloc(all->n ? all->n : 1, sizeof *program_loads);
+        _cleanup_free_ const char **checked = calloc(all->n ? all->n : 1, sizeof *checked);
+        if (!ok || !program_loads || !checked) {
                 free(ok);
                 return 0;
         }
+        struct programs_to_check programs_checked = { checked, 0, all->interp }, *programs = &programs_checked;
+        for (size_t i = 0; i < all->n; i++)
+                if (worth_checking(all->paths[i], all->interp))
+                        checked[programs->n++] = all->paths[i];
         for (size_t i = 0; i < n;) {
                 int sig;
                 size_t from = i;
@@ -241,8 +253,7 @@ size_t preload_tested(const char *const *paths, size_t n, char **reasons, const 
                 changed = false;
                 for (size_t i = 0; i < programs->n; i++)
                         if (!program_loads[i] || since) /* not known to load beside what is left */
-                                changed |= keep_program_loadable(paths, n, ok, reasons, programs->paths[i],
-                                                                 programs->interp);
+                                changed |= keep_program_loadable(paths, n, ok, reasons, programs->paths[i]);
         }
         size_t loaded = 0;
         for (size_t i = 0; i < n; i++) {
