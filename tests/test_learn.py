@@ -101,6 +101,24 @@ def test_a_learned_object_that_starts_a_thread_is_skipped_and_the_program_still_
         assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
 
 
+def test_a_learned_object_whose_constructor_never_returns_is_left_out_after_the_deadline(tmp_path):
+    """Learned by a program that loaded it in another way (the state file says so), it hangs only in
+    the daemon's test child, which the deadline ends: the zygote starts and serves without it."""
+    hang = helper_path("hs-plugin-hang.so")
+    state = tmp_path / "learned"
+    state.write_text(f"{HEADER}\nprogram {USES_PLUGIN}\nobject {hang}\nobject {PLUGIN}\nend\n")
+    started = time.monotonic()
+    with learning_daemon(state) as d:
+        assert time.monotonic() - started >= 30  # the deadline passed: not ended some other way
+        status = d.status()
+        (line,) = learned(status, "skipped", hang)
+        assert line.endswith("-- loading it took more than 30 s in the test child"), status
+        assert learned(status, "preloaded", PLUGIN), status
+        with Served(d):
+            out, _ = run_plugin(d, PLUGIN)
+        assert out == run_plugin(None, PLUGIN)[0]
+
+
 def test_a_learned_object_with_which_a_program_no_longer_loads_is_left_out(tmp_path):
     """Found by a new user: preloaded, an object learned for another program made a library's
     thread-local block dynamic, and a program reaching it by initial-exec code then failed to load in

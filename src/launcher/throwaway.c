@@ -13,5 +13,12 @@ pid_t throwaway_fork(void) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (getppid() != parent) /* it ended before the line above */
                 _exit(127);
+        /* A zygote blocks the signals it reads from its signalfd, SIGALRM among them. */
+        sigset_t alarm_only;
+        sigemptyset(&alarm_only);
+        sigaddset(&alarm_only, SIGALRM);
+        (void) signal(SIGALRM, SIG_DFL);
+        (void) sigprocmask(SIG_UNBLOCK, &alarm_only, NULL);
+        alarm(THROWAWAY_DEADLINE_S);
         return 0;
 }

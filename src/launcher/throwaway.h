@@ -5,6 +5,11 @@
 
 #include <sys/types.h>
 
+/* How long a throwaway child may take: a constructor that never returns must not hold a zygote's
+ * start (and every client waiting for it) for ever. Ended by SIGALRM after that. */
+#define THROWAWAY_DEADLINE_S 30
+
 /* fork(), with the child bound to this process: it is killed when we end. A stop kills a zygote
- * that is still starting (supervisor.c), and a trial it was waiting for must not outlive it. */
+ * that is still starting (supervisor.c), and a trial it was waiting for must not outlive it. The
+ * child ends by SIGALRM after THROWAWAY_DEADLINE_S. */
 pid_t throwaway_fork(void);

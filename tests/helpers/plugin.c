@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* A plugin that programs dlopen after main; with -DSTART_THREAD its constructor starts a thread, with
- * -DTOUCH_FRAMEWORK_TLS it touches the framework's thread-local counter. */
+ * -DTOUCH_FRAMEWORK_TLS it touches the framework's thread-local counter, with -DHANG its constructor
+ * never returns. */
 #include <stddef.h>
+#include <unistd.h>
+
+#ifdef HANG
+__attribute__((constructor)) static void hang(void) {
+        for (;;)
+                pause();
+}
+#endif
 
 #ifdef START_THREAD
 #include "idle-thread.h"

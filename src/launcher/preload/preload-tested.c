@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,8 +243,12 @@ size_t preload_tested(const char *const *paths, size_t n, char **reasons, const 
                 i = test_batch(paths, i, n, ok, reasons, programs, program_loads, &sig);
                 if ((sig || i == from) && i < n) { /* it died loading paths[i] */
                         char buf[128];
-                        snprintf(buf, sizeof buf, "loading it ended the test child (%s)",
-                                 sig ? strsignal(sig) : "no answer");
+                        if (sig == SIGALRM)
+                                snprintf(buf, sizeof buf, "loading it took more than %d s in the test child",
+                                         THROWAWAY_DEADLINE_S);
+                        else
+                                snprintf(buf, sizeof buf, "loading it ended the test child (%s)",
+                                         sig ? strsignal(sig) : "no answer");
                         reasons[i++] = strdup(buf);
                 }
         }
