@@ -18,7 +18,8 @@ from pathlib import Path
 from headstart.errors import HeadstartError
 from headstart.profiling.memory import PAGE_SIZE
 
-TRACED = "open,openat,openat2,read,pread64,readv,preadv,preadv2,mmap"
+READS = ("read", "pread64", "readv", "preadv", "preadv2")
+TRACED = ",".join(("open", "openat", "openat2", *READS, "mmap"))
 # `PID name(args) = result`; -y annotates each descriptor with its path: 3</usr/lib/libc.so.6>.
 _CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+|0x[0-9a-f]+)(?:<(.*?)>)?")
 _FD = re.compile(r"^\d+<(.*?)>")
@@ -105,7 +106,8 @@ def parse_trace(text: str) -> dict[str, FileUse]:
                 f.bytes_mapped += int(parts[1])
                 f.mapped_exec |= "PROT_EXEC" in parts[2]
             continue
-        fd = _FD.match(parts[0])
+        # A trace of every call (the after-main one) has others on files too: lseek's result is an offset.
+        fd = _FD.match(parts[0]) if name in READS else None
         if fd and _is_file(fd.group(1)):
             f = use(fd.group(1))
             f.reads += 1
