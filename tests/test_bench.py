@@ -15,7 +15,7 @@ from pathlib import Path
 import chrome_trace
 import jsonschema
 import pytest
-from conftest import SANITIZED, charts_in_chromium, headstart_without_matplotlib
+from conftest import SANITIZED, charts_in_chromium, headstart_without_matplotlib, helper_path
 from headstart import binaries
 from headstart.benchmark.timing import summarize_rows
 
@@ -165,6 +165,33 @@ def test_a_mode_whose_launches_ran_by_exec_is_not_read_as_the_daemons(tmp_path):
         assert "0 of 4 launches through the pool daemon were served; the rest ran by exec" in mode["errors"]
         assert data["mean_ready_ratio_to_exec"][key] is None
     assert program["modes"]["exec"]["status"] == "ok" and data["mean_ready_ratio_to_exec"]["exec"] == 1.0
+
+
+def test_a_program_the_daemon_serves_in_preload_mode_is_not_read_as_warm(tmp_path):
+    """Its constructor starts a thread, so headstartd serves it in preload mode although the warm
+    and pool daemons were asked to hold it warm: those modes say so, with the daemon's reason, and
+    count the relocations the child really does (it was once shown as warm, with none)."""
+    program = helper_path("constructor-thread")
+    done = bench(
+        "--quick", "--programs", str(program), "--runs", "2", "--modes", "exec,preload,pool", "--json",
+        "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    (result,) = data["programs"]
+    assert result["served"] == result["requested"] == 8
+    preload = result["modes"]["run@preload"]
+    assert preload["status"] == "ok" and preload["errors"] == []
+    for key in ("run@pool", "direct@pool"):
+        mode = result["modes"][key]
+        assert mode["status"] == "failed"
+        assert mode["errors"] == [
+            "the daemon serves it in preload mode, not warm: it starts a thread while it loads, and the daemon forks"
+        ]
+        assert mode["relocations_in_child"] == preload["relocations_in_child"]
+        assert mode["relocations_in_child"]["relative"] > 0
+        assert data["mean_ready_ratio_to_exec"][key] is None
 
 
 def test_a_broken_daemon_and_a_missing_program_are_reported_and_the_rest_runs(tmp_path):

@@ -86,6 +86,21 @@ def start_daemons(
     return daemons
 
 
+def not_warm(daemons: Daemons) -> dict[str, dict[str, str]]:
+    """For each daemon that registered its programs with --warm, those it serves in preload mode
+    instead (its constructors change shared data, a thread...), by path, with the daemon's reason."""
+    found: dict[str, dict[str, str]] = {}
+    for mode, daemon in daemons.running.items():
+        if DAEMON_MODES[mode].flag != "--warm":
+            continue
+        for line in daemon.status().get("program", []):
+            served, _, rest = line.partition(" ")
+            path, _, why = rest.partition(" -- ")
+            if served == "preload":
+                found.setdefault(mode, {})[path] = why or "no reason given"
+    return found
+
+
 def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else text

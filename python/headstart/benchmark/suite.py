@@ -12,7 +12,7 @@ from rich.progress import Progress
 
 from headstart import relocations
 from headstart.benchmark import memory, repeated, scaling
-from headstart.benchmark.daemons import DAEMON_MODES, WARM_UP, Daemons, daemon_memory, start_daemons
+from headstart.benchmark.daemons import DAEMON_MODES, WARM_UP, Daemons, daemon_memory, not_warm, start_daemons
 from headstart.benchmark.display import display_env, private_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
 from headstart.benchmark.repeated import MAX_LAUNCHES
@@ -85,11 +85,16 @@ def _measure_group(
     results = []
     with ExitStack() as stack:
         daemons = start_daemons(stack, plan.modes, programs, env, plan.warm_up)
+        preload_instead = not_warm(daemons)
         for program in programs:
             before = {mode: d.launches_started() for mode, d in daemons.running.items()}
             modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)
             served = {mode: d.launches_started() - before[mode] for mode, d in daemons.running.items()}
             _mark_fallbacks(modes, served)
+            in_preload = {
+                m: by_path[str(program.path)] for m, by_path in preload_instead.items() if str(program.path) in by_path
+            }
+            _mark_not_warm(modes, in_preload)
             result = ProgramResult(
                 program=program.label,
                 argv=program.argv,
@@ -98,7 +103,7 @@ def _measure_group(
                 modes=modes,
                 served=sum(served.values()),
                 requested=sum(m.launches for k, m in modes.items() if k != "exec"),
-                relocations=relocations.per_mode(program.path),
+                relocations=_relocations(program.path, in_preload),
                 loader=relocations.loader_statistics(program.argv),
                 display=program.shown_on,
             )
@@ -123,6 +128,22 @@ def _mark_fallbacks(modes: dict[str, ModeResult], served: dict[str, int]) -> Non
         for key in keys:
             modes[key].status = "failed"
             modes[key].errors.append(why)
+
+
+def _mark_not_warm(modes: dict[str, ModeResult], in_preload: dict[str, str]) -> None:
+    """A daemon asked to hold the program warm that serves it in preload mode: its modes' times are
+    not those of the mode they are named after."""
+    for key, result in modes.items():
+        why = in_preload.get(daemon_mode(key))
+        if key != "exec" and why:
+            result.status = "failed"
+            result.errors.append(f"the daemon serves it in preload mode, not warm: {why}")
+
+
+def _relocations(program: Path, in_preload: dict[str, str]) -> dict[str, relocations.Relocations]:
+    """What the launched process relocates in each mode, as its daemon really serves it."""
+    counts = relocations.per_mode(program)
+    return {mode: counts["preload"] if mode in in_preload else n for mode, n in counts.items()}
 
 
 def _daemon_memory(daemons: Daemons) -> dict[str, dict[str, float]]:

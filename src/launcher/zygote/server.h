@@ -30,7 +30,7 @@ struct registered_file {
         ino_t ino;
         char *path;
         enum program_mode mode;
-        char *reason; /* MODE_EXEC: why */
+        char *reason; /* why not served (MODE_EXEC), or why not warm as asked (MODE_PRELOAD); or NULL */
 };
 
 /* What the supervisor told this zygote about itself (see supervisor.h); zero without one. */

@@ -227,11 +227,20 @@ static void preload_learned(struct learned *l, const struct string_list *apps, c
         free(objects);
 }
 
-static int load_warm(const char *program, const struct image_entry *e) {
-        char image[64];
+/* Loads a --warm program into the zygote; if it cannot be, why into reg (it is served in preload
+ * mode, and --status says why not warm). */
+static void load_warm(struct registered_file *reg, const struct image_entry *e) {
+        const char *refusal = image_entry_warm_refusal(e);
+        char image[64], why[512];
         image_entry_load_name(e, image, sizeof image);
-        char why[512];
-        return preload_warm_program(program, image, why, sizeof why);
+        if (refusal)
+                log_warning("%s cannot be warm, serving it in preload mode: %s", reg->path, refusal);
+        else if (preload_warm_program(reg->path, image, why, sizeof why) == 0) {
+                reg->mode = MODE_WARM;
+                return;
+        }
+        reg->mode = MODE_PRELOAD;
+        reg->reason = strdup(refusal ? refusal : why);
 }
 
 /* Adds the program at path, the file st describes, to those the daemon reports in --status. */
@@ -276,13 +285,9 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                 } else if (e->reason) {
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
                         reg->reason = strdup(e->reason);
-                } else if (i >= apps->n - nwarm && image_entry_warm_refusal(e)) {
-                        log_warning("%s cannot be warm, serving it in preload mode: %s", apps->items[i],
-                                    image_entry_warm_refusal(e));
-                        reg->mode = MODE_PRELOAD;
-                } else if (i >= apps->n - nwarm && load_warm(apps->items[i], e) == 0) {
-                        e->warm = true;
-                        reg->mode = MODE_WARM;
+                } else if (i >= apps->n - nwarm) {
+                        load_warm(reg, e);
+                        e->warm = reg->mode == MODE_WARM;
                 } else
                         reg->mode = MODE_PRELOAD;
         }
