@@ -21,9 +21,11 @@ GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig weston qtwayla
 # qml-tiles.cpp; qt6-base-dev brings rcc, which compiles the QML in as a resource) and the QML modules
 # they import at run time (QtQuick imports QtQml, which imports QtQml.WorkerScript), Qt 6's Wayland
 # platform plugin (qt6-wayland), and the unmodified Debian programs on them in bench's GUI set:
-# GNOME's font viewer (GTK 4, libadwaita) and cutemaze (Qt 6 widgets).
+# GNOME's font viewer (GTK 4, libadwaita) and cutemaze (Qt 6 widgets); and GTK 4's widget factory
+# (gtk-4-examples), whose window is larger than the kiosk shell's output, which weston refuses with a
+# protocol error (tests/test_wayland.py).
 GUI4_PACKAGES := libgtk-4-dev qt6-base-dev qt6-declarative-dev qml6-module-qtquick qml6-module-qtquick-window \
-	qml6-module-qtqml-workerscript qt6-wayland gnome-font-viewer cutemaze
+	qml6-module-qtqml-workerscript qt6-wayland gnome-font-viewer cutemaze gtk-4-examples
 # Man pages from the C programs' --help (help2man), what the unit and terminal tests use, and
 # vmtouch, the whole-file locking that `headstart bench --cold` compares pinning with; lld, one of
 # the linkers `headstart order` writes orders for (GNU ld and gold come with binutils), and clang,

@@ -265,6 +265,10 @@ static bool read_output(const struct config *c, int fd, struct seen *v, long lon
 #define READY_TIMEOUT_NS (30LL * 1000000000LL)
 #define STOP_GRACE_NS (5LL * 1000000000LL)
 
+/* After a Wayland program's first frame, how long it runs on before it is stopped: time for the
+ * compositor to answer that frame with a protocol error, if it refuses it (not part of any time). */
+#define WAYLAND_ANSWER_MS 100
+
 /* Written by the SIGTERM handler, polled by follow(): a flag alone could arrive just before poll. */
 static int stop_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stop_requested;
@@ -341,8 +345,11 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
                         stop(x, x->stopped ? SIGKILL : SIGTERM);
                         stop_at = now + STOP_GRACE_NS;
                 } else if (v->t_ready >= 0 && c->stop_at_ready && !x->stopped) {
-                        /* Lingering lets the program run on a little, as it would for a user. */
-                        long long linger_until = v->t_ready + c->linger_ms * 1000000LL;
+                        /* Lingering lets the program run on a little, as it would for a user; on
+                         * Wayland at least as long as the compositor takes to refuse that frame. */
+                        long long linger_ms = c->wayland && c->linger_ms < WAYLAND_ANSWER_MS ? WAYLAND_ANSWER_MS
+                                                                                               : c->linger_ms;
+                        long long linger_until = v->t_ready + linger_ms * 1000000LL;
                         if (now >= linger_until) {
                                 stop(x, SIGTERM);
                                 stop_at = now + STOP_GRACE_NS;
@@ -353,16 +360,10 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
         read_mark(mark_fd, v);
 }
 
-/* "the program failed: exit status 1: its last line", as a JSON string's content (the line's quotes,
- * backslashes and control characters made harmless). */
-static void describe_failure(const struct launch *x, const struct seen *v, char *buf, size_t size) {
-        int n = WIFSIGNALED(x->status) ? snprintf(buf, size, "the program failed: killed by signal %d", WTERMSIG(x->status))
-                                       : snprintf(buf, size, "the program failed: exit status %d", WEXITSTATUS(x->status));
-        if (n < 0 || (size_t) n >= size || !v->last[0])
-                return;
-        size_t at = (size_t) n;
-        at += (size_t) snprintf(buf + at, size - at, ": ");
-        for (const char *p = v->last; *p && at + 2 < size; p++) {
+/* Appends text to buf[at..] as a JSON string's content: quotes and backslashes escaped, control
+ * characters made spaces. */
+static void append_json_safe(char *buf, size_t size, size_t at, const char *text) {
+        for (const char *p = text; *p && at + 2 < size; p++) {
                 unsigned char ch = (unsigned char) *p;
                 if (ch == '"' || ch == '\\') {
                         buf[at++] = '\\';
@@ -371,6 +372,28 @@ static void describe_failure(const struct launch *x, const struct seen *v, char 
                         buf[at++] = ch < 0x20 ? ' ' : (char) ch;
         }
         buf[at] = '\0';
+}
+
+/* "the program failed: exit status 1: its last line", as a JSON string's content. */
+static void describe_failure(const struct launch *x, const struct seen *v, char *buf, size_t size) {
+        int n = WIFSIGNALED(x->status) ? snprintf(buf, size, "the program failed: killed by signal %d", WTERMSIG(x->status))
+                                       : snprintf(buf, size, "the program failed: exit status %d", WEXITSTATUS(x->status));
+        if (n < 0 || (size_t) n >= size || !v->last[0])
+                return;
+        size_t at = (size_t) n;
+        at += (size_t) snprintf(buf + at, size - at, ": ");
+        append_json_safe(buf, size, at, v->last);
+}
+
+/* A frame the compositor answered with a protocol error (which ends the program's connection) was
+ * never shown: the launch failed, whatever its exit. As a JSON string's content in buf. */
+static bool describe_refusal(const struct config *c, char *buf, size_t size) {
+        const char *refused = c->wayland ? wayland_watch_refused(c->wayland) : NULL;
+        if (!refused)
+                return false;
+        int n = snprintf(buf, size, "the compositor refused the program's window with a protocol error: ");
+        append_json_safe(buf, size, (size_t) n, refused);
+        return true;
 }
 
 /* False when the launch was not ready within the timeout. */
@@ -414,13 +437,17 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         close(out[0]);
 
         bool status_ok = x.stopped ? x.why[0] == '\0' : WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0;
-        if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || (c->ready_wanted && v.t_ready < 0)) {
+        char refused[320];
+        bool was_refused = describe_refusal(c, refused, sizeof refused);
+        if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || was_refused || (c->ready_wanted && v.t_ready < 0)) {
                 char failed[256];
                 describe_failure(&x, &v, failed, sizeof failed);
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
-                        x.why[0] ? x.why : v.t_main < 0 ? "the program did not mark main"
-                                  : !status_ok      ? failed
-                                                    : "the program was never ready");
+                        was_refused ? refused
+                        : x.why[0]  ? x.why
+                        : v.t_main < 0 ? "the program did not mark main"
+                        : !status_ok   ? failed
+                                       : "the program was never ready");
         } else
                 dprintf(c->out,
                         "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_ready_ns\": %lld, "

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "wayland-frames.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 /* Opcodes, from wayland.xml and xdg-shell.xml. */
 #define WL_DISPLAY_ID 1
 #define WL_DISPLAY_GET_REGISTRY 1
+#define WL_DISPLAY_EVENT_ERROR 0
 #define WL_DISPLAY_EVENT_DELETE_ID 1
 #define WL_REGISTRY_BIND 0
 #define WL_COMPOSITOR_CREATE_SURFACE 0
@@ -126,7 +128,21 @@ static void request(struct wl_frames *f, const uint8_t *msg, size_t size) {
         }
 }
 
+/* wl_display.error: object_id (u32), code (u32), message (string). */
+static void protocol_error(struct wl_frames *f, const uint8_t *msg, size_t size) {
+        if (f->error[0] || size < HEADER + 12)
+                return;
+        size_t len = word(msg, 2), room = size - HEADER - 12;
+        int shown = (int) (len > 0 && len - 1 <= room ? len - 1 : room);
+        snprintf(f->error, sizeof f->error, "object %u, code %u: %.*s", word(msg, 0), word(msg, 1), shown,
+                 (const char *) msg + HEADER + 12);
+}
+
 static void event(struct wl_frames *f, const uint8_t *msg, size_t size) {
+        if (sender(msg) == WL_DISPLAY_ID && opcode_of(msg) == WL_DISPLAY_EVENT_ERROR) {
+                protocol_error(f, msg, size);
+                return;
+        }
         /* The id is free again: whatever the client creates with it next is not what it was. */
         if (sender(msg) == WL_DISPLAY_ID && opcode_of(msg) == WL_DISPLAY_EVENT_DELETE_ID &&
             size >= HEADER + 4) {

@@ -6,7 +6,9 @@
  *   -> wl_surface.attach of a buffer (not null) -> wl_surface.commit of that toplevel's surface.
  * That commit is the first frame handed to the compositor: xdg-shell forbids a buffer before the
  * toplevel's first configure is acknowledged, so no earlier commit can carry one. Events are read
- * only for wl_display.delete_id, after which the client may reuse an object id for anything.
+ * only for wl_display.delete_id, after which the client may reuse an object id for anything, and
+ * wl_display.error, a protocol error by which the compositor ends the connection (a frame it then
+ * refused was never shown: weston's kiosk shell refuses a window larger than its output).
  * The opcodes are those of wayland.xml (1.21) and the stable xdg-shell.xml (wayland-protocols 1.31).
  * Pure: no I/O, no allocation beyond the object table. */
 #pragma once
@@ -35,6 +37,7 @@ struct wl_frames {
         uint32_t nobjects;
         bool shown;  /* a toplevel's first frame was committed */
         bool lost;   /* a message we could not frame: nothing more is read (the bytes still pass) */
+        char error[192]; /* the first wl_display.error: "object N, code C: message"; "" when none */
 };
 
 /* Bytes the client sent (requests) or the compositor sent (events), in order. */

@@ -55,6 +55,7 @@ struct wayland_watch {
         struct link *links;
         bool shown;
         char problem[256 + sizeof(((struct sockaddr_un *) 0)->sun_path)];
+        char refused[sizeof(((struct wl_frames *) 0)->error)]; /* a protocol error since the reset */
 };
 
 /* One line on stderr, named after the program (launch-timer, window-shown). */
@@ -162,6 +163,10 @@ int wayland_watch_fd(const struct wayland_watch *w) {
 
 const char *wayland_watch_problem(const struct wayland_watch *w) {
         return w->problem[0] ? w->problem : NULL;
+}
+
+const char *wayland_watch_refused(const struct wayland_watch *w) {
+        return w->refused[0] ? w->refused : NULL;
 }
 
 static void close_fds(int *fds, int n) {
@@ -294,6 +299,8 @@ static void link_pump(struct wayland_watch *w, struct link *l) {
                 }
         }
         w->shown |= l->frames.shown;
+        if (l->frames.error[0] && !w->refused[0])
+                memcpy(w->refused, l->frames.error, sizeof w->refused);
         if (ended) {
                 /* Either side closed (libwayland never closes half-way): what the other sent last,
                  * a protocol error from the compositor say, is passed on if it can be at once. */
@@ -335,6 +342,7 @@ void wayland_watch_reset(struct wayland_watch *w) {
                 close(fd);
         w->shown = false;
         w->problem[0] = '\0';
+        w->refused[0] = '\0';
 }
 
 void wayland_watch_close(struct wayland_watch *w) {

@@ -30,5 +30,8 @@ void wayland_watch_reset(struct wayland_watch *w);
 bool wayland_watch_shown(struct wayland_watch *w);
 /* Why a program's connection since the last reset could not reach the compositor, or NULL. */
 const char *wayland_watch_problem(const struct wayland_watch *w);
+/* The first protocol error the compositor sent a program since the last reset ("object N, code C:
+ * message"), by which it ended that connection; NULL when none. */
+const char *wayland_watch_refused(const struct wayland_watch *w);
 /* Closes everything and removes our socket and its directory. */
 void wayland_watch_close(struct wayland_watch *w);

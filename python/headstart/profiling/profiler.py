@@ -61,13 +61,20 @@ class Recorded:
 
 
 def _checked(result: Launch, what: str, options: ProfileOptions) -> Launch:
-    """A launch that died of a signal, or ended before its ready point, ends the profile: its times
-    would be those of a failure, not of the program's launch."""
+    """A launch that died of a signal, ended before its ready point, or failed after its window
+    showed, ends the profile: its times would be those of a failure, not of the program's launch."""
     argv = options.argv
     tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
     if result.exit_status < 0 and not result.stopped_at_ready:
         sig = signal.Signals(-result.exit_status).name
         raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
+    if options.ready_window and result.exit_status > 0 and result.to_ready_ns is not None:
+        # Its window came, then it failed before our SIGTERM (which it would die of): weston's kiosk
+        # shell refuses a window larger than its output with a protocol error, which ends the
+        # program just after the frame counted.
+        raise HeadstartError(
+            f"{argv[0]} showed a window, then exited with status {result.exit_status} in the {what} launch{tail}"
+        )
     if (options.ready is not None or options.ready_window) and result.to_ready_ns is None:
         ready = f"printing a line matching {options.ready.pattern!r}" if options.ready else "showing a window"
         raise HeadstartError(
