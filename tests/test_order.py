@@ -157,3 +157,21 @@ def test_clang_entry_bare_instrumentation_records_the_same_order(tmp_path):
     assert done.returncode == 0, done.stderr
     (recorded,) = json.loads(out.read_text())["objects"]
     assert recorded["functions"] == ["main", *startup_calls(source)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an exact page count needs root (drop_caches, readahead off)")
+def test_record_by_pages_of_a_stripped_program_or_one_never_ready_is_one_line(synthetic, tmp_path):
+    """Debian's programs are stripped: an empty order (exit 0) used to be all a user got."""
+    stripped = tmp_path / "stripped"
+    subprocess.run(["strip", "--strip-all", "-o", str(stripped), str(synthetic["plain"])], check=True)
+    out = tmp_path / "o.json"
+    done = headstart("order", "record", "--pages", "--runs", "1", "-o", str(out), "--", str(stripped))
+    assert done.returncode == 1 and not out.exists()
+    assert done.stderr.strip() == (
+        f"headstart: {stripped} names none of its functions (no symbol table: stripped): record a build with "
+        "symbols, as the order is for the program you link"
+    )
+    done = headstart("order", "record", "--pages", "--runs", "1", "--ready", "never printed", "-o", str(out), "--",
+                     str(synthetic["plain"]))  # fmt: skip
+    assert done.returncode == 1 and not out.exists()
+    assert "exited with status 0 without printing a line matching 'never printed' in the cold launch" in done.stderr

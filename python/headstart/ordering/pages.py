@@ -16,7 +16,7 @@ from headstart import binaries
 from headstart.errors import HeadstartError
 from headstart.ordering.symbols import load
 from headstart.profiling import files
-from headstart.profiling.launch import LaunchOptions, run
+from headstart.profiling.launch import LaunchOptions, checked, run
 from headstart.profiling.memory import PAGE_SIZE
 
 
@@ -69,7 +69,7 @@ def cold_text_pages(opts: LaunchOptions) -> dict[str, TextPages]:
     program = opts.argv[0]
     exact = empty_cache(program)
     with read_ahead(program, 0 if exact else None):
-        launch = run(opts)
+        launch = checked(run(opts), "cold")
     if launch.memory is None:
         raise HeadstartError(f"{program}: its memory could not be read at ready")
     found = {}

@@ -15,7 +15,7 @@ from headstart.errors import HeadstartError
 from headstart.ordering.capture import Called, read_order_file
 from headstart.ordering.pages import cold_text_pages
 from headstart.ordering.symbols import load
-from headstart.profiling.launch import LaunchOptions, run
+from headstart.profiling.launch import LaunchOptions, checked, run
 from headstart.profiling.memory import PAGE_SIZE
 
 SCHEMA = "headstart-order 1"
@@ -27,10 +27,10 @@ def instrumented_run(opts: LaunchOptions) -> list[Called]:
         out = Path(tmp) / "order"
         launch = run(replace(opts, probe=False, env={OUTPUT_ENV: str(out)}))
         if launch.exit_status != 0 and not launch.stopped_at_ready:
-            tail = launch.stderr_tail.splitlines()[-1:] or [""]
             raise HeadstartError(
-                f"{opts.argv[0]} failed (exit status {launch.exit_status}) in a recording launch: {tail[0]}"
+                f"{opts.argv[0]} failed (exit status {launch.exit_status}) in a recording launch: {launch.last_words()}"
             )
+        checked(launch, "recording")
         if not out.exists():
             raise HeadstartError(
                 f"{opts.argv[0]} is not instrumented: nothing was recorded. Build it with -finstrument-functions "
@@ -46,7 +46,14 @@ def pages_run(opts: LaunchOptions) -> list[Called]:
     touched = cold_text_pages(opts).get(program)
     if touched is None:
         raise HeadstartError(f"{program}: none of its text pages were seen at ready")
-    return [Called(program, f.name) for f in load(program).functions_in_pages(touched.touched, PAGE_SIZE)]
+    symbols = load(program)
+    if not symbols.functions:
+        # Debian's programs are stripped, and a PIE's .dynsym names no function of its own.
+        raise HeadstartError(
+            f"{program} names none of its functions (no symbol table: stripped): record a build with symbols, "
+            "as the order is for the program you link"
+        )
+    return [Called(program, f.name) for f in symbols.functions_in_pages(touched.touched, PAGE_SIZE)]
 
 
 def merge(runs: list[list[Called]]) -> dict[str, list[str]]:

@@ -52,6 +52,14 @@ class Launch:
     memory: Memory | None
     stderr_tail: str
     stopped_at_ready: bool = False  # ended by our SIGTERM once its ready line came, not by itself
+    options: LaunchOptions | None = None  # what it was launched with
+    stdout_tail: str = ""  # some programs say why they stop there (l3afpad's "Cannot open display")
+
+    def last_words(self) -> str:
+        """The last line the program wrote: on stderr, else on stdout."""
+        lines = self.stderr_tail.splitlines() or self.stdout_tail.splitlines()
+        return lines[-1] if lines else ""
+
     # With bindings: the loader's own account (LD_DEBUG=bindings), (from, to) object -> symbols bound.
     # Written as they happen, so a program stopped at ready keeps them, unlike the probe's counts.
     loader_bindings: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -232,8 +240,35 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         timeline=tl,
         memory=memory,
         stderr_tail="\n".join(outputs[1].tail),
+        stdout_tail="\n".join(outputs[0].tail),
         stopped_at_ready=(opts.ready is not None or opts.ready_window) and ready_at is not None,
+        options=opts,
     )
+
+
+def checked(result: Launch, what: str) -> Launch:
+    """A launch that died of a signal, ended before its ready point, or failed after its window
+    showed, is an error: its times would be those of a failure, not of the program's launch. `what`
+    names the launch in the message ("traced")."""
+    opts = result.options
+    assert opts is not None
+    argv = opts.argv
+    tail = f": {result.last_words()}" if result.last_words() else ""
+    if result.exit_status < 0 and not result.stopped_at_ready:
+        sig = signal.Signals(-result.exit_status).name
+        raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
+    if opts.ready_window and result.exit_status > 0 and result.to_ready_ns is not None:
+        # Its window came, then it failed before our SIGTERM (which it would die of): weston's kiosk
+        # shell refuses a window larger than its output with a protocol error, which ends the
+        # program just after the frame counted.
+        raise HeadstartError(
+            f"{argv[0]} showed a window, then exited with status {result.exit_status} in the {what} launch{tail}"
+        )
+    if (opts.ready is not None or opts.ready_window) and result.to_ready_ns is None:
+        ready = f"printing a line matching {opts.ready.pattern!r}" if opts.ready else "showing a window"
+        status = result.exit_status
+        raise HeadstartError(f"{argv[0]} exited with status {status} without {ready} in the {what} launch{tail}")
+    return result
 
 
 def _wait_ready(

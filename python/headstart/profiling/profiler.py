@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -21,7 +20,7 @@ from rich.progress import Progress
 
 from headstart.errors import HeadstartError
 from headstart.profiling import after_main, files, summary, syscalls, toolkit_settings
-from headstart.profiling.launch import Launch, LaunchOptions
+from headstart.profiling.launch import Launch, LaunchOptions, checked
 from headstart.profiling.launch import run as launch
 from headstart.profiling.syscalls import Call
 from headstart.profiling.timeline import Timeline
@@ -60,29 +59,6 @@ class Recorded:
     calls: list[Call] = field(default_factory=list)
 
 
-def _checked(result: Launch, what: str, options: ProfileOptions) -> Launch:
-    """A launch that died of a signal, ended before its ready point, or failed after its window
-    showed, ends the profile: its times would be those of a failure, not of the program's launch."""
-    argv = options.argv
-    tail = f": {result.stderr_tail.splitlines()[-1]}" if result.stderr_tail else ""
-    if result.exit_status < 0 and not result.stopped_at_ready:
-        sig = signal.Signals(-result.exit_status).name
-        raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
-    if options.ready_window and result.exit_status > 0 and result.to_ready_ns is not None:
-        # Its window came, then it failed before our SIGTERM (which it would die of): weston's kiosk
-        # shell refuses a window larger than its output with a protocol error, which ends the
-        # program just after the frame counted.
-        raise HeadstartError(
-            f"{argv[0]} showed a window, then exited with status {result.exit_status} in the {what} launch{tail}"
-        )
-    if (options.ready is not None or options.ready_window) and result.to_ready_ns is None:
-        ready = f"printing a line matching {options.ready.pattern!r}" if options.ready else "showing a window"
-        raise HeadstartError(
-            f"{argv[0]} exited with status {result.exit_status} without {ready} in the {what} launch{tail}"
-        )
-    return result
-
-
 class Profiler:
     def __init__(self, options: ProfileOptions, progress: Progress) -> None:
         self.options = options
@@ -97,7 +73,7 @@ class Profiler:
         o = self.options
         result = launch(LaunchOptions(self.argv, o.ready, o.timeout, ready_window=o.ready_window, **kw))
         self.progress.advance(self.task)
-        result = _checked(result, what, o)
+        result = checked(result, what)
         if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
             raise HeadstartError(
                 f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for setuid programs)"
