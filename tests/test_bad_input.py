@@ -194,6 +194,23 @@ def test_a_bad_regular_expression_is_a_usage_error(args):
     assert "argument --ready: bad regular expression '(': missing ), unterminated subpattern" in done.stderr
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "soon", "inf"])
+@pytest.mark.parametrize(
+    "command, rest",
+    [
+        (["profile"], ["--ready-window", "--", "/bin/true"]),
+        (["bench"], ["--programs", "/bin/true"]),
+        (["order", "record"], ["--pages", "-o", "/tmp/o.json", "--", "/bin/true"]),
+        (["link"], ["--", "/bin/true"]),
+    ],
+)
+def test_a_timeout_that_is_no_time_is_a_usage_error(command, rest, value):
+    """Accepted once: -1 and 0 gave '... within -1 s' after a launch."""
+    done = headstart(*command, "--timeout", value, *rest)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"argument --timeout: not a number of seconds above 0: '{value}'" in done.stderr
+
+
 def test_pyproject_license_is_an_spdx_string():
     """A license table makes setuptools (77 and later) print a dozen lines of deprecation at install."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

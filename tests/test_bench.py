@@ -10,6 +10,7 @@ import stat
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chrome_trace
@@ -192,6 +193,20 @@ def test_a_program_the_daemon_serves_in_preload_mode_is_not_read_as_warm(tmp_pat
         assert mode["relocations_in_child"] == preload["relocations_in_child"]
         assert mode["relocations_in_child"]["relative"] > 0
         assert data["mean_ready_ratio_to_exec"][key] is None
+
+
+def test_a_program_not_ready_within_the_timeout_stops_the_bench_in_one_line(tmp_path):
+    """--timeout for the programs given by path: without it this waited 30 s per launch mode."""
+    start = time.monotonic()
+    done = bench(
+        "--quick", "--programs", "/bin/sleep 30", "--ready", "never printed", "--timeout", "1", "--runs", "2",
+        "--modes", "exec,pool", "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "headstart: sleep, exec (fork + exec): not ready within 1 s; the bench stopped there"
+    )
+    assert time.monotonic() - start < 25
 
 
 def test_a_broken_daemon_and_a_missing_program_are_reported_and_the_rest_runs(tmp_path):

@@ -103,6 +103,10 @@ def test_a_failed_launch_says_its_exit_status_and_what_it_said_last():
     killed = subprocess.run([*timer("--"), "/bin/sh", "-c", "kill -KILL $$"], capture_output=True, text=True,
                             timeout=20, env=env)  # fmt: skip
     assert json.loads(killed.stdout)["error"] == f"the program failed: killed by signal {signal.SIGKILL.value}"
+    # One that ends well but before its ready line says so, with what it said (was: "never ready").
+    early = subprocess.run([*timer("--ready", "^ready$", "--"), "/bin/sh", "-c", "echo no display here; exit 0"],
+                           capture_output=True, text=True, timeout=20, env=env)  # fmt: skip
+    assert json.loads(early.stdout)["error"] == "the program ended before it was ready: exit status 0: no display here"
 
 
 def test_bad_timeout_is_refused():

@@ -374,10 +374,10 @@ static void append_json_safe(char *buf, size_t size, size_t at, const char *text
         buf[at] = '\0';
 }
 
-/* "the program failed: exit status 1: its last line", as a JSON string's content. */
-static void describe_failure(const struct launch *x, const struct seen *v, char *buf, size_t size) {
-        int n = WIFSIGNALED(x->status) ? snprintf(buf, size, "the program failed: killed by signal %d", WTERMSIG(x->status))
-                                       : snprintf(buf, size, "the program failed: exit status %d", WEXITSTATUS(x->status));
+/* "WHAT: exit status 1: its last line", as a JSON string's content. */
+static void describe_end(const char *what, const struct launch *x, const struct seen *v, char *buf, size_t size) {
+        int n = WIFSIGNALED(x->status) ? snprintf(buf, size, "%s: killed by signal %d", what, WTERMSIG(x->status))
+                                       : snprintf(buf, size, "%s: exit status %d", what, WEXITSTATUS(x->status));
         if (n < 0 || (size_t) n >= size || !v->last[0])
                 return;
         size_t at = (size_t) n;
@@ -441,13 +441,13 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         bool was_refused = describe_refusal(c, refused, sizeof refused);
         if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || was_refused || (c->ready_wanted && v.t_ready < 0)) {
                 char failed[256];
-                describe_failure(&x, &v, failed, sizeof failed);
+                describe_end(status_ok ? "the program ended before it was ready" : "the program failed", &x, &v, failed,
+                             sizeof failed);
                 dprintf(c->out, "{\"mode\": \"%s\", \"round\": %d, \"error\": \"%s\"}\n", m->name, round,
                         was_refused ? refused
                         : x.why[0]  ? x.why
                         : v.t_main < 0 ? "the program did not mark main"
-                        : !status_ok   ? failed
-                                       : "the program was never ready");
+                                       : failed);
         } else
                 dprintf(c->out,
                         "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_ready_ns\": %lld, "

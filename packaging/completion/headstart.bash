@@ -11,7 +11,7 @@ _shtab_headstart_order_subparsers=(record emit check)
 _shtab_headstart_pin_subparsers=(plan)
 _shtab_headstart_subparsers=(bench boot check lazy link order pin profile report)
 
-_shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --warm-up --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
+_shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --timeout --warm-up --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
 _shtab_headstart_boot_analyze_option_strings=(-h --help --ready --mark --json -o --output --trace --boot)
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --mark --budget-ms --boot --json)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from headstart.commands._regex import regex
+from headstart.commands._regex import regex, seconds
 from headstart.profiling.launch import LaunchOptions
 
 
@@ -19,7 +19,7 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ready when its first window shows: mapped on $DISPLAY, or its first frame on $WAYLAND_DISPLAY",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take to be ready (default 60)")
+    p.add_argument("--timeout", type=seconds, default=60.0, help="seconds a launch may take to be ready (default 60)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS...")
 
 

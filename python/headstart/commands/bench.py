@@ -15,7 +15,7 @@ from headstart.benchmark.display import display_env, parse_displays, private_dis
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import BenchResult, as_json
 from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
-from headstart.commands._regex import regex
+from headstart.commands._regex import regex, seconds
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
 from headstart.reporters import bench, bench_page, figures, json_out, trace
@@ -77,6 +77,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the programs given by path are ready when their first window shows (then stopped): mapped on X, "
         "its first frame on Wayland",
+    )
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="the programs given by path must be ready within this, or the bench stops (default 30)",
     )
     p.add_argument(
         "--warm-up",
@@ -142,7 +148,7 @@ def _choices(text: str, allowed: tuple[str, ...] | list[str], what: str) -> list
 
 def _ready(args: argparse.Namespace) -> Ready:
     """When the programs given by path are ready (--ready was compiled as it was parsed)."""
-    return Ready(args.ready.pattern if args.ready else None, args.ready_window)
+    return Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
 
 
 def plan_from(args: argparse.Namespace) -> suite.Plan:

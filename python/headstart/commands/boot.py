@@ -10,7 +10,7 @@ from pathlib import Path
 from headstart.boot import analysis, timeline
 from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
-from headstart.commands._regex import regex
+from headstart.commands._regex import regex, seconds
 from headstart.errors import HeadstartError, UsageError
 from headstart.reporters import boot, boot_page, json_out, trace
 
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--baud", type=int, default=115200, help="default 115200")
     rec.add_argument("--start", type=regex, help="reset the time base on the first line matching this")
     rec.add_argument("--stop", type=regex, help="stop after the first line matching this")
-    rec.add_argument("--timeout", type=float, help="stop after this many seconds")
+    rec.add_argument("--timeout", type=seconds, help="stop after this many seconds")
     rec.add_argument("-o", "--output", type=Path, required=True, help="the log to write")
     rec.set_defaults(run=run_record)
 

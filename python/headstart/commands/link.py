@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from headstart import binaries
-from headstart.commands._regex import regex
+from headstart.commands._regex import regex, seconds
 from headstart.errors import UsageError
 from headstart.link.analysis import analyse
 from headstart.link.check import check_builds, check_samples
@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="REGEX",
         help="ready at a line of output matching REGEX (default: exit); the program is stopped there",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds a launch may take (default 60)")
+    p.add_argument("--timeout", type=seconds, default=60.0, help="seconds a launch may take (default 60)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
         "--samples",

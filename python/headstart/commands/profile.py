@@ -14,7 +14,7 @@ from typing import Any
 
 from headstart.benchmark import via_daemon
 from headstart.benchmark.programs import Ready
-from headstart.commands._regex import regex
+from headstart.commands._regex import regex, seconds
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.lockers import pind_running
 from headstart.pinning.plan import parse_size
@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "$WAYLAND_DISPLAY",
     )
     ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds a launch may take to be ready (default 30)")
+    p.add_argument("--timeout", type=seconds, default=30.0, help="seconds a launch may take to be ready (default 30)")
     p.add_argument("--via-daemon", action="store_true", help="also time it through headstartd, side by side")
     p.add_argument("--overhead", action="store_true", help="also time main with and without the probe")
     p.add_argument(
