@@ -265,7 +265,7 @@ def test_bench_checks_every_program_before_running_any_and_writes_nothing(tmp_pa
     results.mkdir()
     (results / "bench.json").write_text("the last run's results\n")
     done = headstart("bench", "--programs", "fft", "/nonexistent", "/nope2", "-o", str(results), timeout=30)
-    one_line(done, "/nonexistent: no such sample app or file", status=2)
+    one_line(done, "/nonexistent: no such sample app, file or program on PATH", status=2)
     assert "not found either: /nope2" in done.stderr
     assert sorted(p.name for p in results.iterdir()) == ["bench.json"]
     assert (results / "bench.json").read_text() == "the last run's results\n"

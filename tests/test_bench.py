@@ -299,8 +299,16 @@ def test_a_missing_program_fails_the_run_before_it_starts(tmp_path):
     """Checked before any launch, and nothing is written (tests/test_bad_input.py has more)."""
     done = bench("--quick", "--programs", "/nonexistent", "--runs", "1", "--modes", "exec", "-o", str(tmp_path))
     assert done.returncode == 2, done.stdout
-    assert "/nonexistent: no such sample app or file" in done.stderr and "Traceback" not in done.stderr
+    assert "/nonexistent: no such sample app, file or program on PATH" in done.stderr and "Traceback" not in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_program_named_as_in_a_shell_is_found_on_path(tmp_path):
+    done = bench("--quick", "--programs", "cjpeg -version", "--runs", "1", "--modes", "exec", "--json",
+                 "-o", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (program,) = json.loads(done.stdout)["programs"]
+    assert program["argv"] == [str(Path(shutil.which("cjpeg") or "").resolve()), "-version"]
 
 
 def test_programs_from_a_list_file(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -114,8 +115,10 @@ def resolve(program: str, ready: Ready | None = None) -> Program:
     if not words:
         raise UsageError("an empty program: give a sample's name or a path")
     path, *args = words
+    if "/" not in path and not Path(path).is_file():
+        path = shutil.which(path) or path  # a name, as a shell (and profile, check) finds it on PATH
     if not Path(path).is_file():
-        raise UsageError(f"{path}: no such sample app or file (samples: {', '.join(SAMPLES)})")
+        raise UsageError(f"{path}: no such sample app, file or program on PATH (samples: {', '.join(SAMPLES)})")
     return Program(Path(path).name, Path(path).resolve(), args, ready or Ready())
 
 
