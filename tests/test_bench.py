@@ -311,6 +311,15 @@ def test_a_program_named_as_in_a_shell_is_found_on_path(tmp_path):
     assert program["argv"] == [str(Path(shutil.which("cjpeg") or "").resolve()), "-version"]
 
 
+def test_no_repeated_launches_when_only_exec_would_be_compared(tmp_path):
+    """A learning mode's daemon start includes its training, so repeated launches leave it out: with
+    exec and such modes alone, 100 launches of exec would compare nothing."""
+    done = bench("--quick", "--programs", "fft", "--runs", "1", "--modes", "exec,learned", "--json",
+                 "-o", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["repeated_launches"] is None
+
+
 def test_programs_from_a_list_file(tmp_path):
     """--programs @FILE: a sample and a path with its arguments, a comment and a blank line skipped,
     beside a program given on the command line; a list that cannot be read or names nothing is one line."""

@@ -203,10 +203,14 @@ def run(plan: Plan, progress: Progress) -> BenchResult:
     return BenchResult(plan.quick, keys, results, missing, points, repeat)
 
 
-def _repeated(program: Program, plan: Plan, env: dict[str, str], progress: Progress) -> repeated.RepeatedLaunches:
+def _repeated(
+    program: Program, plan: Plan, env: dict[str, str], progress: Progress
+) -> repeated.RepeatedLaunches | None:
     """Repeated launches of one program; the daemon's start includes its training, so they compare
-    the plain modes."""
+    the plain modes. None when no plain daemon mode was asked for: exec alone compares nothing."""
     modes = [m for m in plan.modes if m == "exec" or not DAEMON_MODES[m].trained]
+    if modes == ["exec"] or "exec" not in modes:
+        return None
     return repeated.measure(
         program, modes, mode_keys(modes, plan.clients), mark_main_env([program], env), progress, plan.repeated_launches
     )
