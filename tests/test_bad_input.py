@@ -236,6 +236,16 @@ def test_check_exit_status_says_whether_everything_given_is_served(tmp_path):
     assert "2 on a usage error" in help_text
 
 
+def test_check_prints_the_daemons_log_only_when_asked():
+    """Its reasons are in the table; the same words above it, as headstartd logged them, were noise."""
+    program = str(bin_path("observe").parent / "constructor-thread")
+    done = headstart("check", program, env=dict(os.environ, COLUMNS="300"))
+    assert done.returncode == 0 and "not warm: it starts a thread while it loads" in done.stdout
+    assert "headstartd" not in done.stderr, done.stderr
+    done = headstart("check", "--verbose", program)
+    assert done.returncode == 0 and f"headstartd: {program} starts a thread while it loads" in done.stderr
+
+
 def test_the_man_page_gives_the_exit_status():
     page = (ROOT / "packaging/man/headstart.1").read_text()
     assert ".SH EXIT STATUS" in page and "\\fBheadstart check\\fR exits 0 when headstartd serves every program" in page

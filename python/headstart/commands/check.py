@@ -35,6 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", type=argparse.FileType("r"), metavar="FILE",
                    help="programs, one a line ('-': standard input; # starts a comment)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per program, as headstartd gives it")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print what headstartd logged while it judged (its reasons are in the table)",
+    )
 
 
 def programs_from(args: argparse.Namespace) -> list[str]:
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     with progress() as bars:
         task = bars.add_task("headstartd --check", total=len(programs))
         verdicts, messages = judge_many(programs, lambda n: bars.advance(task, n))
-    if messages.strip():
+    if args.verbose and messages.strip():
         print(messages.strip(), file=sys.stderr)
     if args.json:
         check.render_json(verdicts, sys.stdout)
