@@ -231,6 +231,20 @@ def _profile(compositor: dict[str, str], program: Path, **extra: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.skipif(SANITIZED, reason="bench and profile: as in test_bench.py and test_profile.py, the normal pass")
+def test_profile_starts_a_compositor_of_its_own_when_asked():
+    """--display wayland, as bench's: no compositor or display of the user's is needed."""
+    env = {k: v for k, v in _without_settings().items() if k not in ("WAYLAND_DISPLAY", "DISPLAY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "profile", "--json", "--runs", "1", "--display", "wayland",
+         "--ready-window", "--", str(GTK)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["warm"]["to_ready_us"]["count"] == 1 and data["warm"]["to_ready_us"]["median"] > 0
+
+
 def _one_setting(data: dict, what: str) -> dict:
     (found,) = [f for f in data["settings"] if f["setting"] == what]
     assert found["as_is_ms"]["count"] == found["changed_ms"]["count"] == 2

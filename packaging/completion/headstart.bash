@@ -28,7 +28,7 @@ _shtab_headstart_order_check_option_strings=(-h --help --after --runs --read-ahe
 _shtab_headstart_order_option_strings=(-h --help)
 _shtab_headstart_pin_plan_option_strings=(-h --help --budget --include -o --output)
 _shtab_headstart_pin_option_strings=(-h --help)
-_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-window --ready-exit --timeout --via-daemon --overhead --large-read --from --json -o --output --trace --write-preload --gaps)
+_shtab_headstart_profile_option_strings=(-h --help --runs --cold --drop-all --pin-plan --pin-budget --ready --ready-window --ready-exit --timeout --display --via-daemon --overhead --large-read --from --json -o --output --trace --write-preload --gaps)
 _shtab_headstart_report_option_strings=(-h --help -o --output)
 _shtab_headstart_option_strings=(-h --help --version --traceback)
 
@@ -39,6 +39,7 @@ _shtab_headstart_lazy_pos_0_choices=(plan build check)
 _shtab_headstart_order_emit___linker_choices=(lld gold gnu-ld gnu-ld-2.43 mold)
 _shtab_headstart_order_pos_0_choices=(record emit check)
 _shtab_headstart_pin_pos_0_choices=(plan)
+_shtab_headstart_profile___display_choices=(wayland x11)
 _shtab_headstart_pos_0_choices=(bench boot check lazy link order pin profile report)
 
 _shtab_headstart_bench__h_nargs=0

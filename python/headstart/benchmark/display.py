@@ -194,3 +194,18 @@ def private_display(kind: str, x_server: str | None = None) -> Iterator[dict[str
 def display_env(base: dict[str, str], kind: str, found: dict[str, str]) -> dict[str, str]:
     """`base` with the display found, and without the other kind's variables."""
     return {**{k: v for k, v in base.items() if k not in _OTHERS[kind]}, **found}
+
+
+@contextmanager
+def private_display_here(kind: str) -> Iterator[None]:
+    """For the commands that launch with our own environment (profile): a private display of `kind`
+    in it while the block runs, our environment as it was after."""
+    saved = dict(os.environ)
+    with private_display(kind) as found:
+        os.environ.clear()
+        os.environ.update(display_env(saved, kind, found))
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)

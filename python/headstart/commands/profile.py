@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from headstart.benchmark import via_daemon
+from headstart.benchmark.display import private_display_here
 from headstart.benchmark.programs import Ready
 from headstart.commands._regex import regex, seconds
 from headstart.errors import HeadstartError, UsageError
@@ -52,6 +54,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     ready.add_argument("--ready-exit", action="store_true", help="ready when the program exits (the default)")
     p.add_argument("--timeout", type=seconds, default=30.0, help="seconds a launch may take to be ready (default 30)")
+    p.add_argument(
+        "--display",
+        choices=("wayland", "x11"),
+        help="run it on a display of its own, as bench does: wayland (a private weston, kiosk shell) or x11 (a "
+        "private Xvfb), each with a session bus; default: the session's ($WAYLAND_DISPLAY, $DISPLAY)",
+    )
     p.add_argument("--via-daemon", action="store_true", help="also time it through headstartd, side by side")
     p.add_argument("--overhead", action="store_true", help="also time main with and without the probe")
     p.add_argument(
@@ -134,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         large_read=args.large_read,
         gaps=args.gaps,
     )
-    with progress() as bars:
+    with private_display_here(args.display) if args.display else nullcontext(), progress() as bars:
         profiler = Profiler(options, bars)
         profile = profiler.collect()
         if args.via_daemon:
