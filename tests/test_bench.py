@@ -168,6 +168,26 @@ def test_a_mode_whose_launches_ran_by_exec_is_not_read_as_the_daemons(tmp_path):
     assert program["modes"]["exec"]["status"] == "ok" and data["mean_ready_ratio_to_exec"]["exec"] == 1.0
 
 
+def test_a_declined_program_leaves_a_learning_daemon_to_train_and_serve_the_others(tmp_path):
+    """Under --shared-daemon, one program the daemon declines (zenity once: WebKit starts a thread)
+    made the learning modes unavailable for every program, training having failed on it."""
+    setuid = tmp_path / "cjpeg-setuid"
+    shutil.copy("/usr/bin/cjpeg", setuid)
+    setuid.chmod(0o755 | stat.S_ISUID)
+    done = bench(
+        "--quick", "--shared-daemon", "--programs", "/usr/bin/cjpeg -version", f"{setuid} -version", "--runs", "2",
+        "--modes", "exec,learned", "--clients", "direct", "--json", "-o", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    served, declined = data["programs"]
+    assert served["modes"]["direct@learned"]["status"] == "ok", served["modes"]["direct@learned"]["errors"]
+    assert served["served"] == served["requested"] == 2
+    mode = declined["modes"]["direct@learned"]
+    assert mode["status"] == "failed" and declined["served"] == 0
+    assert any(e.startswith("declined: ") for e in mode["errors"]), mode["errors"]
+
+
 def test_a_program_the_daemon_serves_in_preload_mode_is_not_read_as_warm(tmp_path):
     """Its constructor starts a thread, so headstartd serves it in preload mode although the warm
     and pool daemons were asked to hold it warm: those modes say so, with the daemon's reason, and
