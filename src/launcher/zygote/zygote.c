@@ -77,16 +77,12 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                         if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
                 string_list_done(&closure);
-                if (unloadable) {
+                if (unloadable || problem) {
                         log_warning("%s %s: %s; its clients will exec it, the other programs are served",
-                                    warm ? "--warm" : "--app", name, unloadable);
-                        if (string_list_add(left_out, path) < 0 || string_list_add(left_out_why, unloadable) < 0)
+                                    warm ? "--warm" : "--app", name, unloadable ? unloadable : problem);
+                        if (unloadable &&
+                            (string_list_add(left_out, path) < 0 || string_list_add(left_out_why, unloadable) < 0))
                                 return log_error("out of memory");
-                        continue;
-                }
-                if (problem) {
-                        log_warning("%s %s: %s; its clients will exec it, the other programs are served",
-                                    warm ? "--warm" : "--app", name, problem);
                         continue;
                 }
                 if (string_list_add(resolved, path) < 0)
@@ -366,7 +362,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         const char *tls = tls_reserve_problem();
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
-        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why)) < 0 || (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
+        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why)) < 0 ||
+            (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
