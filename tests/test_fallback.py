@@ -96,6 +96,36 @@ def test_setuid_program_goes_to_exec(daemon, tmp_path):
     assert_fallback(daemon, [str(copy), "exit", "0"], b"set-user-ID")
 
 
+def assert_refused_as_by_exec(daemon: RunningDaemon, program: Path, reason: bytes) -> None:
+    """exec fails with EACCES: the client says so as exec's callers do (126, Permission denied)."""
+    with pytest.raises(PermissionError):
+        run_exec([str(program)])
+    before = daemon.launches_started()
+    got = run_served(daemon, [str(program), "exit", "0"], env=debug_env())
+    assert daemon.launches_started() == before
+    assert got.returncode == 126 and got.stdout == b"", got.stderr
+    assert reason in got.stderr and f"{program}: Permission denied".encode() in got.stderr
+
+
+def test_a_program_exec_refuses_is_refused_as_exec_refuses_it(daemon, tmp_path):
+    """No execute bit (the daemon used to run it all the same), or a file system mounted noexec."""
+    copy = tmp_path / "observe-no-x"
+    shutil.copy(bin_path("observe"), copy)
+    copy.chmod(0o644)
+    assert_refused_as_by_exec(daemon, copy, b"not executable (no execute permission)")
+    if os.geteuid() != 0:
+        return
+    noexec = tmp_path / "noexec"
+    noexec.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec", "tmpfs", str(noexec)], check=True)
+    try:
+        shutil.copy(bin_path("observe"), noexec / "observe")
+        (noexec / "observe").chmod(0o755)
+        assert_refused_as_by_exec(daemon, noexec / "observe", b"mounted noexec")
+    finally:
+        subprocess.run(["umount", str(noexec)], check=True)
+
+
 def test_file_capabilities_go_to_exec(daemon, tmp_path):
     copy = tmp_path / "observe-caps"
     shutil.copy(bin_path("observe"), copy)

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,6 +117,14 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         if (fstat(program_fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return "not a regular file";
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", program_fd);
+        /* What exec refuses (EACCES), the daemon must not run: a file no one may execute (root too
+         * needs an execute bit), or one on a file system mounted noexec, whose copy in our cache
+         * would run. Clients are our own user, so our rights are theirs. */
+        struct statvfs fs;
+        if (fstatvfs(program_fd, &fs) == 0 && (fs.f_flag & ST_NOEXEC))
+                return "its file system is mounted noexec: exec would refuse it too";
+        if (faccessat(AT_FDCWD, proc, X_OK, AT_EACCESS) < 0)
+                return "not executable (no execute permission): exec would refuse it too";
         /* The client sends an O_PATH fd, which works for execute-only files; dlopen needs to read. */
         _cleanup_close_ int fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) {
