@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,16 +187,19 @@ def test_prefetch_reads_the_ranges_within_the_budget_and_locks_nothing(tmp_path)
 
 
 def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinned(tmp_path):
-    data = data_file(tmp_path / "data.bin", MIB)
+    data = data_file(tmp_path / "data.bin", 2 * MIB)
+    # A range under a malformed file line is that line's, not the file's above it (it once was).
     plan = write_plan(
         tmp_path / "plan",
-        ["this is not a plan line", f"file 10 {tmp_path / 'missing'}", "range 0 10 0", f"file {MIB} {data}",
-         f"range 0 {MIB} 0", "range 0 10 1", f"file 5 {data}", "range 0 5 0"],
+        ["this is not a plan line", f"file 10 {tmp_path / 'missing'}", "range 0 10 0", f"file {2 * MIB} {data}",
+         f"range 0 {MIB} 0", "range 0 10 1", "file xyz /usr/lib/other", f"range {MIB} {MIB} 0", f"file 5 {data}",
+         "range 0 5 0"],
     )  # fmt: skip
     with pind(plan, "64M", tmp_path / "log") as proc:
         assert locked_kib(proc) == 1024
     log = (tmp_path / "log").read_text()
-    assert log.count("skipped, not a plan line") == 2  # the text, and a range naming no declared program
+    assert log.count("skipped, not a plan line") == 3  # the text, a range naming no declared program, a file line
+    assert re.search(r"/plan:\d+: skipped, a range of the file line skipped above", log), log
     assert log.count("missing: cannot open it; not pinned") == 1
     assert log.count("where the plan has 5; not pinned") == 1
     done = subprocess.run([str(bin_path("headstart-pind")), "--plan", str(data)], capture_output=True, text=True)

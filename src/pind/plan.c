@@ -22,6 +22,7 @@
 struct reader {
         struct pin_plan *plan;
         size_t programs_room, files_room, ranges_room; /* ranges: of the last file */
+        bool file_skipped; /* the last file line was not one: its ranges are not the file's before it */
 };
 
 /* array with room for n + 1 elements of size (possibly moved), or NULL (array then untouched). */
@@ -108,7 +109,8 @@ static int add_range(struct reader *rd, uint64_t offset, uint64_t length, const 
         return 0;
 }
 
-/* One line; returns 0, 1 at "end", -EBADMSG for a malformed line, -ENOMEM. */
+/* One line; returns 0, 1 at "end", -EBADMSG for a malformed line, -ENOENT for a range of a file line
+ * that was malformed (not to be taken for the file's before it), -ENOMEM. */
 static int parse_line(struct reader *rd, char *line) {
         uint64_t a, b;
         double launches;
@@ -117,10 +119,17 @@ static int parse_line(struct reader *rd, char *line) {
                 return 1;
         if (sscanf(line, "program %" SCNu64 " %lf %n", &a, &launches, &n) == 2 && n > 0)
                 return add_program(rd, a, launches, line + n);
-        if (sscanf(line, "file %" SCNu64 " %n", &a, &n) == 1 && n > 0 && line[n] == '/')
-                return add_file(rd, a, line + n);
+        if (sscanf(line, "file %" SCNu64 " %n", &a, &n) == 1 && n > 0 && line[n] == '/') {
+                int r = add_file(rd, a, line + n);
+                rd->file_skipped = r == -EBADMSG;
+                return r;
+        }
+        if (strncmp(line, "file ", 5) == 0) {
+                rd->file_skipped = true;
+                return -EBADMSG;
+        }
         if (sscanf(line, "range %" SCNu64 " %" SCNu64 " %n", &a, &b, &n) == 2 && n > 0 && line[n] != '\0')
-                return add_range(rd, a, b, line + n);
+                return rd->file_skipped ? -ENOENT : add_range(rd, a, b, line + n);
         return line[0] == '#' || line[0] == '\0' ? 0 : -EBADMSG;
 }
 
@@ -273,6 +282,8 @@ int pin_plan_read_fd(int fd, const char *path, bool (*interrupted)(void), struct
                 int p = parse_line(&rd, line);
                 if (p == -EBADMSG)
                         log_warning("%s:%u: skipped, not a plan line: %.80s", path, lineno, line);
+                else if (p == -ENOENT)
+                        log_warning("%s:%u: skipped, a range of the file line skipped above", path, lineno);
                 else if (p < 0)
                         r = (log_error("out of memory"), -ENOMEM);
                 ended = p == 1;
