@@ -260,10 +260,10 @@ def test_refuses_root_without_allow_root(tmp_path):
 
 def test_bad_options_are_one_clear_line(tmp_path):
     # A missing --app is not one of these: the daemon serves the others (test_user_errors.py).
-    for argv in (["--bogus"], ["--max-children", "zero"], ["--warm-up", "nothing-known"]):
+    for argv in (["--bogus"], ["--max-children", "zero"], ["--warm-up", "nothing-known"], ["--pool", "-1"]):
         got = run_exec([str(bin_path("headstartd")), "--socket", str(tmp_path / "s"), *argv])
         assert got.returncode != 0
-        assert got.stderr.strip() and got.stderr.count(b"\n") <= 2, got.stderr
+        assert got.stderr.strip() and got.stderr.count(b"\n") == 1, got.stderr
     got = run_exec([str(bin_path("headstart-run"))])
     assert got.returncode == 2 and b"no program given" in got.stderr
 
@@ -278,6 +278,23 @@ def test_config_file(tmp_path):
     conf.write_text("app\n")
     got = run_exec([str(bin_path("headstartd")), "--config", str(conf), "--allow-root", "--socket", "/x"])
     assert got.returncode == 1 and b"expected 'key = value'" in got.stderr
+    # One line each, naming the place (were two: the setting's complaint, then "setting rejected").
+    conf.write_text("app = /bin/true\nrefresh-seconds = soon\n")
+    got = run_exec([str(bin_path("headstartd")), "--config", str(conf), "--allow-root", "--socket", "/x"])
+    assert got.returncode == 1
+    assert (
+        got.stderr
+        == f"headstartd: {conf}:2: refresh-seconds: expected a number from 0 to 4294967, got 'soon'\n".encode()
+    )
+    # A folder is no configuration (it was read as an empty one).
+    got = run_exec([str(bin_path("headstartd")), "--config", str(tmp_path), "--allow-root", "--socket", "/x"])
+    assert got.returncode == 1 and got.stderr.endswith(b": not a regular file\n") and got.stderr.count(b"\n") == 1
+    # A day between refreshes, no pool, 100000 launches: all fine (the limit was 65536 for each).
+    conf.write_text(f"app = {bin_path('observe')}\nrefresh-seconds = 86400\npool = 0\nrefresh-launches = 100000\n")
+    with private_daemon([], extra_args=["--config", str(conf)]) as d:
+        status = d.status()
+    assert status["refresh-after-seconds"] == ["86400"] and status["pool-size"] == ["0"]
+    assert status["refresh-after-launches"] == ["100000"]
 
 
 def test_load_failing_in_the_child_falls_back_to_exec(daemon):

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,22 +27,28 @@ static int set_string(char **field, const char *value) {
         return 0;
 }
 
+/* Where the setting being applied came from, for its error lines: "FILE:LINE: ", or "" (the command line). */
+static char setting_origin[PATH_MAX + 32];
+
 static int parse_bool(const char *key, const char *value, bool *ret) {
         if (!value || strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
                 *ret = true;
         else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
                 *ret = false;
         else
-                return log_error("%s: expected yes or no, got '%s'", key, value), -EINVAL;
+                return log_error("%s%s: expected yes or no, got '%s'", setting_origin, key, value), -EINVAL;
         return 0;
 }
 
-static int parse_unsigned(const char *key, const char *value, unsigned *ret) {
+/* A whole number from min to max. 0, where allowed, means none or never. */
+static int parse_number(const char *key, const char *value, unsigned min, unsigned max, unsigned *ret) {
         char *end;
         errno = 0;
         unsigned long v = strtoul(value, &end, 10);
-        if (errno || *end || end == value || v == 0 || v > 65536)
-                return log_error("%s: expected a number from 1 to 65536, got '%s'", key, value), -EINVAL;
+        if (errno || *end || end == value || value[0] == '-' || v < min || v > max)
+                return log_error("%s%s: expected a number from %u to %u, got '%s'", setting_origin, key, min, max,
+                                 value),
+                       -EINVAL;
         *ret = (unsigned) v;
         return 0;
 }
@@ -54,7 +61,9 @@ static int parse_warm_up(struct daemon_options *o, const char *value) {
         char *save = NULL;
         for (char *step = strtok_r(copy, ", ", &save); step; step = strtok_r(NULL, ", ", &save)) {
                 if (warm_up_check_name(step) < 0)
-                        return log_error("warm-up: unknown step '%s' (known: %s)", step, warm_up_known()), -EINVAL;
+                        return log_error("%swarm-up: unknown step '%s' (known: %s)", setting_origin, step,
+                                         warm_up_known()),
+                               -EINVAL;
                 if (!string_list_contains(&o->warm_up, step) && string_list_add(&o->warm_up, step) < 0)
                         return log_error("out of memory"), -ENOMEM;
         }
@@ -92,27 +101,27 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         else if (strcmp(key, "learn-file") == 0)
                 r = set_string(&o->learn_file, value);
         else if (strcmp(key, "learn-refresh") == 0)
-                return parse_unsigned(key, value, &o->learn_refresh);
+                return parse_number(key, value, 1, 65536, &o->learn_refresh);
         else if (strcmp(key, "verbose") == 0)
                 return parse_bool(key, value, &o->verbose);
         else if (strcmp(key, "max-children") == 0)
-                return parse_unsigned(key, value, &o->max_children);
+                return parse_number(key, value, 1, 65536, &o->max_children);
         else if (strcmp(key, "pool") == 0)
-                return parse_unsigned(key, value, &o->pool_size);
+                return parse_number(key, value, 0, 4096, &o->pool_size);
         else if (strcmp(key, "refresh-launches") == 0)
-                return parse_unsigned(key, value, &o->refresh_launches);
+                return parse_number(key, value, 0, UINT_MAX, &o->refresh_launches);
         else if (strcmp(key, "refresh-seconds") == 0)
-                return parse_unsigned(key, value, &o->refresh_seconds);
+                return parse_number(key, value, 0, UINT_MAX / 1000, &o->refresh_seconds);
         else if (strcmp(key, "request-timeout") == 0) {
                 unsigned seconds = 0;
-                r = parse_unsigned(key, value, &seconds);
+                r = parse_number(key, value, 1, 86400, &seconds);
                 if (r >= 0)
                         o->request_timeout_ms = seconds * 1000u;
                 return r;
         }
         else
-                return log_error("unknown setting '%s'", key), -EINVAL;
-        return r < 0 ? log_error_errno(r, "cannot store setting '%s'", key) : 0;
+                return log_error("%sunknown setting '%s'", setting_origin, key), -EINVAL;
+        return r < 0 ? log_error_errno(r, "%scannot store setting '%s'", setting_origin, key) : 0;
 }
 
 /* --zygote LISTEN_FD,CONTROL_FD,LEARNED_FD,COUNTS_FD,GENERATION,REASON: how the supervisor starts a
@@ -153,6 +162,9 @@ int options_parse_config(struct daemon_options *o, const char *path) {
                 return 0;
         if (fd < 0)
                 return log_error_errno(errno, "cannot open configuration file %s", path);
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return log_error("cannot read configuration file %s: not a regular file", path), -EINVAL;
         char why[PATH_MAX + 128];
         int r = trusted_path_check_fd(fd, path, geteuid(), why, sizeof why);
         if (r == -EPERM)
@@ -186,9 +198,9 @@ int options_parse_config_stream(struct daemon_options *o, FILE *f, const char *p
                         break;
                 }
                 *eq = '\0';
+                snprintf(setting_origin, sizeof setting_origin, "%s:%u: ", path, lineno);
                 r = apply_setting(o, strip(s), strip(eq + 1));
-                if (r < 0)
-                        log_error("%s:%u: setting rejected", path, lineno);
+                setting_origin[0] = '\0';
         }
         free(line);
         return r;
