@@ -88,8 +88,11 @@ static int parse_option(const char *a, const char *v) {
         else if (strcmp(a, "--budget") == 0)
                 return parse_size(v, &arg_budget);
         else if (strcmp(a, "--interval") == 0) {
-                if (parse_seconds(a, v, &seconds) < 0 || seconds != (unsigned) seconds)
-                        return log_error("--interval: expected whole seconds above 0, got '%s'", v), -EINVAL;
+                char *end;
+                errno = 0;
+                seconds = strtod(v, &end);
+                if (errno || end == v || *end || !(seconds >= 1) || seconds > 86400 || seconds != (unsigned) seconds)
+                        return log_error("--interval: expected whole seconds from 1 to 86400, got '%s'", v), -EINVAL;
                 arg_interval = (unsigned) seconds;
         } else if (strcmp(a, "--half-life") == 0)
                 return parse_seconds(a, v, &arg_half_life);

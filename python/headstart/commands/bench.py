@@ -201,9 +201,9 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
         programs,
         args.runs or (3 if args.quick else 10),
         mode_keys(modes, clients),
-        budget=parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None,
+        budget=parse_size(args.pin_budget, "--pin-budget") if args.pin_budget is not None else None,
         pin_plan=args.pin_plan,
-        memory_max=parse_size(args.memory_max, "--memory-max") if args.memory_max else None,
+        memory_max=parse_size(args.memory_max, "--memory-max") if args.memory_max is not None else None,
     )
 
 

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    budget = parse_size(args.budget) if args.budget else None
+    budget = parse_size(args.budget) if args.budget is not None else None
     text = plan_text([(p, load_profile(p)) for p in args.profiles], budget, args.include)
     if args.output:
         try:

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--pin-budget goes with --pin-plan")
     if args.pin_plan and not args.pin_plan.is_file():
         raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
-    budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget else None
+    budget = parse_size(args.pin_budget, "--pin-budget") if args.pin_budget is not None else None
     options = ProfileOptions(
         argv,
         runs=args.runs,

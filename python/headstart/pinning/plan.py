@@ -20,9 +20,10 @@ HEADER = "headstart-pin-plan 2"
 
 def parse_size(text: str, option: str = "--budget") -> int:
     m = re.fullmatch(r"(\d+)([KMG]?)", text.strip())
-    if not m or int(m.group(1)) == 0:
+    size = int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)] if m else 0
+    if not 0 < size < 1 << 64:  # as headstart-pind reads it
         raise UsageError(f"{option}: expected a size such as 64M, got {text!r}")
-    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+    return size
 
 
 def load_profile(path: Path) -> dict[str, Any]:
