@@ -4,6 +4,7 @@ exactly as by exec, and the ones it cannot make faithful go to exec with the rea
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 import subprocess
@@ -146,6 +147,15 @@ def test_check_many_programs_from_a_folder_a_package_and_a_list(tmp_path):
     assert package.returncode == 0, package.stderr
     names = {json.loads(line)["program"].rsplit("/", 1)[-1] for line in package.stdout.splitlines()}
     assert "gzip" in names and "zcat" not in names  # zcat is a script
+    # xz's links (unxz, xzcat, lzma...) are xz: judged once, not once a name (ssh and slogin were twice).
+    package = headstart("check", "--json", "--package", "xz-utils")
+    real = [os.path.realpath(json.loads(line)["program"]) for line in package.stdout.splitlines()]
+    assert real.count(os.path.realpath("/usr/bin/xz")) == 1, real
+    # A package with no program says so in one line; it used to ask for a program to check.
+    data_only = headstart("check", "--package", "tzdata")
+    assert (
+        data_only.returncode == 1 and data_only.stderr == "headstart: no program in package tzdata: nothing to check\n"
+    )
 
     listed = headstart("check", "--json", "--list", "-", stdin=f"# a comment\n{helper_path('observe')}\n\n")
     assert [json.loads(line)["mode"] for line in listed.stdout.splitlines()] == ["warm"]

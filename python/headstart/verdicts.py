@@ -46,11 +46,23 @@ def programs_in_dir(folder: Path) -> list[str]:
 
 
 def programs_of_package(name: str) -> list[str]:
+    """The programs a package installs, each file once (ssh and its slogin link are one program)."""
     done = subprocess.run(["dpkg", "-L", name], capture_output=True, text=True)
+    if done.returncode != 0 and "ambiguous package name" in done.stderr and ":" not in name:
+        # Installed for two architectures (libc6 and libc6:arm64): ours is the one we serve.
+        native = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
+        return programs_of_package(f"{name}:{native}")
     if done.returncode != 0:
-        raise HeadstartError(f"{name}: not an installed Debian package ({done.stderr.strip() or 'dpkg -L failed'})")
+        said = done.stderr.strip().splitlines()
+        raise HeadstartError(f"{name}: not an installed Debian package ({said[0] if said else 'dpkg -L failed'})")
     paths = [line for line in done.stdout.splitlines() if line.startswith(PROGRAM_DIRS)]
-    return [p for p in paths if is_elf_program(Path(p))]
+    found, seen = [], set()
+    for path in paths:
+        real = Path(path).resolve()
+        if real not in seen and is_elf_program(Path(path)):
+            seen.add(real)
+            found.append(path)
+    return found
 
 
 def programs_listed(lines: Iterable[str]) -> list[str]:

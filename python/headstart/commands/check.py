@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from headstart.errors import UsageError
+from headstart.errors import HeadstartError, UsageError
 from headstart.reporters import check
 from headstart.reporters.progress import progress
 from headstart.verdicts import judge_many, programs_in_dir, programs_listed, programs_of_package
@@ -50,6 +50,13 @@ def programs_from(args: argparse.Namespace) -> list[str]:
         programs += programs_of_package(name)
     if args.list:
         programs += programs_listed(args.list)
+    if not programs and (args.dir or args.package or args.list):
+        where = [
+            *(str(d) for d in args.dir),
+            *(f"package {p}" for p in args.package),
+            *(["the list"] if args.list else []),
+        ]
+        raise HeadstartError(f"no program in {', '.join(where)}: nothing to check")
     if not programs:
         raise UsageError("no program to check: give PROGRAM, --dir, --package or --list")
     return list(dict.fromkeys(programs))
