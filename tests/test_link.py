@@ -51,6 +51,25 @@ def many_globals() -> dict:
     return link_json(str(binaries.find("many-globals")))
 
 
+def loader_count(argv: list[str], **env: str) -> dict[str, int]:
+    """The loader's own statistics for one exec with main marked (as headstart link counts)."""
+    from headstart.relocations import parse_loader_statistics
+
+    run_env = dict(os.environ, LD_DEBUG="statistics", LD_PRELOAD=str(binaries.find("mark-main")), **env)
+    done = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=60)
+    return parse_loader_statistics(done.stderr)
+
+
+def test_the_start_up_lookups_are_the_loaders_count_for_an_exec():
+    """Counted under the probe they were twice the loader's for b2sum (184 against 91): its auditing
+    makes the loader look up more. They are now those of a launch without it."""
+    argv = ["/usr/bin/b2sum", "/etc/hostname"]
+    d = link_json(*argv)
+    plain, now = loader_count(argv), loader_count(argv, LD_BIND_NOW="1")
+    assert d["loader"]["lookups"] == plain["relocations"] and d["loader"]["from_cache"] == plain["from_cache"]
+    assert d["loader"]["lookups_bind_now"] == now["relocations"]
+
+
 def test_many_globals_libstdcxx_lookups_and_its_advice(many_globals):
     d = many_globals
     stdcxx = row(d, "libstdc++.so.6")
