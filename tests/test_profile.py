@@ -111,6 +111,20 @@ def profile_json(*args: str) -> dict:
     return data
 
 
+def test_the_lookups_given_are_the_loaders_for_an_exec():
+    """The timed launches run under the probe, whose auditing makes the loader look up more (b2sum:
+    184 instead of 91): the lookups given are those of a launch without it, as an exec's."""
+    from headstart.relocations import parse_loader_statistics
+
+    argv = ["/usr/bin/b2sum", "/etc/hostname"]
+    plain = subprocess.run(argv, env=dict(os.environ, LD_DEBUG="statistics"), capture_output=True, text=True)
+    counts = parse_loader_statistics(plain.stderr)
+    warm = profile_json("--runs", "2", "--", *argv)["warm"]
+    assert warm["symbol_lookups"]["median"] == counts["relocations"]
+    assert warm["lookups_from_cache"]["median"] == counts["from_cache"]
+    assert warm["relative_relocations"]["median"] == counts["relative"]
+
+
 @pytest.fixture(scope="module")
 def gtk_profile(tmp_path_factory) -> Path:
     # A copy that no other process maps (a daemon of another test may hold the built one), so that

@@ -67,7 +67,7 @@ class Profiler:
         self.pinned_bytes: int | None = None
         self.recorded = Recorded()  # filled by collect()
         kinds = 1 + options.cold + bool(options.pinned) + 2 * options.overhead
-        self.task = progress.add_task(Path(self.argv[0]).name, total=options.runs * kinds + 3)
+        self.task = progress.add_task(Path(self.argv[0]).name, total=options.runs * kinds + 4)
 
     def _launch(self, what: str, **kw: Any) -> Launch:
         o = self.options
@@ -106,8 +106,11 @@ class Profiler:
         bindings = self._launch("bindings", bindings=True)
         warm = [self._launch("warm") for _ in range(o.runs)]
         cold, after_evict, after_launch, pinned = self._cold(sorted(uses))
-        records = [summary.launch_record(w, False) for w in warm] + [summary.launch_record(c, True) for c in cold]
-        pinned_records = [summary.launch_record(c, True) for c in pinned]
+        # The loader's counts as an exec has them: under the probe (LD_AUDIT) it looks up more.
+        loader = self._launch("counted", probe=False).loader
+        records = [summary.launch_record(w, False, loader) for w in warm]
+        records += [summary.launch_record(c, True, loader) for c in cold]
+        pinned_records = [summary.launch_record(c, True, loader) for c in pinned]
         file_rows = summary.files(uses, cold, after_evict, after_launch)
         self.recorded = Recorded(warm + cold, pinned, syscalls.parse(trace) if trace is not None else [])
         after = self._after_main([w.timeline for w in warm if w.timeline], trace)

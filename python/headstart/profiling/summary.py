@@ -25,8 +25,11 @@ def _us(ns: int | None) -> float | None:
     return None if ns is None else ns / 1000
 
 
-def launch_record(launch: Launch, cold: bool) -> dict[str, Any]:
+def launch_record(launch: Launch, cold: bool, loader: dict[str, int] | None = None) -> dict[str, Any]:
+    """One launch's figures; `loader`: the loader's counts to give instead of the launch's own (those
+    of a launch without the probe, under which the loader looks up more)."""
     tl = launch.timeline
+    counts = launch.loader if loader is None else loader
     phases = tl.phases_ns() if tl else {}
     return {
         "cold": cold,
@@ -37,9 +40,9 @@ def launch_record(launch: Launch, cold: bool) -> dict[str, Any]:
         "phases_us": {p: _us(phases.get(p)) for p in PHASES},
         "minor_faults": launch.minor_faults,
         "major_faults": launch.major_faults,
-        "symbol_lookups": launch.loader.get("relocations"),
-        "lookups_from_cache": launch.loader.get("from_cache"),
-        "relative_relocations": launch.loader.get("relative"),
+        "symbol_lookups": counts.get("relocations"),
+        "lookups_from_cache": counts.get("from_cache"),
+        "relative_relocations": counts.get("relative"),
         "pss_kb": launch.memory.pss_kb if launch.memory else None,
         "private_dirty_kb": launch.memory.private_dirty_kb if launch.memory else None,
     }
