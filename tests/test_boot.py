@@ -226,6 +226,10 @@ def test_analyze_plain_dmesg_and_systemd(tmp_path):
     )
     assert data["services"][0]["unit"] == "NetworkManager-wait-online.service"
     assert [s["duration_s"] for s in data["services"]] == pytest.approx([41.214, 3.873, 1.502, 0.812, 0.095])
+    # The slowest unit gets advice too (only the 3.9 s apt one did), and the total is not 73.33500000000001.
+    first = data["recommendations"][0]
+    assert first["topic"] == "unit" and first["message"].startswith("NetworkManager-wait-online.service took 41,214 ms")
+    assert data["total_s"] == 73.335
 
 
 def test_analyze_this_machines_dmesg(tmp_path):

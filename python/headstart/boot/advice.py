@@ -255,6 +255,12 @@ KIOSK_OPTIONAL = {
     "apt-daily-upgrade.service": "It installs updates unattended; a product updates through its own channel.",
     "dpkg-db-backup.service": "It backs up dpkg's database daily; nothing on a kiosk installs packages.",
     "man-db.service": "It rebuilds the manual pages' index, which nobody reads on a kiosk.",
+    "NetworkManager-wait-online.service": "It holds network-online.target until a connection is up, so that units "
+    "ordered after that target (network file systems, services that must reach a server as they start) find "
+    "the network; a kiosk whose programs do not need it to start has no such unit.",
+    "systemd-networkd-wait-online.service": "It holds network-online.target until a connection is up, so that units "
+    "ordered after that target (network file systems, services that must reach a server as they start) find "
+    "the network; a kiosk whose programs do not need it to start has no such unit.",
     "systemd-binfmt.service": "It registers interpreters for other architectures' programs (binfmt_misc); a "
     "kiosk runs its own architecture's programs only.",
     "proc-sys-fs-binfmt_misc.automount": "It mounts binfmt_misc for registering other architectures' "

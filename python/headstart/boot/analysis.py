@@ -40,7 +40,7 @@ def analyze(
 def as_dict(a: Analysis) -> dict[str, Any]:
     return {
         "sources": a.sources,
-        "total_s": a.total_s,
+        "total_s": None if a.total_s is None else round(a.total_s, 6),
         **timeline.as_dict(a.timeline),
         "recommendations": [x.as_dict() for x in a.advice],
     }
