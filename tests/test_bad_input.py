@@ -247,6 +247,15 @@ def test_check_exit_status_says_whether_everything_given_is_served(tmp_path):
     assert "2 on a usage error" in help_text
 
 
+def test_check_of_a_static_program_is_its_verdict_alone():
+    """The loader's failure to list a static program's libraries was logged beside its verdict."""
+    static = bin_path("observe").parent / "observe-static"
+    if not static.exists():
+        pytest.skip("no static build of observe (static linking unavailable)")
+    done = subprocess.run([str(bin_path("headstartd")), "--check", str(static)], capture_output=True, text=True)
+    assert json.loads(done.stdout)["mode"] == "exec" and done.stderr == "", done.stderr
+
+
 def test_check_prints_the_daemons_log_only_when_asked():
     """Its reasons are in the table; the same words above it, as headstartd logged them, were noise."""
     program = str(bin_path("observe").parent / "constructor-thread")

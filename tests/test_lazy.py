@@ -282,6 +282,10 @@ def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
     assert list(json.loads(done.stdout)["not_loaded_by_ready"]) == [str(sample.libdir / SONAME)]
     done = headstart("lazy", "check", "--runs", "0", "--drop-in", str(stubs), "--", str(sample.eager))
     assert done.returncode != 0 and "--runs" in done.stderr and done.stderr.count("\n") == 1
+    # Stubs of a library the program does not load: one line, not a ratio of noise.
+    done = headstart("lazy", "check", "--runs", "1", "--drop-in", str(stubs), "--", "/bin/true")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"true loads none of its libraries ({SONAME}): its stubs would change nothing" in done.stderr
 
 
 @EXEC_ONLY

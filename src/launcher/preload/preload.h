@@ -9,7 +9,8 @@
 
 /* Appends to libs the library closure of `program` as the system loader resolves it when it execs
  * the program: we ask that loader itself (`ld.so --list`, which maps the libraries but runs none of
- * their code), so search paths, RUNPATH, $ORIGIN, hwcaps and the cache all count exactly as for exec. */
+ * their code), so search paths, RUNPATH, $ORIGIN, hwcaps and the cache all count exactly as for exec.
+ * -ENOEXEC, unlogged, when the loader cannot list them (not a dynamically linked program). */
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs);
 
 /* dlopen()s each library with RTLD_NOW, skipping ones already loaded; one whose own dependencies
