@@ -34,6 +34,23 @@ def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
+def bench_json(tmp_path: Path, *args: str, returncode: int = 0) -> dict:
+    """bench --json with its results in tmp_path/out: the exit status asked for, the schema kept."""
+    done = bench(*args, "--json", "-o", str(tmp_path / "out"))
+    assert done.returncode == returncode, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    return data
+
+
+def setuid_copy(tmp_path: Path) -> Path:
+    """cjpeg, set-user-ID: the daemon declines it, and headstart-run execs it without a word."""
+    setuid = tmp_path / "cjpeg-setuid"
+    shutil.copy("/usr/bin/cjpeg", setuid)
+    setuid.chmod(0o755 | stat.S_ISUID)
+    return setuid
+
+
 def test_without_matplotlib_the_bench_keeps_its_measurements_and_says_why_there_is_no_report(tmp_path):
     done = headstart_without_matplotlib("bench", "--quick", "--programs", "fft", "--runs", "2", "-o", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -148,16 +165,9 @@ def test_bench_marks_main_of_an_unmodified_program(tmp_path):
 def test_a_mode_whose_launches_ran_by_exec_is_not_read_as_the_daemons(tmp_path):
     """A set-user-ID program is declined, and headstart-run then execs it without a word: its times are
     exec's. The bench says so in the mode's status and errors, and leaves it out of the mean."""
-    setuid = tmp_path / "cjpeg-setuid"
-    shutil.copy("/usr/bin/cjpeg", setuid)
-    setuid.chmod(0o755 | stat.S_ISUID)
-    done = bench(
-        "--quick", "--programs", f"{setuid} -version", "--runs", "2", "--modes", "exec,pool", "--json",
-        "-o", str(tmp_path / "out"),
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    data = json.loads(done.stdout)
-    jsonschema.validate(data, SCHEMA)
+    setuid = setuid_copy(tmp_path)
+    data = bench_json(tmp_path, "--quick", "--programs", f"{setuid} -version", "--runs", "2", "--modes", "exec,pool",
+                      returncode=1)  # fmt: skip
     (program,) = data["programs"]
     assert program["served"] == 0 and program["requested"] == 4
     for key in ("run@pool", "direct@pool"):
@@ -171,15 +181,11 @@ def test_a_mode_whose_launches_ran_by_exec_is_not_read_as_the_daemons(tmp_path):
 def test_a_declined_program_leaves_a_learning_daemon_to_train_and_serve_the_others(tmp_path):
     """Under --shared-daemon, one program the daemon declines (zenity once: WebKit starts a thread)
     made the learning modes unavailable for every program, training having failed on it."""
-    setuid = tmp_path / "cjpeg-setuid"
-    shutil.copy("/usr/bin/cjpeg", setuid)
-    setuid.chmod(0o755 | stat.S_ISUID)
-    done = bench(
-        "--quick", "--shared-daemon", "--programs", "/usr/bin/cjpeg -version", f"{setuid} -version", "--runs", "2",
-        "--modes", "exec,learned", "--clients", "direct", "--json", "-o", str(tmp_path / "out"),
+    setuid = setuid_copy(tmp_path)
+    data = bench_json(
+        tmp_path, "--quick", "--shared-daemon", "--programs", "/usr/bin/cjpeg -version", f"{setuid} -version",
+        "--runs", "2", "--modes", "exec,learned", "--clients", "direct", returncode=1,
     )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    data = json.loads(done.stdout)
     served, declined = data["programs"]
     assert served["modes"]["direct@learned"]["status"] == "ok", served["modes"]["direct@learned"]["errors"]
     assert served["served"] == served["requested"] == 2
@@ -193,13 +199,8 @@ def test_a_program_the_daemon_serves_in_preload_mode_is_not_read_as_warm(tmp_pat
     and pool daemons were asked to hold it warm: those modes say so, with the daemon's reason, and
     count the relocations the child really does (it was once shown as warm, with none)."""
     program = helper_path("constructor-thread")
-    done = bench(
-        "--quick", "--programs", str(program), "--runs", "2", "--modes", "exec,preload,pool", "--json",
-        "-o", str(tmp_path / "out"),
-    )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    data = json.loads(done.stdout)
-    jsonschema.validate(data, SCHEMA)
+    data = bench_json(tmp_path, "--quick", "--programs", str(program), "--runs", "2", "--modes", "exec,preload,pool",
+                      returncode=1)  # fmt: skip
     (result,) = data["programs"]
     assert result["served"] == result["requested"] == 8
     preload = result["modes"]["run@preload"]
@@ -324,20 +325,17 @@ def test_a_missing_program_fails_the_run_before_it_starts(tmp_path):
 
 
 def test_a_program_named_as_in_a_shell_is_found_on_path(tmp_path):
-    done = bench("--quick", "--programs", "cjpeg -version", "--runs", "1", "--modes", "exec", "--json",
-                 "-o", str(tmp_path))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (program,) = json.loads(done.stdout)["programs"]
+    (program,) = bench_json(tmp_path, "--quick", "--programs", "cjpeg -version", "--runs", "1", "--modes", "exec")[
+        "programs"
+    ]
     assert program["argv"] == [str(Path(shutil.which("cjpeg") or "").resolve()), "-version"]
 
 
 def test_no_repeated_launches_when_only_exec_would_be_compared(tmp_path):
     """A learning mode's daemon start includes its training, so repeated launches leave it out: with
     exec and such modes alone, 100 launches of exec would compare nothing."""
-    done = bench("--quick", "--programs", "fft", "--runs", "1", "--modes", "exec,learned", "--json",
-                 "-o", str(tmp_path))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["repeated_launches"] is None
+    data = bench_json(tmp_path, "--quick", "--programs", "fft", "--runs", "1", "--modes", "exec,learned")
+    assert data["repeated_launches"] is None
 
 
 def test_programs_from_a_list_file(tmp_path):
