@@ -36,13 +36,7 @@ def is_elf_program(path: Path) -> bool:
 def programs_in_dir(folder: Path) -> list[str]:
     if not folder.is_dir():
         raise HeadstartError(f"{folder}: not a folder")
-    found, seen = [], set()
-    for entry in sorted(folder.iterdir()):
-        real = entry.resolve()
-        if real not in seen and is_elf_program(entry):
-            seen.add(real)
-            found.append(str(entry))
-    return found
+    return _each_program_once(sorted(folder.iterdir()))
 
 
 def programs_of_package(name: str) -> list[str]:
@@ -55,13 +49,17 @@ def programs_of_package(name: str) -> list[str]:
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()
         raise HeadstartError(f"{name}: not an installed Debian package ({said[0] if said else 'dpkg -L failed'})")
-    paths = [line for line in done.stdout.splitlines() if line.startswith(PROGRAM_DIRS)]
+    return _each_program_once(Path(line) for line in done.stdout.splitlines() if line.startswith(PROGRAM_DIRS))
+
+
+def _each_program_once(paths: Iterable[Path]) -> list[str]:
+    """The ELF programs among `paths`, a file reached by several names (links) once, by its first."""
     found, seen = [], set()
     for path in paths:
-        real = Path(path).resolve()
-        if real not in seen and is_elf_program(Path(path)):
+        real = path.resolve()
+        if real not in seen and is_elf_program(path):
             seen.add(real)
-            found.append(path)
+            found.append(str(path))
     return found
 
 
