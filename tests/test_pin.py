@@ -469,5 +469,9 @@ def test_bench_cold_refuses_what_it_cannot_do(tmp_path):
 
     done = bench("--pin-budget", "1M")
     assert done.returncode == 2 and "--pin-budget goes with --cold" in done.stderr
+    done = bench("--pin-budget", "", "--programs", "true")  # empty: still given, not a plain bench
+    assert done.returncode == 2 and "--pin-budget goes with --cold" in done.stderr
+    done = bench("--cold", "--pin-budget", "", "--programs", "true")
+    assert done.returncode == 2 and "--pin-budget: expected a size" in done.stderr
     done = bench("--cold", "--pin-plan", str(tmp_path / "missing"))
     assert done.returncode == 2 and "no such file" in done.stderr

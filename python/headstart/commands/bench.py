@@ -183,9 +183,13 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
     return suite.quick_plan(plan) if args.quick else plan
 
 
+# Options that only a --cold run reads: given without it (even empty), they are refused.
+COLD_ONLY = ("pin_plan", "pin_budget", "memory_max")
+
+
 def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
-    for option in ("pin_plan", "pin_budget", "memory_max"):
-        if getattr(args, option) and not args.cold:
+    for option in COLD_ONLY:
+        if getattr(args, option) is not None and not args.cold:
             raise UsageError(f"--{option.replace('_', '-')} goes with --cold")
     modes = _choices(args.modes if args.modes != ",".join(MODES) else "exec,pool", MODES, "mode")
     clients = _choices(args.clients if args.clients != ",".join(LAUNCHERS) else "run", list(LAUNCHERS), "client")
@@ -256,7 +260,7 @@ def write_outputs(data: dict[str, object], result: BenchResult, directory: Path)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.cold or args.pin_plan or args.pin_budget or args.memory_max:
+    if args.cold or any(getattr(args, option) is not None for option in COLD_ONLY):
         return run_cold(args)
     plan = plan_from(args)
     with progress() as bars:
