@@ -211,15 +211,29 @@ def test_a_timeout_that_is_no_time_is_a_usage_error(command, rest, value):
     assert f"argument --timeout: not a number of seconds above 0: '{value}'" in done.stderr
 
 
-@pytest.mark.parametrize("value", ["", "0", "64X", "99999999999999999999G"])
+@pytest.mark.parametrize("value", ["", "0", "-1", "64X", "99999999999999999999G"])
 def test_a_budget_that_is_no_size_is_refused_by_both_tools(value, tmp_path):
     """An empty budget was taken as none, and one past 2^64 bytes as given; headstart-pind refused
-    both. Now both refuse them, each in one line."""
+    both. Now both refuse them, each in one line. headstart-pind took -1 as no limit at all."""
     done = headstart("pin", "plan", "--budget", value, str(tmp_path / "profile.json"))
     assert done.returncode == 2 and done.stderr == f"headstart: --budget: expected a size such as 64M, got {value!r}\n"
     pind = subprocess.run([str(bin_path("headstart-pind")), "--plan", "/x", "--budget", value],
                           capture_output=True, text=True)  # fmt: skip
     assert pind.returncode != 0 and pind.stderr.count("\n") == 1 and "--budget" in pind.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        (["boot", "record", "--device", "/dev/null", "-o", "/dev/null"], "--baud", "-5"),  # was a traceback
+        (["boot", "record", "--device", "/dev/null", "-o", "/dev/null"], "--baud", "0"),  # was recorded as is
+        (["order", "check", "--runs", "1"], "--read-ahead-kb", "-5"),  # was "root is needed"
+    ],
+)
+def test_a_number_out_of_its_range_is_a_usage_error(command, option, value):
+    done = headstart(*command, option, value, *(["--", "/bin/true"] if command[0] == "order" else []))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"argument {option}: expected a whole number from" in done.stderr
 
 
 def test_pyproject_license_is_an_spdx_string():

@@ -179,6 +179,16 @@ def test_check_on_the_gtk_and_qt_samples(tmp_path):
         assert p["counts_after"]["objects"] == p["counts_before"]["objects"]
 
 
+def test_a_program_that_exits_with_a_status_of_its_own_is_analysed(tmp_path):
+    """diff ends with 1 when its files differ: link said "no launch reached main" and gave nothing."""
+    (tmp_path / "a").write_text("a\n")
+    (tmp_path / "b").write_text("b\n")
+    argv = ["/usr/bin/diff", str(tmp_path / "a"), str(tmp_path / "b")]
+    d = link_json(*argv)
+    assert d["loader"]["exit_status"] == 1 and d["to_main_us"]["median"] > 0
+    assert d["loader"]["lookups"] == loader_count(argv)["relocations"]
+
+
 def test_usage_errors():
     done = headstart("link", "check", "--samples", "nothing")
     assert done.returncode != 0 and "not a sample" in done.stderr

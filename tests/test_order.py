@@ -125,6 +125,18 @@ def test_check_counts_far_fewer_startup_pages_after_ordering(synthetic, order):
     assert after["touched"] * 2 < before["touched"], (before, after)
 
 
+def test_check_takes_a_programs_own_exit_status_but_not_two_builds_that_differ(tmp_path):
+    """diff ends with 1 when its files differ, which check called a failed launch."""
+    (tmp_path / "a").write_text("a\n")
+    (tmp_path / "b").write_text("b\n")
+    diff = ["/usr/bin/diff", str(tmp_path / "a"), str(tmp_path / "b")]
+    done = headstart("order", "check", "--runs", "1", "--json", "--after", "/usr/bin/diff", "--", *diff)
+    assert done.returncode == 0, done.stderr
+    assert all(b["cold_ready_ms"]["median"] > 0 for b in json.loads(done.stdout)["builds"])
+    done = headstart("order", "check", "--runs", "1", "--after", "/bin/false", "--", "/bin/true")
+    assert done.returncode == 1 and "false exited with status 1 in a cold launch, /usr/bin/true with 0" in done.stderr
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="an exact page count needs root (drop_caches, readahead off)")
 def test_record_by_pages_finds_the_startup_functions_of_a_build_not_instrumented(synthetic, tmp_path):
     out = tmp_path / "pages.json"

@@ -4,8 +4,8 @@
  *
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
  *                     [--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME...]
- *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--linger-ms MS] [--timeout SECONDS]
- *                     -- PROGRAM ARGS...
+ *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--any-status] [--linger-ms MS]
+ *                     [--timeout SECONDS] -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   exec@BUILD   posix_spawn of another build of it (--build BUILD=PATH: relinked, say) with the same
  *                arguments, its argv[0] that PATH
@@ -22,7 +22,9 @@
  * socket as their WAYLAND_DISPLAY); with both set, either counts. A launch not ready (or, waiting
  * for its exit, not ended) within --timeout is stopped and reported as an error; the default is 30 s
  * with a ready condition and no limit for exit. A launch not ready in time also ends the run (exit
- * status 3, after its line): the next ones would most likely wait as long, for nothing.
+ * status 3, after its line): the next ones would most likely wait as long, for nothing. A launch
+ * that exits with a status other than 0 is an error too, unless --any-status (diff, grep and cmp
+ * say what they found in it); each line gives the exit status, -1 for a launch stopped at ready.
  *
  * SIGTERM, and the end of our parent (PR_SET_PDEATHSIG), stop the launch under way and end the run
  * once it is reported: the timer never outlives what started it. SIGUSR1 lets the launch under way
@@ -86,6 +88,7 @@ struct config {
         bool ready_wanted;  /* either; otherwise ready is exit */
         bool stop_at_ready; /* SIGTERM once ready (implied by --ready-window) */
         bool ready_window;
+        bool any_status;    /* --any-status: an exit with any status is a launch (diff's 1), not a failure */
         long long linger_ms; /* with --stop-at-ready: how long after ready */
         long long timeout_ns; /* --timeout: a launch's time to ready or end; <0: none */
         char **argv; /* program and its arguments */
@@ -436,7 +439,8 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         close(mark[0]);
         close(out[0]);
 
-        bool status_ok = x.stopped ? x.why[0] == '\0' : WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0;
+        bool status_ok = x.stopped ? x.why[0] == '\0'
+                                   : WIFEXITED(x.status) && (c->any_status || WEXITSTATUS(x.status) == 0);
         char refused[320];
         bool was_refused = describe_refusal(c, refused, sizeof refused);
         if (r < 0 || x.why[0] || v.t_main < 0 || !status_ok || was_refused || (c->ready_wanted && v.t_ready < 0)) {
@@ -451,9 +455,9 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         } else
                 dprintf(c->out,
                         "{\"mode\": \"%s\", \"round\": %d, \"to_main_ns\": %lld, \"to_ready_ns\": %lld, "
-                        "\"to_exit_ns\": %lld, \"stopped\": %s}\n",
+                        "\"to_exit_ns\": %lld, \"stopped\": %s, \"exit_status\": %d}\n",
                         m->name, round, v.t_main - t0, (c->ready_wanted ? v.t_ready : v.t_exit) - t0, v.t_exit - t0,
-                        x.stopped ? "true" : "false");
+                        x.stopped ? "true" : "false", x.stopped ? -1 : WEXITSTATUS(x.status));
         finish(&x);
         size_t last = 0;
         while (envp[last + 1])
@@ -546,6 +550,9 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->ready_window |= strcmp(argv[i], "--ready-window") == 0;
                         c->stop_at_ready = true;
                         continue; /* takes no value */
+                } else if (strcmp(argv[i], "--any-status") == 0) {
+                        c->any_status = true;
+                        continue;
                 }
                 else if (strcmp(argv[i], "--daemon") == 0 && strchr(v, '=') && c->ndaemons < MAX_DAEMONS) {
                         char *eq = strchr(argv[i + 1], '='); /* NAME=PATH, split in place */
@@ -563,7 +570,7 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
                                 "[--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME] "
                                 "[--ready REGEX] [--ready-window] "
-                                "[--stop-at-ready] [--linger-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...\n");
+                                "[--stop-at-ready] [--any-status] [--linger-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)

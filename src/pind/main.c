@@ -59,9 +59,10 @@ static void help(void) {
 }
 
 static int parse_size(const char *s, uint64_t *ret) {
-        char *end;
+        char *end = (char *) s;
         errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
+        /* strtoull would take "-1" as its largest value, after spaces too: digits only. */
+        unsigned long long v = *s >= '0' && *s <= '9' ? strtoull(s, &end, 10) : 0;
         unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
         if (shift)
                 end++;

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from headstart.commands._regex import regex, seconds
+from headstart.commands._regex import regex, seconds, whole_number
 from headstart.profiling.launch import LaunchOptions
 
 
@@ -26,7 +26,7 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
 def add_read_ahead_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--read-ahead-kb",
-        type=int,
+        type=whole_number(0, 1 << 30),
         metavar="KIB",
         help="the storage's readahead during the timed launches (root), as on a device (default: as it is)",
     )

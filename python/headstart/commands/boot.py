@@ -10,7 +10,7 @@ from pathlib import Path
 from headstart.boot import analysis, timeline
 from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
-from headstart.commands._regex import regex, seconds
+from headstart.commands._regex import regex, seconds, whole_number
 from headstart.errors import HeadstartError, UsageError
 from headstart.reporters import boot, boot_page, json_out, trace
 
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="boot_command", required=True, metavar="ACTION")
     rec = sub.add_parser("record", help="timestamp every line of a serial console on this host")
     rec.add_argument("--device", required=True, help="the serial device (/dev/ttyUSB0, a pty)")
-    rec.add_argument("--baud", type=int, default=115200, help="default 115200")
+    rec.add_argument("--baud", type=whole_number(50, 4_000_000), default=115200, help="default 115200")
     rec.add_argument("--start", type=regex, help="reset the time base on the first line matching this")
     rec.add_argument("--stop", type=regex, help="stop after the first line matching this")
     rec.add_argument("--timeout", type=seconds, help="stop after this many seconds")

@@ -132,9 +132,12 @@ def timer_rows(
     builds: dict[str, str] | None = None,
     daemons: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """launch-timer's rows: `modes` taken in turn for `runs` rounds (exec@NAME: builds[NAME])."""
+    """launch-timer's rows: `modes` taken in turn for `runs` rounds (exec@NAME: builds[NAME]). A
+    program's exit status is its own (diff's 1 says what it found): only a launch that did not reach
+    main, or was killed, is an error here."""
     cmd = [
         str(binaries.find("launch-timer")),
+        "--any-status",
         "--runs",
         str(runs),
         "--run-client",

@@ -14,22 +14,33 @@ from headstart.profiling.launch import LaunchOptions, run
 from headstart.stats import summarize
 
 
-def _timed_cold(opts: LaunchOptions, read_ahead_kib: int | None) -> float:
+def _timed_cold(opts: LaunchOptions, read_ahead_kib: int | None) -> tuple[float, int]:
+    """A cold launch's time to ready, and its exit status (0 when stopped at its ready point)."""
     empty_cache(opts.argv[0])
     with read_ahead(opts.argv[0], read_ahead_kib):
         launch = run(replace(opts, probe=False))
-    if launch.to_ready_ns is None or (launch.exit_status != 0 and not launch.stopped_at_ready):
+    status = 0 if launch.stopped_at_ready else launch.exit_status
+    if launch.to_ready_ns is None or status < 0:
         raise HeadstartError(f"{opts.argv[0]} failed in a cold launch (exit status {launch.exit_status})")
-    return launch.to_ready_ns / 1e6
+    return launch.to_ready_ns / 1e6, status
 
 
 def check(builds: list[LaunchOptions], runs: int, read_ahead_kib: int | None) -> dict[str, Any]:
-    """Each build's text pages touched (per object) and its cold time to ready, side by side."""
+    """Each build's text pages touched (per object) and its cold time to ready, side by side. A
+    program may end with a status other than 0 (diff's 1), but every launch of every build the same."""
     pages = [cold_text_pages(b) for b in builds]
     times: list[list[float]] = [[] for _ in builds]
+    first: tuple[str, int] | None = None
     for _ in range(runs):
         for i, b in enumerate(builds):
-            times[i].append(_timed_cold(b, read_ahead_kib))
+            ms, status = _timed_cold(b, read_ahead_kib)
+            first = first or (b.argv[0], status)
+            if status != first[1]:
+                raise HeadstartError(
+                    f"{b.argv[0]} exited with status {status} in a cold launch, {first[0]} with {first[1]}: "
+                    "the builds do not behave the same"
+                )
+            times[i].append(ms)
     out = []
     for b, found, ms in zip(builds, pages, times, strict=True):
         program = str(Path(b.argv[0]).resolve())
