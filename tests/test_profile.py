@@ -317,6 +317,25 @@ def test_profile_bad_input(tmp_path):
     one_line_error(headstart("profile", "--", str(text)), "not an ELF program")
 
 
+def test_a_program_the_probe_cannot_see_is_named_before_a_launch(tmp_path):
+    """A 32-bit program got "the loader ignores LD_AUDIT for setuid programs" from profile and "did
+    not reach main" from link, after launches; the header says it at once."""
+    other = tmp_path / "other-machine"
+    data = bytearray(Path("/bin/true").read_bytes())
+    data[18:20] = (183).to_bytes(2, "little")  # e_machine: EM_AARCH64
+    other.write_bytes(bytes(data))
+    other.chmod(0o755)
+    for command in ("profile", "link"):
+        one_line_error(headstart(command, "--", str(other)), "a 64-bit AARCH64 program; headstart's probe and daemon")
+    if os.geteuid() == 0 and not os.statvfs(tmp_path).f_flag & os.ST_NOSUID:  # the loader's secure mode
+        setuid = tmp_path / "setuid-true"
+        shutil.copy("/bin/true", setuid)
+        os.chown(setuid, 65534, 65534)
+        setuid.chmod(0o4755)
+        for command in ("profile", "link"):
+            one_line_error(headstart(command, "--", str(setuid)), "set-user-ID, so the loader runs it in secure mode")
+
+
 def test_report_renders_in_chromium(gtk_profile, tmp_path):
     second = tmp_path / "jpeg.json"
     done = headstart("profile", "--runs", "2", "-o", str(second), "--", str(binaries.find("jpeg-encode")), "85")

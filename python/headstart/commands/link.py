@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return _check(args, later.command)
     if args.samples or args.output or args.after:
         raise UsageError("--samples, --output and --after are for `headstart link check`")
-    argv = resolve_program(command)
+    argv = resolve_program(command, loader_env=True)
     data = analyse(argv, args.ready, args.timeout, args.runs)
     if args.json:
         json_out.write(data, sys.stdout)
@@ -97,7 +97,7 @@ def _check(args: argparse.Namespace, rest: list[str]) -> int:
             raise UsageError("link check --after BUILD needs the build before: -- PROGRAM ARGS")
         if not args.after.is_file():
             raise UsageError(f"--after {args.after}: no such file")
-        data = check_builds(resolve_program(rest), args.after, args.ready, args.timeout, runs)
+        data = check_builds(resolve_program(rest, loader_env=True), args.after, args.ready, args.timeout, runs)
     else:
         if rest:
             raise UsageError("link check relinks our samples (--samples); for your own builds give --after BUILD")

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if args.command and args.command != ["--"]:
             raise UsageError("--from reads a recorded launch: give no program")
         return output(args, *from_trace.load(args.from_trace))
-    argv = resolve_program(args.command)
+    argv = resolve_program(args.command, loader_env=True)
     if args.runs < 1:
         raise UsageError("--runs must be at least 1")
     if args.gaps < 0:

@@ -76,7 +76,8 @@ class Profiler:
         result = checked(result, what)
         if kw.get("probe", True) and not kw.get("wrapper") and result.timeline is None:
             raise HeadstartError(
-                f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for setuid programs)"
+                f"{self.argv[0]}: the probe recorded nothing (the loader ignores LD_AUDIT for a program it runs in "
+                "secure mode, one with file capabilities for example)"
             )
         return result
 

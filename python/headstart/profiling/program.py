@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
+import sys
+from functools import cache
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -13,8 +16,9 @@ from elftools.elf.elffile import ELFFile
 from headstart.errors import HeadstartError, UsageError
 
 
-def resolve_program(command: list[str]) -> list[str]:
-    """The command with its program as an absolute path, or a clear error for what cannot be profiled."""
+def resolve_program(command: list[str], loader_env: bool = False) -> list[str]:
+    """The command with its program as an absolute path, or a clear error for what cannot be profiled.
+    loader_env: the command needs the loader to read its environment (LD_AUDIT, LD_DEBUG)."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
@@ -34,9 +38,42 @@ def resolve_program(command: list[str]) -> list[str]:
         raise HeadstartError(f"{path}: cannot read it (no read permission), so it cannot be profiled")
     try:
         with open(path, "rb") as f:
-            interp = any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
+            elf = ELFFile(f)
+            kind = (elf.elfclass, elf["e_machine"])
+            interp = any(seg["p_type"] == "PT_INTERP" for seg in elf.iter_segments())
     except (ELFError, OSError) as e:
         raise HeadstartError(f"{path}: not an ELF program ({e})") from e
+    if kind != _own_kind():
+        bits, machine = kind
+        raise HeadstartError(
+            f"{path}: a {bits}-bit {machine.removeprefix('EM_')} program; headstart's probe and daemon are built "
+            f"for {_own_kind()[1].removeprefix('EM_')} programs"
+        )
     if not interp:
         raise HeadstartError(f"{path}: not dynamically linked, so there is no loader to profile")
+    if loader_env and (why := _secure_mode(path)):
+        raise HeadstartError(
+            f"{path}: {why}, so the loader runs it in secure mode and ignores LD_AUDIT and LD_DEBUG, which this "
+            "command needs; use a copy without the bit"
+        )
     return [str(path), *command[1:]]
+
+
+@cache
+def _own_kind() -> tuple[int, str]:
+    """The ELF class and machine headstart's own programs are built for: this Python's."""
+    with open(os.path.realpath(sys.executable), "rb") as f:
+        elf = ELFFile(f)
+        return elf.elfclass, elf["e_machine"]
+
+
+def _secure_mode(path: Path) -> str | None:
+    """Why exec would give the program other rights than ours (glibc's AT_SECURE), or None."""
+    st = path.stat()
+    if os.statvfs(path).f_flag & os.ST_NOSUID:  # exec ignores the bits there
+        return None
+    if st.st_mode & stat.S_ISUID and st.st_uid != os.getuid():
+        return "set-user-ID"
+    if st.st_mode & stat.S_ISGID and st.st_gid != os.getgid():
+        return "set-group-ID"
+    return None
