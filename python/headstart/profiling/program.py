@@ -18,7 +18,8 @@ from headstart.errors import HeadstartError, UsageError
 
 def resolve_program(command: list[str], loader_env: bool = False) -> list[str]:
     """The command with its program as an absolute path, or a clear error for what cannot be profiled.
-    loader_env: the command needs the loader to read its environment (LD_AUDIT, LD_DEBUG)."""
+    loader_env: the command loads our libraries into the program (LD_AUDIT, LD_PRELOAD) and reads the
+    loader's account (LD_DEBUG)."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
@@ -43,7 +44,7 @@ def resolve_program(command: list[str], loader_env: bool = False) -> list[str]:
             interp = any(seg["p_type"] == "PT_INTERP" for seg in elf.iter_segments())
     except (ELFError, OSError) as e:
         raise HeadstartError(f"{path}: not an ELF program ({e})") from e
-    if kind != _own_kind():
+    if loader_env and kind != _own_kind():  # another machine's runs (qemu-user), but not with our probe
         bits, machine = kind
         raise HeadstartError(
             f"{path}: a {bits}-bit {machine.removeprefix('EM_')} program; headstart's probe and daemon are built "
