@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from headstart.boot import advice, logs, timeline
+from headstart.errors import HeadstartError
 
 
 @dataclass
@@ -34,6 +35,12 @@ def analyze(
 ) -> Analysis:
     log = logs.read(paths, boot)
     t = timeline.build(log, ready, marks)
+    if not (t.phases or t.services or t.initcalls or t.cpu.units):
+        # Nothing of a boot in them (dmesg's ring buffer wrapped long ago, a log of something else):
+        # a verdict from a ready line alone would time what is not a boot.
+        names = ", ".join(p.name for p in paths)
+        why = t.warnings[0] if t.warnings else "no kernel, initramfs, init or systemd line in them"
+        raise HeadstartError(f"no boot phase found in {names}: {why}")
     return Analysis([str(p) for p in paths], t, advice.advise(t, log))
 
 
