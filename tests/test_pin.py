@@ -193,7 +193,7 @@ def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinn
         tmp_path / "plan",
         ["this is not a plan line", f"file 10 {tmp_path / 'missing'}", "range 0 10 0", f"file {2 * MIB} {data}",
          f"range 0 {MIB} 0", "range 0 10 1", "file xyz /usr/lib/other", f"range {MIB} {MIB} 0", f"file 5 {data}",
-         "range 0 5 0"],
+         "range 0 5 0", f"file 4096 {tmp_path}", "range 0 4096 0"],
     )  # fmt: skip
     with pind(plan, "64M", tmp_path / "log") as proc:
         assert locked_kib(proc) == 1024
@@ -202,6 +202,7 @@ def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinn
     assert re.search(r"/plan:\d+: skipped, a range of the file line skipped above", log), log
     assert log.count("missing: cannot open it; not pinned") == 1
     assert log.count("where the plan has 5; not pinned") == 1
+    assert log.count(f"{tmp_path}: not a regular file; not pinned") == 1  # was "4096 bytes where the plan has 4096"
     done = subprocess.run([str(bin_path("headstart-pind")), "--plan", str(data)], capture_output=True, text=True)
     assert done.returncode == 1 and "is not a pin plan" in done.stderr and done.stderr.count("\n") == 1
     (tmp_path / "old").write_text(f"headstart-pin-plan 1\nfile {MIB} {data}\nrange 0 {MIB} 1\nend\n")
@@ -402,6 +403,12 @@ def test_pin_plan_from_a_cold_profile(tmp_path):
         [sys.executable, "-m", "headstart", "pin", "plan", str(profile), "--include", str(run)],
         capture_output=True, text=True,
     )  # fmt: skip
+    folder = subprocess.run([sys.executable, "-m", "headstart", "pin", "plan", str(profile), "--include", "/tmp"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert (
+        folder.returncode == 1
+        and folder.stderr == "headstart: --include: /tmp: not a regular file (only a file's pages can be pinned)\n"
+    )
     included = done.stdout.splitlines()
     at = included.index(f"file {run.stat().st_size} {run.resolve()}")
     assert included[at + 1] == f"range 0 {(run.stat().st_size + PAGE - 1) // PAGE * PAGE} 0"

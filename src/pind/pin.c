@@ -38,7 +38,9 @@ static int map_file(struct pinner *p, struct pinned_file *pf) {
                 return log_warning_errno(errno, "%s: cannot open it; not pinned", plan->path);
         if (plan->nranges == 0)
                 return hold_file(pf, TAKE_FD(fd), &st);
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != plan->size || st.st_size == 0)
+        if (!S_ISREG(st.st_mode))
+                return log_warning("%s: not a regular file; not pinned (make a new plan)", plan->path), -ESTALE;
+        if ((uint64_t) st.st_size != plan->size || st.st_size == 0)
                 return log_warning("%s: %lld bytes where the plan has %llu; not pinned (make a new plan)", plan->path,
                                    (long long) st.st_size, (unsigned long long) plan->size),
                        -ESTALE;

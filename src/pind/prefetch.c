@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "macro.h"
 #include "read-ahead.h"
 
 /* linux/ioprio.h, which glibc does not wrap. */
@@ -21,17 +22,18 @@
 static int file_fd(const struct pin_file *f, int *fd) {
         if (*fd != -1)
                 return *fd;
-        *fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int opened = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         struct stat st;
-        if (*fd >= 0 && (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != f->size)) {
+        *fd = -2;
+        if (opened < 0 || fstat(opened, &st) < 0)
+                log_warning_errno(errno, "%s: cannot open it; not prefetched", f->path);
+        else if (!S_ISREG(st.st_mode))
+                log_warning("%s: not a regular file; not prefetched (make a new plan)", f->path);
+        else if ((uint64_t) st.st_size != f->size)
                 log_warning("%s: %lld bytes where the plan has %llu; not prefetched (make a new plan)", f->path,
                             (long long) st.st_size, (unsigned long long) f->size);
-                close(*fd);
-                *fd = -2;
-        } else if (*fd < 0) {
-                log_warning_errno(errno, "%s: cannot open it; not prefetched", f->path);
-                *fd = -2;
-        }
+        else
+                *fd = TAKE_FD(opened);
         return *fd;
 }
 

@@ -7,6 +7,7 @@ at a budget, worth most first."""
 from __future__ import annotations
 
 import re
+import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,12 @@ def file_pages(f: dict[str, Any]) -> set[int]:
 def whole_file(path: str) -> dict[str, Any]:
     """A file every program needs whole (`--include`: the launcher, say), as a profile's file."""
     try:
-        size = Path(path).stat().st_size
+        st = Path(path).stat()
     except OSError as e:
         raise HeadstartError(f"--include: cannot read {path}: {e.strerror}") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise HeadstartError(f"--include: {path}: not a regular file (only a file's pages can be pinned)")
+    size = st.st_size
     return {"path": str(Path(path).resolve()), "size": size, "bytes_read": size}
 
 
