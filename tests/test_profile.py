@@ -591,6 +591,10 @@ def test_a_trace_recorded_elsewhere_is_profiled_and_reported(tmp_path):
     assert 'class="chart"' in report.read_text()
     done = headstart("profile", "--from", str(tmp_path / "missing.jsonl"))
     assert done.returncode == 1 and done.stderr.startswith("headstart: cannot read") and "Traceback" not in done.stderr
+    profile = tmp_path / "profile.json"  # a profile given for the probe's trace: "line 1 is not JSON: '{'"
+    profile.write_text(json.dumps(data, indent=2))
+    done = headstart("profile", "--from", str(profile))
+    assert done.returncode == 1 and "a JSON document over many lines, not the probe's output" in done.stderr
 
 
 AARCH64_BUILD = os.environ.get("HEADSTART_AARCH64_BUILD")

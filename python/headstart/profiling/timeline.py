@@ -95,6 +95,11 @@ def parse(lines: list[str], pid: int | None = None) -> Timeline:
         try:
             record = json.loads(line)
         except (ValueError, RecursionError) as e:  # not JSON, nested too deep, an integer too long
+            if number == 1 and line.strip() in ("{", "["):  # a JSON document over many lines (a profile)
+                raise HeadstartError(
+                    "a JSON document over many lines, not the probe's output (one JSON record per line, "
+                    "written where HEADSTART_PROBE_OUTPUT names)"
+                ) from e
             raise HeadstartError(f"probe output line {number} is not JSON: {line[:80]!r}") from e
         check_probe_record(record, f"probe output line {number}")
         records.append((number, record))
