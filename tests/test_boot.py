@@ -643,3 +643,17 @@ def test_units_that_ended_are_counted_from_the_journal(tmp_path):
     assert {u["unit"]: u["cpu_s"] for u in alone["cpu"]["units"]} == pytest.approx(
         {"modprobe@drm.service": 0.912, "systemd-tmpfiles-setup.service": 1.234, "init.scope": 62.5}
     )
+
+
+def test_an_arm64_kernel_gets_no_decompression_advice(tmp_path):
+    """U-Boot's "Starting kernel ..." before an arm64 kernel's first message was read as the kernel
+    decompressing itself (advised LZ4): an arm64 Image is decompressed, if at all, before that line."""
+    lines = (FIXTURES / "device-arm64.log").read_text().splitlines(keepends=True)
+    booted = tmp_path / "u-boot.log"
+    booted.write_text(lines[0] + "0.010000\tStarting kernel ...\n" + "".join(lines[1:]))
+    data = analyze_json(str(booted))
+    assert "kernel setup" in {p["name"].split(" to ")[0] for p in data["phases"]}
+    assert "decompression" not in {r["topic"] for r in data["recommendations"]}
+    x86 = tmp_path / "x86.log"  # the same line before an x86-64 kernel is still advised on
+    x86.write_text(lines[0] + "0.010000\tStarting kernel ...\n" + "".join(VERBOSE.read_text().splitlines(True)[1:]))
+    assert "decompression" in {r["topic"] for r in analyze_json(str(x86), "--ready", READY)["recommendations"]}

@@ -48,7 +48,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_console(t, log),
         *_calibration(log),
         *_initcalls(t),
-        *_decompression(t),
+        *_decompression(t, log),
         *_initramfs(t),
         *_units(t),
         *_cpu(t),
@@ -128,9 +128,17 @@ def _initcall_message(name: str, seconds: float) -> str:
     )
 
 
-def _decompression(t: Timeline) -> list[Advice]:
+# An arm64 kernel: its Image does not decompress itself (the boot loader or the EFI stub did before).
+_ARM64 = re.compile(r"Linux version \S*(arm64|aarch64)|CPU features: detected|Machine model: .*\bAArch64\b")
+
+
+def _decompression(t: Timeline, log: BootLog) -> list[Advice]:
     phase = next((p for p in t.phases if p.name == "kernel setup to kernel start"), None)
     if phase is None or phase.duration_s <= 0:
+        return []
+    if any(_ARM64.search(line.text) for line in log.lines):
+        # From U-Boot's "Starting kernel ..." to the first message is the kernel's own earliest start
+        # (page tables, the MMU, KASLR), which no compression setting changes.
         return []
     return [
         Advice(
