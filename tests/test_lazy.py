@@ -47,6 +47,22 @@ def verdicts(*paths: Path) -> dict[str, dict]:
     return {d["soname"]: d for d in json.loads(done.stdout)["dependencies"]}
 
 
+@EXEC_ONLY
+def test_what_a_program_does_after_sigterm_is_not_before_ready(tmp_path):
+    """Stopped by SIGTERM alone, a program that handles it (GLib's g_unix_signal_add) went on binding
+    symbols, and they counted as before ready: libjpeg, used a moment later, was "used before ready".
+    The program is now stopped (SIGSTOP) as its ready line is read, and its bindings end there."""
+    program = helper_path("lazy-sample")
+    if not program.exists():
+        pytest.skip("lazy-sample was not built (libjpeg or zlib headers missing)")
+    late = tmp_path / "late.json"
+    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(late), "--", str(program), "late")
+    assert done.returncode == 0, done.stderr
+    found = verdicts(late)
+    assert found["libjpeg.so.62"]["verdict"] == "defer" and found["libjpeg.so.62"]["bindings_before_ready"] == 0
+    assert found["libz.so.1"]["bindings_before_ready"] > 0  # what it did before its ready line still counts
+
+
 def test_a_library_used_only_after_ready_is_deferrable_and_the_others_say_why_not(profiles):
     found = verdicts(profiles["ready"])
     assert found["libjpeg.so.62"]["verdict"] == "defer" and found["libjpeg.so.62"]["bindings_before_ready"] == 0

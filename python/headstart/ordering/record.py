@@ -4,6 +4,7 @@ text pages a cold launch touches when the build is not instrumented (address ord
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import tempfile
 from collections import defaultdict
@@ -24,8 +25,13 @@ OUTPUT_ENV = "HEADSTART_ORDER_OUTPUT"
 
 def instrumented_run(opts: LaunchOptions) -> list[Called]:
     with tempfile.TemporaryDirectory(prefix="headstart-order-") as tmp:
-        out = Path(tmp) / "order"
-        launch = run(replace(opts, probe=False, env={OUTPUT_ENV: str(out)}))
+        out, at_ready = Path(tmp) / "order", Path(tmp) / "order-at-ready"
+
+        def keep_at_ready() -> None:  # the file goes on filling if the program goes on after SIGTERM
+            if out.exists():
+                shutil.copyfile(out, at_ready)
+
+        launch = run(replace(opts, probe=False, env={OUTPUT_ENV: str(out)}, at_ready_stop=keep_at_ready))
         if launch.exit_status != 0 and not launch.stopped_at_ready:
             raise HeadstartError(
                 f"{opts.argv[0]} failed (exit status {launch.exit_status}) in a recording launch: {launch.last_words()}"
@@ -37,7 +43,7 @@ def instrumented_run(opts: LaunchOptions) -> list[Called]:
                 "and link it with -lheadstart-order after its objects (LIBS, LDLIBS: glibc's empty "
                 "__cyg_profile_func_enter is taken otherwise), or record its pages with --pages"
             )
-        return read_order_file(out)
+        return read_order_file(at_ready if at_ready.exists() else out)
 
 
 def pages_run(opts: LaunchOptions) -> list[Called]:

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -38,6 +39,9 @@ class LaunchOptions:
     mark_main: bool = False  # preload libheadstart-mark-main.so and time main through it (no memory read)
     wrapper: list[str] = field(default_factory=list)  # a command that runs the program (strace)
     env: dict[str, str] = field(default_factory=dict)  # added to the environment (HEADSTART_ORDER_OUTPUT)
+    # Called while the program is stopped at its ready line (--ready), before it is let go to end:
+    # what it wrote until then is what it did before ready (order record copies its file there).
+    at_ready_stop: Callable[[], None] | None = None
 
 
 @dataclass
@@ -66,11 +70,23 @@ class Launch:
 
 
 class _Output:
-    """Reads one of the program's output pipes line by line, noting when a line matches `ready`."""
+    """Reads one of the program's output pipes line by line, noting when a line matches `ready`.
+    With `stop_group`, the program's process group is stopped (SIGSTOP) as soon as that line is read:
+    what it does after its ready line (calls that bind symbols, functions it runs) must not count as
+    before ready, and every moment spent here in Python lets it go on."""
 
-    def __init__(self, pipe: IO[bytes], ready: re.Pattern[str] | None, wake: threading.Event) -> None:
+    def __init__(
+        self,
+        pipe: IO[bytes],
+        ready: re.Pattern[str] | None,
+        wake: threading.Event,
+        stop_group: int | None = None,
+        on_stop: Callable[[], None] | None = None,
+    ) -> None:
         self.tail: list[str] = []
         self.ready_at: int | None = None
+        self._stop_group = stop_group
+        self._on_stop = on_stop  # called once the program is stopped there
         self._thread = threading.Thread(target=self._read, args=(pipe, ready, wake), daemon=True)
         self._thread.start()
 
@@ -78,10 +94,14 @@ class _Output:
         for raw in pipe:
             now = time.monotonic_ns()
             line = raw.decode(errors="replace").rstrip("\n")
-            self.tail = [*self.tail[-9:], line]
             if ready and self.ready_at is None and ready.search(line):
+                if self._stop_group is not None:
+                    _kill_group(self._stop_group, signal.SIGSTOP)
+                    if self._on_stop:
+                        self._on_stop()
                 self.ready_at = now
                 wake.set()
+            self.tail = [*self.tail[-9:], line]
         pipe.close()
 
     def join(self) -> None:
@@ -214,7 +234,16 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
             os.close(mark_w)
     assert proc.stdout is not None and proc.stderr is not None
     reaper = _Reaper(proc.pid, wake)
-    outputs = [_Output(proc.stdout, opts.ready, wake), _Output(proc.stderr, opts.ready, wake)]
+    # Not under a wrapper: a SIGSTOP would stop strace as well as what it traces.
+    stop_group = proc.pid if opts.ready is not None and not opts.wrapper else None
+    log = _LogEnd(tmp / f"ld.{proc.pid}")  # a program that handles SIGTERM goes on binding symbols after it
+
+    def at_stop() -> None:
+        log.note()
+        if opts.at_ready_stop:
+            opts.at_ready_stop()
+
+    outputs = [_Output(pipe, opts.ready, wake, stop_group, at_stop) for pipe in (proc.stdout, proc.stderr)]
     try:
         memory = _wait_ready(opts, proc.pid, reaper, [*outputs, *([window] if window else [])], wake)
     finally:
@@ -236,7 +265,7 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
         minor_faults=getattr(rusage, "ru_minflt", 0),
         major_faults=getattr(rusage, "ru_majflt", 0),
         loader=_read_loader_statistics(tmp, proc.pid),
-        loader_bindings=_read_loader_bindings(tmp, proc.pid) if opts.bindings else {},
+        loader_bindings=_read_loader_bindings(log) if opts.bindings else {},
         timeline=tl,
         memory=memory,
         stderr_tail="\n".join(outputs[1].tail),
@@ -279,15 +308,16 @@ def _wait_ready(
     memory = None
     while True:
         wake.clear()
+        # Ready first: a program stopped at its ready line (_Output) must not be let go on below.
+        if (opts.ready is not None or opts.ready_window) and any(o.ready_at is not None for o in outputs):
+            memory = memory or read_memory(pid)  # read at its exit already, if the line came with it
+            _stop(pid, reaper)
+            return memory
         if reaper.stopped.is_set():  # the probe stopped it at exit
             reaper.stopped.clear()
             memory = read_memory(pid)
             os.kill(pid, signal.SIGCONT)
         if reaper.ended.is_set():
-            return memory
-        if (opts.ready is not None or opts.ready_window) and any(o.ready_at is not None for o in outputs):
-            memory = memory or read_memory(pid)  # read at its exit already, if the line came with it
-            _stop(pid, reaper)
             return memory
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -302,6 +332,7 @@ def _wait_ready(
 
 def _stop(pid: int, reaper: _Reaper) -> None:
     _kill_group(pid, signal.SIGTERM)
+    _kill_group(pid, signal.SIGCONT)  # stopped at its ready line, or at its exit by the probe
     if not reaper.ended.wait(2):
         _kill_group(pid, signal.SIGKILL)
         reaper.ended.wait()
@@ -326,10 +357,30 @@ def _read_loader_statistics(tmp: Path, pid: int) -> dict[str, int]:
 _BINDING = re.compile(r"binding file (.*?) \[\d+\] to (.*?) \[\d+\]: ")
 
 
-def _read_loader_bindings(tmp: Path, pid: int) -> dict[tuple[str, str], int]:
-    path = tmp / f"ld.{pid}"
+class _LogEnd:
+    """The loader's log of the program (LD_DEBUG_OUTPUT) and its length when the program was stopped
+    at ready, which is where the bindings before ready end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.at_stop: int | None = None
+
+    def note(self) -> None:
+        try:
+            self.at_stop = self.path.stat().st_size
+        except OSError:
+            self.at_stop = 0  # nothing written before ready
+
+    def text(self) -> str:
+        if not self.path.exists():
+            return ""
+        with open(self.path, "rb") as f:
+            return f.read(self.at_stop if self.at_stop is not None else -1).decode(errors="replace")
+
+
+def _read_loader_bindings(log: _LogEnd) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int] = {}
-    for m in _BINDING.finditer(path.read_text(errors="replace") if path.exists() else ""):
+    for m in _BINDING.finditer(log.text()):
         counts[(m.group(1), m.group(2))] = counts.get((m.group(1), m.group(2)), 0) + 1
     return counts
 
