@@ -19,6 +19,8 @@ PROGRAMS = {
     "pdftotext bad page": ["/usr/bin/pdftotext", "-f", "x", "/nonexistent.pdf", "-"],
     # The state main starts in: errno 0, as exec leaves it.
     "errno-at-main": [str(helper_path("errno-at-main"))],
+    # A constructor's arguments (the daemon's, from dlopen), and its change of a copied variable.
+    "constructor-args": [str(helper_path("constructor-args")), "one", "two words"],
 }
 
 
@@ -26,6 +28,7 @@ PROGRAMS = {
 def copies_daemon(request: pytest.FixtureRequest) -> Iterator[RunningDaemon]:
     programs = sorted({argv[0] for argv in PROGRAMS.values()})
     with daemon_in_mode(request.param, programs) as d:
+        d.mode = request.param  # type: ignore[attr-defined]
         yield d
 
 
@@ -36,10 +39,17 @@ def test_constructors_see_the_copies_as_under_exec(copies_daemon, name):
     want = run_exec(argv, env=env)
     with Served(copies_daemon):
         got = run_served(copies_daemon, argv, env=env)
+    if name == "constructor-args" and copies_daemon.mode != "preload":
+        # Warm, its constructors ran once in the daemon, with the daemon's arguments (limitations.md).
+        assert got.returncode == 0 and b"constructor: argc=" in got.stdout and b"[one]" not in got.stdout
+        return
     assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr)
     if name == "copies-in-constructor":
         assert b"constructor saw counter=7 greeting=hello from the library" in got.stdout
         assert b"the loader finds the program's copy: 1" in got.stdout
+    if name == "constructor-args":
+        assert got.stdout.startswith(b"constructor: argc=3 [") and b"[one] [two words]" in got.stdout
+        assert b"environment is main's: 1, its argv is main's: 1\nmain: argc=3 opterr=5\n" in got.stdout
     if name == "errno-at-main":
         assert got.stdout == b"errno at main: 0\n"
     if name == "pdftotext -v":

@@ -179,6 +179,32 @@ def test_signals_reach_the_program(daemon, sig):
     assert daemon.launches_started() == before + 1
 
 
+def test_a_terminal_the_program_opens_does_not_become_its_controlling_terminal(daemon):
+    """The program led a session of its own, so a terminal it opened without O_NOCTTY (a serial port,
+    a pty no session holds; dash's redirections, coreutils' dd) became its controlling terminal, and
+    the terminal's ^C and hang-ups reached it. It now leads only a process group of the zygote's
+    session: under exec a program that does not lead its session never takes one either."""
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    os.close(slave)
+    try:
+        with Served(daemon):
+            got = run_served(daemon, ["/bin/sh", "-c", f"exec 3<{path}; cut -d' ' -f7 /proc/$$/stat"])
+    finally:
+        os.close(master)
+    assert got.returncode == 0 and got.stdout == b"0\n", got  # tty_nr: no controlling terminal
+
+
+def test_kill_0_reaches_the_program_and_nothing_of_the_daemon(daemon):
+    script = "sleep 30 & kill 0; echo not reached"
+    want = run_exec(["/bin/sh", "-c", script])
+    with Served(daemon):
+        got = run_served(daemon, ["/bin/sh", "-c", script])
+    assert (got.returncode, got.stdout) == (want.returncode, want.stdout) == (-signal.SIGTERM, b"")
+    with Served(daemon):  # the daemon, and its pool, serve on
+        assert run_served(daemon, ["/bin/true"]).returncode == 0
+
+
 def test_ten_megabytes_through_stdin_and_stdout(daemon):
     data = os.urandom(10 * 1024 * 1024)
     with Served(daemon):

@@ -99,6 +99,18 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
                 case DT_PREINIT_ARRAY:
                         info->has_preinit = true;
                         break;
+                case DT_INIT:
+                        info->init = dyn[i].d_un.d_ptr;
+                        info->init_tag_offset = (off_t) (dynp->p_offset + i * sizeof *dyn);
+                        break;
+                case DT_INIT_ARRAY:
+                        info->init_array = dyn[i].d_un.d_ptr;
+                        break;
+                case DT_INIT_ARRAYSZ:
+                        info->init_arraysz = dyn[i].d_un.d_val;
+                        info->init_arraysz_offset = (off_t) (dynp->p_offset + i * sizeof *dyn +
+                                                             offsetof(Elf64_Dyn, d_un));
+                        break;
                 case DT_RPATH:
                 case DT_RUNPATH:
                         if (dyn[i].d_tag == DT_RPATH)

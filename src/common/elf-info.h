@@ -36,6 +36,11 @@ struct elf_info {
         bool reads_own_exe;    /* the file mentions /proc/self/exe: it looks at its own executable */
         bool pie_flag;         /* DF_1_PIE set in DT_FLAGS_1 */
         off_t flags_1_offset;  /* file offset of the DT_FLAGS_1 value, when pie_flag */
+        uint64_t init;         /* DT_INIT, from the load address (0: none) */
+        off_t init_tag_offset; /* file offset of the DT_INIT entry (its tag), when init */
+        uint64_t init_array;   /* DT_INIT_ARRAY, from the load address */
+        uint64_t init_arraysz; /* DT_INIT_ARRAYSZ, in bytes (0: none) */
+        off_t init_arraysz_offset; /* file offset of the DT_INIT_ARRAYSZ value, when init_arraysz */
 };
 
 /* Reads the ELF file open at fd. Returns 0 (info filled, is_elf false for a non-ELF file) or a

@@ -100,7 +100,9 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 image_entry_load_name(e, image, sizeof image);
                 char why[512];
                 const char *not_warm = image_entry_warm_refusal(e);
-                int w = not_warm ? -ENOTSUP : preload_warm_program(path, image, why, sizeof why);
+                char *const argv[] = { (char *) path, NULL };
+                int w = not_warm ? -ENOTSUP
+                                 : preload_warm_program(path, image, &e->start.constructors, argv, why, sizeof why);
                 print_verdict(program, path, w == 0 ? "warm" : "preload", NULL,
                               w == 0 ? NULL : not_warm ? not_warm : why);
         }

@@ -228,8 +228,10 @@ _Noreturn void child_run(const struct child_spec *spec) {
         if (scheduled < 0)
                 fail(report_fd, step, strerror(-scheduled));
         reset_signals(req->fixed.sigignore);
-        if (setsid() < 0)
-                fail_errno(report_fd, "setsid");
+        /* A process group of its own, so that kill(0) and a terminal's signals reach no other
+         * program, in the zygote's session, which it does not lead (see zygote_run). */
+        if (setpgid(0, 0) < 0)
+                fail_errno(report_fd, "setpgid");
         if (fchdir(fds[HS_FD_CWD]) < 0)
                 fail_errno(report_fd, "cannot enter the working directory");
         int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
@@ -250,7 +252,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
                         sigaddset(&mask, sig);
         sigprocmask(SIG_SETMASK, &mask, NULL);
 
-        /* Before dlopen, which runs the program's constructors. */
+        /* Before dlopen: the relocations of what it loads refer to the program's block. */
         int r = program_tls_install(&spec->start.tls, image_fd);
         if (r < 0)
                 fail(report_fd, "cannot give the program its thread-local storage", strerror(-r));
@@ -259,6 +261,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
         r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
+        /* As exec's loader runs them: every relocation done, the program bound, its own arguments. */
+        program_constructors_run(&spec->start.constructors, program->l_addr, (int) req->fixed.argc, req->argv,
+                                 environ);
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
         announce(conn_fd, report_fd);

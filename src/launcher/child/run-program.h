@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bind-plan.h"
+#include "constructors.h"
 #include "program-tls.h"
 #include "protocol.h"
 #include "schedule.h"
@@ -15,6 +16,9 @@ struct image_start {
         uint64_t executable; /* started at entry, through its _start; else a shared object whose
                               * exported main is called */
         struct program_tls tls; /* its own thread-local block, from PT_TLS */
+        struct program_constructors constructors; /* hidden from dlopen in the loadable copy; run by
+                                                   * the launch (none: dlopen ran them, or a warm
+                                                   * program's ran in the daemon) */
 };
 
 /* Positions in the fds received with a LAUNCH request. */

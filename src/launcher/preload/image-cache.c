@@ -177,22 +177,37 @@ static int undefine_copies(int fd, int out) {
         return r;
 }
 
+/* In the copy, dlopen finds no constructor of the program's own: it would call them with the
+ * daemon's argc and argv (constructors.h). DT_INIT becomes DT_DEBUG, which the loader reads only for
+ * the main program, and DT_INIT_ARRAYSZ 0. */
+static int hide_constructors(int out, const struct elf_info *elf) {
+        const Elf64_Sxword debug = DT_DEBUG;
+        const uint64_t none = 0;
+        if (elf->init && pwrite(out, &debug, sizeof debug, elf->init_tag_offset) != (ssize_t) sizeof debug)
+                return -EIO;
+        if (elf->init_arraysz && pwrite(out, &none, sizeof none, elf->init_arraysz_offset) != (ssize_t) sizeof none)
+                return -EIO;
+        return 0;
+}
+
 /* The program's bytes into out, made loadable by dlopen: the PIE flag cleared, copy relocations
- * undefined (undefine_copies says why). */
-static int write_loadable(int fd, int out, off_t size, off_t flags_offset) {
+ * undefined (undefine_copies says why), its constructors hidden (hide_constructors). */
+static int write_loadable(int fd, int out, off_t size, const struct elf_info *elf) {
         int r = copy_fd(fd, out, size);
         if (r >= 0)
-                r = clear_pie_flag(out, flags_offset);
+                r = clear_pie_flag(out, elf->flags_1_offset);
         if (r >= 0)
                 r = undefine_copies(fd, out);
+        if (r >= 0)
+                r = hide_constructors(out, elf);
         return r;
 }
 
 /* Writes a loadable copy under a temporary name and renames it into place only if the source did
  * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
  * loaded through the fd returned, never by its name. */
-static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st, off_t flags_offset,
-                     struct image_entry *e) {
+static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st,
+                     const struct elf_info *elf, struct image_entry *e) {
         _cleanup_free_ char *base_copy = strdup(path);
         if (!base_copy)
                 return -ENOMEM;
@@ -205,7 +220,7 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         _cleanup_close_ int out = openat(c->dir_fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0500);
         if (out < 0)
                 return -errno;
-        int r = write_loadable(fd, out, st->st_size, flags_offset);
+        int r = write_loadable(fd, out, st->st_size, elf);
         struct stat now;
         if (r >= 0 && fstat(fd, &now) < 0)
                 r = -errno;
@@ -230,13 +245,13 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
 #define MFD_EXEC 0x0010U /* Linux 6.3: asked for where vm.memfd_noexec would refuse it otherwise */
 #endif
 
-int image_loadable_memfd(int fd, off_t size, off_t flags_offset) {
+int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
         _cleanup_close_ int out = memfd_create("headstart-program", MFD_CLOEXEC | MFD_EXEC);
         if (out < 0 && errno == EINVAL) /* a kernel before 6.3 */
                 out = memfd_create("headstart-program", MFD_CLOEXEC);
         if (out < 0)
                 return -errno;
-        int r = write_loadable(fd, out, size, flags_offset);
+        int r = write_loadable(fd, out, size, elf);
         return r < 0 ? r : TAKE_FD(out);
 }
 
@@ -286,7 +301,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (reason)
                 e->reason = strdup(reason);
         else if (facts.elf.pie_flag)
-                r = make_copy(c, fd, path, st, facts.elf.flags_1_offset, e);
+                r = make_copy(c, fd, path, st, &facts.elf, e);
         else if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 r = -errno;
         if (r < 0)
@@ -294,6 +309,10 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
                                          .phnum = facts.elf.phnum,
                                          .executable = eligibility_has_entry(&facts.elf) };
+        if (!reason && facts.elf.pie_flag) /* only the copy hides them */
+                e->start.constructors = (struct program_constructors){
+                        .init = facts.elf.init, .array = facts.elf.init_array, .count = facts.elf.init_arraysz / 8
+                };
         if (!reason && facts.elf.has_tls)
                 e->start.tls = (struct program_tls){ .offset = facts.elf.tls_offset, .filesz = facts.elf.tls_filesz,
                                                      .block_offset = tls_block_offset(&facts.elf) };

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+#include "elf-info.h"
 #include "run-program.h"
 #include "string-list.h"
 
@@ -61,7 +62,6 @@ const char *image_entry_warm_refusal(const struct image_entry *e);
  * fd numbers differ, loads its program under. */
 void image_entry_load_name(const struct image_entry *e, char *buf, size_t size);
 
-/* A loadable copy in memory of the PIE program open on fd (size bytes, its DT_FLAGS_1 value at
- * flags_offset), for a throwaway child that only tries whether it loads: the fd, or a negative
- * errno. */
-int image_loadable_memfd(int fd, off_t size, off_t flags_offset);
+/* A loadable copy in memory of the PIE program open on fd (size bytes, elf its facts), for a
+ * throwaway child that only tries whether it loads: the fd, or a negative errno. */
+int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf);

@@ -41,7 +41,7 @@ static enum program_trial load_program(const char *path, const char **ret_why) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || program_facts_read(fd, true, &facts) < 0)
                 return PROGRAM_UNTRIED;
-        if (facts.elf.pie_flag && (fd = image_loadable_memfd(fd, facts.st.st_size, facts.elf.flags_1_offset)) < 0)
+        if (facts.elf.pie_flag && (fd = image_loadable_memfd(fd, facts.st.st_size, &facts.elf)) < 0)
                 return PROGRAM_UNTRIED;
         char name[64];
         snprintf(name, sizeof name, "/proc/self/fd/%d", fd);

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "constructors.h"
 #include "elf-info.h"
 #include "log.h"
 #include "macro.h"
@@ -140,12 +142,27 @@ int preload_count_threads(void) {
 /* What loading the program in the throwaway child found: the child's exit status. */
 enum trial { TRIAL_FINE, TRIAL_FAILED, TRIAL_THREAD, TRIAL_SHARED };
 
-static _Noreturn void trial_child(const char *image, int report) {
+/* dlopen()s the program's loadable copy and runs its constructors, which the copy hides from
+ * dlopen (constructors.h), with the daemon's own arguments: a warm program's run once, here. */
+static void *load_warm(const char *image, const struct program_constructors *c, char *const argv[]) {
+        void *handle = dlopen(image, RTLD_NOW);
+        struct link_map *map;
+        if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) < 0)
+                return NULL;
+        int argc = 0;
+        while (argv[argc])
+                argc++;
+        program_constructors_run(c, map->l_addr, argc, (char **) argv, environ);
+        return handle;
+}
+
+static _Noreturn void trial_child(const char *image, const struct program_constructors *c, char *const argv[],
+                                  int report) {
         int before = preload_count_threads();
         struct shared_state state;
         if (shared_state_take(&state) < 0)
                 _exit(TRIAL_FAILED);
-        if (!dlopen(image, RTLD_NOW))
+        if (!load_warm(image, c, argv))
                 _exit(TRIAL_FAILED);
         if (preload_count_threads() > before)
                 _exit(TRIAL_THREAD);
@@ -160,7 +177,8 @@ static _Noreturn void trial_child(const char *image, int report) {
 /* Loading runs the program's constructors, so try it first where a thread, or what they leave in
  * the libraries every program shares (shared-state.h), could do no harm. Returns a trial or a
  * negative errno; the library changed in library. */
-static int warm_trial(const char *image, char *library, size_t size) {
+static int warm_trial(const char *image, const struct program_constructors *c, char *const argv[], char *library,
+                      size_t size) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
@@ -173,7 +191,7 @@ static int warm_trial(const char *image, char *library, size_t size) {
         }
         if (pid == 0) {
                 close(p[0]);
-                trial_child(image, p[1]);
+                trial_child(image, c, argv, p[1]);
         }
         close(p[1]);
         ssize_t n = read(p[0], library, size - 1);
@@ -188,9 +206,10 @@ static int warm_trial(const char *image, char *library, size_t size) {
         return WEXITSTATUS(status);
 }
 
-int preload_warm_program(const char *program, const char *image, char *why, size_t size) {
+int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
+                         char *const argv[], char *why, size_t size) {
         char library[256];
-        int r = warm_trial(image, library, sizeof library);
+        int r = warm_trial(image, c, argv, library, sizeof library);
         if (r < 0) {
                 snprintf(why, size, "it cannot be loaded into the daemon (its constructors or libraries fail there)");
                 return log_warning_errno(r, "%s cannot be loaded into the daemon; serving it in preload mode", program);
@@ -209,7 +228,7 @@ int preload_warm_program(const char *program, const char *image, char *why, size
                          library);
                 return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
         }
-        if (!dlopen(image, RTLD_NOW)) {
+        if (!load_warm(image, c, argv)) {
                 snprintf(why, size, "it cannot be loaded into the daemon (%s)", dlerror());
                 return log_warning("%s cannot be loaded into the daemon (%s); serving it in preload mode", program,
                                    why),

@@ -20,11 +20,14 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
  * run, so this process must not serve any more). */
 int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret_failed, char *why, size_t size);
 
-/* Loads a program image into the daemon with every relocation done (a "warm" program), after
- * checking in a throwaway child that loading it starts no thread (-EDEADLK) and changes nothing in
- * the libraries every program shares (-EBUSY, shared-state.h). Another negative errno if it cannot
- * be loaded; the reason is logged and written to why. */
-int preload_warm_program(const char *program, const char *image, char *why, size_t size);
+/* Loads a program image into the daemon with every relocation done and its constructors c run with
+ * the daemon's own arguments argv (a "warm" program), after checking in a throwaway child that
+ * loading it starts no thread (-EDEADLK) and changes nothing in the libraries every program shares
+ * (-EBUSY, shared-state.h). Another negative errno if it cannot be loaded; the reason is logged and
+ * written to why. */
+struct program_constructors;
+int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
+                         char *const argv[], char *why, size_t size);
 
 /* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
  * buf must hold PATH_MAX bytes (realpath's contract). */

@@ -225,14 +225,15 @@ static void preload_learned(struct learned *l, const struct string_list *apps, c
 
 /* Loads a --warm program into the zygote; if it cannot be, why into reg (it is served in preload
  * mode, and --status says why not warm). */
-static void load_warm(struct registered_file *reg, const struct image_entry *e) {
+static void load_warm(struct registered_file *reg, struct image_entry *e, char *const argv[]) {
         const char *refusal = image_entry_warm_refusal(e);
         char image[64], why[512];
         image_entry_load_name(e, image, sizeof image);
         if (refusal)
                 log_warning("%s cannot be warm, serving it in preload mode: %s", reg->path, refusal);
-        else if (preload_warm_program(reg->path, image, why, sizeof why) == 0) {
+        else if (preload_warm_program(reg->path, image, &e->start.constructors, argv, why, sizeof why) == 0) {
                 reg->mode = MODE_WARM;
+                e->start.constructors = (struct program_constructors){ 0 }; /* they ran here, once */
                 return;
         }
         reg->mode = MODE_PRELOAD;
@@ -252,7 +253,7 @@ static struct registered_file *register_file(struct server *s, const char *path,
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
  * `nwarm` of apps) into the daemon. The left_out ones are registered to be exec'd, with their why. */
 static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm,
-                      const struct string_list *left_out, const struct string_list *left_out_why) {
+                      const struct string_list *left_out, const struct string_list *left_out_why, char *const argv[]) {
         s->registered = calloc(apps->n + left_out->n ? apps->n + left_out->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
@@ -282,7 +283,7 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                         log_warning("%s will be exec'd, not served: %s", apps->items[i], e->reason);
                         reg->reason = strdup(e->reason);
                 } else if (i >= apps->n - nwarm) {
-                        load_warm(reg, e);
+                        load_warm(reg, e, argv);
                         e->warm = reg->mode == MODE_WARM;
                 } else
                         reg->mode = MODE_PRELOAD;
@@ -301,6 +302,12 @@ static void raise_fd_limit(void) {
 
 /* A zygote: preload, then serve launches on the socket the supervisor gave us. */
 int zygote_run(const struct daemon_options *o, char *const argv[], const char *path) {
+        /* A session of our own, without a controlling terminal. The programs we start each lead a
+         * process group in it but not the session, so a terminal one of them opens does not become
+         * its controlling terminal (only a session leader takes one by opening it). Already ours
+         * when this zygote started again as a fresh image. */
+        if (setsid() < 0 && getsid(0) != getpid())
+                return log_error_errno(errno, "cannot start a session of its own");
         /* Given to us without close-on-exec, like the socket; nothing we start may inherit it. */
         if (o->zygote.learned_fd >= 0)
                 (void) fcntl(o->zygote.learned_fd, F_SETFD, FD_CLOEXEC);
@@ -362,7 +369,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         const char *tls = tls_reserve_problem();
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
-        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why)) < 0 ||
+        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why, argv)) < 0 ||
             (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
