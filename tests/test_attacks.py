@@ -135,6 +135,28 @@ def test_a_cache_directory_others_could_write_is_refused(tmp_path, problem):
             pass
 
 
+def test_a_users_files_in_the_cache_directory_are_left_alone(tmp_path):
+    """Every file of the cache directory but the daemon's own folders was removed at start: with
+    --cache-dir ~/.cache (or the cache beside a socket in the home folder), the user's files went."""
+    cache = tmp_path / "cache"
+    (cache / "fontconfig").mkdir(parents=True, mode=0o700)
+    cache.chmod(0o700)
+    (cache / "fontconfig" / "x.cache").write_text("a user's file\n")
+    (cache / "notes.txt").write_text("a user's file\n")
+    (cache / "1").mkdir()  # a folder named like a pid: the daemon's folders were once named so
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = cache / f"headstartd-{gone.pid}"  # a daemon process that is gone left its copies
+    stale.mkdir()
+    (stale / "copy").write_text("a left-over copy\n")
+    with private_daemon([bin_path("observe")], extra_args=["--cache-dir", str(cache)]) as d:
+        assert run_served(d, [str(bin_path("observe")), "exit", "3"], env=base_env()).returncode == 3
+        own = [p.name for p in cache.iterdir() if p.name.startswith("headstartd-")]
+        assert own and all(int(name.split("-")[1]) != gone.pid for name in own)
+    assert (cache / "notes.txt").read_text() == (cache / "fontconfig" / "x.cache").read_text() == "a user's file\n"
+    assert (cache / "1").is_dir() and not stale.exists()
+
+
 def test_a_cache_directory_on_a_noexec_file_system_is_refused_in_one_line(tmp_path):
     """/run is noexec under Debian's initramfs: the system unit's cache there made every launch fail
     to map the program's copy and exec instead, with nothing said at start."""

@@ -54,8 +54,11 @@ static void remove_dir(int dirfd, const char *name) {
 }
 
 /* Each daemon process keeps its copies in a directory named after its pid, because an old zygote
- * and its successor run side by side during a refresh. Directories of processes that are gone,
- * and anything else, are left-overs. */
+ * and its successor run side by side during a refresh. */
+#define COPIES_DIR_PREFIX "headstartd-"
+
+/* The directories of daemon processes that are gone. Nothing else: the cache directory may be a
+ * folder of the user's (--cache-dir ~/.cache), whose files are not ours to remove. */
 static void remove_left_overs(int dirfd) {
         DIR *d = fdopendir(dirfd);
         if (!d) {
@@ -66,12 +69,15 @@ static void remove_left_overs(int dirfd) {
         while ((de = readdir(d))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                char *end;
-                long pid = strtol(de->d_name, &end, 10);
-                if (*end == '\0' && pid > 0 && (kill((pid_t) pid, 0) == 0 || errno == EPERM))
+                const char *digits = de->d_name + strlen(COPIES_DIR_PREFIX);
+                if (strncmp(de->d_name, COPIES_DIR_PREFIX, strlen(COPIES_DIR_PREFIX)) != 0 ||
+                    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
                         continue;
-                if (unlinkat(dirfd, de->d_name, 0) < 0 && errno == EISDIR)
-                        remove_dir(dirfd, de->d_name);
+                char *end;
+                long pid = strtol(digits, &end, 10);
+                if (*end != '\0' || end == digits || pid <= 0 || kill((pid_t) pid, 0) == 0 || errno == EPERM)
+                        continue;
+                remove_dir(dirfd, de->d_name);
         }
         closedir(d);
 }
@@ -101,7 +107,7 @@ int image_cache_init(struct image_cache *c, const char *dir, const char *interp,
                 return -EPERM;
         }
         remove_left_overs(fd);
-        if (asprintf(&c->dir, "%s/%d", dir, (int) getpid()) < 0) {
+        if (asprintf(&c->dir, "%s/" COPIES_DIR_PREFIX "%d", dir, (int) getpid()) < 0) {
                 c->dir = NULL;
                 return -ENOMEM;
         }
