@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +165,11 @@ static const char *test_in_child(void *(*fn)(void)) {
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return "cannot wait for the test child";
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) { /* throwaway.h's deadline */
+                static char late[80];
+                snprintf(late, sizeof late, "it did not return within %d s in the test child", THROWAWAY_DEADLINE_S);
+                return late;
+        }
         if (WIFSIGNALED(status))
                 return "it killed the test child";
         switch (WEXITSTATUS(status)) {
