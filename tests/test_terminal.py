@@ -142,3 +142,39 @@ def test_ctrl_z_stops_the_job_fg_continues_it_and_ctrl_c_ends_it(daemon):
         sh.expect(PROMPT)
         sh.send("echo status=$?\n")  # not through run(), whose marker would set $?
         assert sh.expect(r"status=\d+\r\n").endswith("status=130\r\n")
+
+
+@pytest.mark.skipif(SANITIZED, reason="timing of stops under the sanitizer build is not what this checks")
+def test_ctrl_z_without_a_shell_doing_job_control_is_ignored_as_under_exec(daemon):
+    """Under script(1), ssh -t or docker run -t no shell does job control: the client's process group
+    is orphaned, and exec's program would go on through Ctrl-Z (the kernel drops its default action).
+    Served, the program stopped, and the client, which the kernel does not stop, waited for ever."""
+    env = {"PATH": "/usr/bin:/bin", "TERM": "xterm", "HEADSTART_SOCKET": str(daemon.socket)}
+    client = str(bin_path("headstart-run"))
+    pid, fd = pty.fork()  # the child leads a session of its own, the pty its terminal
+    if pid == 0:
+        os.execve(client, [client, "--terminal", OBSERVE, "sleep", "2"], env)
+    ended = 0
+    try:
+        deadline = time.monotonic() + 30
+        while daemon.launches_started() == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.2)
+        os.write(fd, b"\x1a")  # Ctrl-Z, while the program sleeps
+        while time.monotonic() < deadline:
+            ended, status = os.waitpid(pid, os.WNOHANG)
+            if ended:
+                break
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    os.read(fd, 65536)
+                except OSError:  # the terminal's last process closed it
+                    pass
+        assert ended, "the client still waits for a stopped program"
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        if not ended:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)

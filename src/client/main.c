@@ -2,6 +2,7 @@
 /* headstart-run PROGRAM [ARGS...]: runs PROGRAM through headstartd, or execs it when the daemon
  * cannot serve it. Either way the caller sees what exec would have given it: the program's output,
  * its exit status or the signal that killed it, and every signal sent to us reaches the program. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -151,7 +152,9 @@ static void catchable_signals(sigset_t *set) {
         sigdelset(set, SIGSTOP);
 }
 
-static bool is_stopped(pid_t pid) {
+/* Fields of /proc/PID/stat after the name (which may hold spaces and parentheses): the state, then
+ * the parent, the process group and the session. */
+static bool read_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp, pid_t *sid) {
         char name[64], buf[512];
         snprintf(name, sizeof name, "/proc/%d/stat", (int) pid);
         _cleanup_close_ int fd = open(name, O_RDONLY | O_CLOEXEC);
@@ -159,8 +162,42 @@ static bool is_stopped(pid_t pid) {
         if (n <= 0)
                 return false;
         buf[n] = '\0';
-        const char *state = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-        return state && state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
+        const char *end = strrchr(buf, ')');
+        int p, g, s;
+        if (!end || sscanf(end + 1, " %c %d %d %d", state, &p, &g, &s) != 4)
+                return false;
+        *ppid = p, *pgrp = g, *sid = s;
+        return true;
+}
+
+static bool is_stopped(pid_t pid) {
+        char state;
+        pid_t ppid, pgrp, sid;
+        return read_stat(pid, &state, &ppid, &pgrp, &sid) && (state == 'T' || state == 't');
+}
+
+/* Whether our process group is orphaned (POSIX): no member has a parent in another group of our
+ * session, no shell doing job control over it (script(1), ssh -t, docker run -t). The kernel then
+ * drops a stop signal's default action, for the program under exec as for us. */
+static bool own_group_orphaned(void) {
+        pid_t own = getpgrp(), session = getsid(0);
+        DIR *d = opendir("/proc");
+        if (!d)
+                return false;
+        bool orphaned = true;
+        struct dirent *de;
+        while (orphaned && (de = readdir(d))) {
+                char *end, state;
+                long pid = strtol(de->d_name, &end, 10);
+                pid_t ppid, pgrp, sid, parent_pgrp, parent_sid;
+                if (*end || pid <= 0 || !read_stat((pid_t) pid, &state, &ppid, &pgrp, &sid) || pgrp != own)
+                        continue;
+                if (read_stat(ppid, &state, &(pid_t){ 0 }, &parent_pgrp, &parent_sid) && parent_sid == session &&
+                    parent_pgrp != own)
+                        orphaned = false;
+        }
+        closedir(d);
+        return orphaned;
 }
 
 /* Ctrl-Z stopped the program: stop with it, by the same signal, so that our parent (a shell waiting
@@ -201,13 +238,16 @@ static bool handles_signal(pid_t pid, int sig) {
         return false;
 }
 
-/* A stop signal's default action is dropped for the program: it leads a session of its own, so its
- * process group is orphaned (POSIX), and Ctrl-Z would do nothing. A program that takes the default
- * gets SIGSTOP, which does what SIGTSTP would have done under exec; one that handles the signal gets
- * it as it is. Either way we stop too once it has. */
+/* A stop signal (Ctrl-Z) for the program. It leads a process group of the zygote's session, which
+ * is not orphaned, so the signal does there what it would do under exec, and we stop once it has
+ * stopped (one that handles it may stop itself, or not).
+ * But when our own group is orphaned, exec's program would be in it: the kernel would drop the
+ * signal's default action, and a program that takes the default must go on, as we do. */
 static void forward_stop(struct hs_launch *l, int sig) {
-        bool own = handles_signal(hs_launch_pid(l), sig);
-        if (hs_launch_signal(l, own ? sig : SIGSTOP) == 0)
+        bool takes_default = !handles_signal(hs_launch_pid(l), sig);
+        if (takes_default && own_group_orphaned())
+                return;
+        if (hs_launch_signal(l, sig) == 0)
                 stop_with_program(l, sig);
 }
 
