@@ -330,6 +330,14 @@ def test_a_preload_others_could_have_replaced_is_refused(tmp_path):
         assert run_served(d, [str(bin_path("observe")), "exit", "3"]).returncode == 3
 
 
+def test_a_preload_given_by_name_is_found_as_the_loader_finds_it():
+    """The configuration's example, `preload = libsqlite3.so.0`, was refused: the name was checked as
+    a path in the daemon's working directory ("cannot be checked: No such file or directory")."""
+    with private_daemon([bin_path("observe")], extra_args=["--preload", "libz.so.1", "--preload", "libnone.so.7"]) as d:
+        assert d.status()["preload"] == ["refused libnone.so.7 -- the dynamic loader finds no such library"]
+        assert "/libz.so.1" in Path(f"/proc/{d.zygote_pid()}/maps").read_text()
+
+
 def test_a_registered_program_with_a_library_others_could_replace_is_execd(tmp_path):
     """Preloading runs a registered program's libraries in the daemon whenever one changes on disk
     (a refresh): a library planted in a folder others can write to would run as the daemon's user

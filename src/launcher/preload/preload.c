@@ -34,6 +34,35 @@ int preload_find_program(const char *name, char buf[static PATH_MAX]) {
         return realpath(found, buf) ? 0 : -errno;
 }
 
+int preload_find_library(const char *name, char *buf, size_t size) {
+        if (strchr(name, '/'))
+                return snprintf(buf, size, "%s", name) < (int) size ? 0 : -ENAMETOOLONG;
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = throwaway_fork();
+        if (pid == 0) {
+                close(p[0]);
+                void *handle = dlopen(name, RTLD_LAZY | RTLD_LOCAL);
+                struct link_map *map;
+                if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map->l_name[0] == '/')
+                        (void) !write(p[1], map->l_name, strlen(map->l_name));
+                _exit(0);
+        }
+        int r = pid < 0 ? -errno : 0;
+        close(p[1]);
+        ssize_t n = r < 0 ? 0 : read(p[0], buf, size - 1);
+        close(p[0]);
+        while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (r < 0)
+                return r;
+        if (n <= 0)
+                return -ENOENT;
+        buf[n] = '\0';
+        return 0;
+}
+
 const char *preload_program_problem(const char *path) {
         struct stat st;
         if (stat(path, &st) < 0)

@@ -29,6 +29,10 @@ struct program_constructors;
 int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
                          char *const argv[], char *why, size_t size);
 
+/* The path of a library given by name (--preload libz.so.1) as the dynamic loader finds it, tried
+ * in a throwaway child; a path is taken as it is. Returns 0, or -ENOENT when the loader finds none. */
+int preload_find_library(const char *name, char *buf, size_t size);
+
 /* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.
  * buf must hold PATH_MAX bytes (realpath's contract). */
 int preload_find_program(const char *name, char buf[static PATH_MAX]);

@@ -143,11 +143,14 @@ static int preload_all(const struct daemon_options *o, char *const argv[], const
  * is refused ("PATH -- why" in *refused), as ld.so refuses untrusted paths for set-user-ID programs. */
 static int add_preloads(const struct string_list *preloads, struct string_list *libs, struct string_list *refused) {
         for (size_t i = 0; i < preloads->n; i++) {
-                char why[PATH_MAX + 128], line[2 * PATH_MAX + 160];
-                const char *path = preloads->items[i];
-                if (trusted_path_refusal(path, why, sizeof why)) {
-                        log_warning("not preloading %s: %s", path, why);
-                        snprintf(line, sizeof line, "%s -- %s", path, why);
+                char why[PATH_MAX + 128], line[2 * PATH_MAX + 160], path[PATH_MAX];
+                const char *name = preloads->items[i];
+                bool found = preload_find_library(name, path, sizeof path) == 0;
+                if (!found)
+                        snprintf(why, sizeof why, "the dynamic loader finds no such library");
+                if (!found || trusted_path_refusal(path, why, sizeof why)) {
+                        log_warning("not preloading %s: %s", name, why);
+                        snprintf(line, sizeof line, "%s -- %s", name, why);
                         if (string_list_add(refused, line) < 0)
                                 return log_error("out of memory");
                 } else if (string_list_add(libs, path) < 0)
