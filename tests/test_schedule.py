@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served
@@ -164,3 +166,22 @@ def test_a_client_brings_no_scheduling_of_its_own():
         assert (got.returncode, got.stdout) == (0, want.stdout)
         assert daemon.launches_started() == 0, daemon.log_text()
         assert "scheduled otherwise than the daemon" in daemon.log_text()
+
+
+def test_a_schedule_added_before_a_sighup_is_checked_not_failed_at_each_launch(trusted_tmp):
+    """SIGHUP reads the configuration again, in the new zygote alone: a schedule added to it was
+    taken without the start's checks, and each launch then failed to apply it and exec'd. A schedule
+    that needs a cgroup the start did not make is now refused there, and the serving zygote stays."""
+    config = trusted_tmp / "headstart.conf"
+    config.write_text("")
+    with private_daemon([REPORT], extra_args=["--config", str(config)]) as d:
+        config.write_text(f"schedule = {REPORT} nice=2 cpu-max=20ms/100ms\n")
+        d.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 60
+        while "made no cgroup for it at its start" not in d.log_text():
+            assert time.monotonic() < deadline, d.log_text()
+            time.sleep(0.05)
+        status = d.status()
+        assert status["generation"] == ["1"] and not status.get("schedule"), status
+        served = run_served(d, [str(REPORT)])
+        assert served.returncode == 0 and d.launches_started() == 1, served.stderr

@@ -286,15 +286,8 @@ static void group_name(char *buf, size_t size, pid_t supervisor, unsigned index)
         snprintf(buf, size, "headstart-%d-%u", (int) supervisor, index);
 }
 
-int schedule_check(struct schedule *s, unsigned index) {
-        char name[64];
-        group_name(name, sizeof name, getpid(), index);
-        int r;
-        if (cgroup_wanted(&s->cgroup) && (r = cgroup_setup(&s->cgroup, name, true)) < 0)
-                return log_error_errno(r == -EXDEV ? -EINVAL : r, "schedule %s: cannot make its cgroup%s",
-                                       s->program, hint(s, "cgroup", r)),
-                       -EPERM;
-        /* Everything else, tried on a throwaway child: what fails there would fail at a launch. */
+/* Everything but the cgroup, tried on a throwaway child: what fails there would fail at a launch. */
+static int try_in_child(struct schedule *s) {
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(errno, "pipe"), -errno;
@@ -323,6 +316,17 @@ int schedule_check(struct schedule *s, unsigned index) {
                 return -EPERM;
         }
         return 0;
+}
+
+int schedule_check(struct schedule *s, unsigned index) {
+        char name[64];
+        group_name(name, sizeof name, getpid(), index);
+        int r;
+        if (cgroup_wanted(&s->cgroup) && (r = cgroup_setup(&s->cgroup, name, true)) < 0)
+                return log_error_errno(r == -EXDEV ? -EINVAL : r, "schedule %s: cannot make its cgroup%s",
+                                       s->program, hint(s, "cgroup", r)),
+                       -EPERM;
+        return try_in_child(s);
 }
 
 int schedule_find_cgroup(struct schedule *s, unsigned index) {
@@ -384,9 +388,15 @@ int schedules_load(const struct string_list *specs, bool at_start, struct schedu
                 }
                 s->dev = st.st_dev;
                 s->ino = st.st_ino;
-                r = at_start ? schedule_check(s, (unsigned) n) : schedule_find_cgroup(s, (unsigned) n);
-                if (r < 0 && !at_start)
-                        log_error_errno(r, "schedule %s: its cgroup is gone", s->program);
+                if (at_start)
+                        r = schedule_check(s, (unsigned) n);
+                /* A zygote after SIGHUP reads the configuration again: a schedule added or changed
+                 * since the start must not fail at each launch, nor find no cgroup made for it. */
+                else if ((r = schedule_find_cgroup(s, (unsigned) n)) < 0)
+                        log_error_errno(r, "schedule %s: the daemon made no cgroup for it at its start (a schedule "
+                                        "added since takes a restart)", s->program);
+                else
+                        r = try_in_child(s);
         }
         if (r < 0) {
                 if (at_start)
