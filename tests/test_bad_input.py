@@ -370,3 +370,23 @@ def test_no_legend_covers_a_bar(profile):
     data = _bench({"fft": 1.0})
     _legend_clear_of_axes(bench_charts.launch_ratios(data))
     _legend_clear_of_axes(bench_charts.repeated(data))
+
+
+@pytest.mark.parametrize("kind", ["symlink", "empty", "no folder", "a folder"])
+def test_a_learn_file_the_daemon_could_not_keep_is_refused_at_start(kind, tmp_path):
+    """A symbolic link was refused when read, then replaced by a file at the first save; a missing
+    folder or an empty name lost every save, with a warning each time."""
+    target = tmp_path / "target"
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    file, said = {
+        "symlink": (str(link), f"--learn-file {link}: a symbolic link, which each save would replace"),
+        "empty": ("", "--learn-file: empty"),
+        "no folder": (str(tmp_path / "none" / "learned"), "cannot write to its folder"),
+        "a folder": (str(tmp_path), "not a regular file"),
+    }[kind]
+    cmd = [str(bin_path("headstartd")), "--allow-root", "--socket", str(tmp_path / "s" / "socket"),
+           "--learn-file", file, "--app", "/bin/true"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
+    assert link.is_symlink() and not target.exists()

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* headstartd: parses options, then runs the supervisor, or (with --zygote) a zygote (zygote.c). */
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "listen.h"
 #include "log.h"
+#include "macro.h"
 #include "options.h"
 #include "protocol.h"
 #include "schedule.h"
@@ -35,13 +39,39 @@ static int check_user(const struct daemon_options *o) {
         return 0;
 }
 
+/* --learn-file names a file the zygotes replace (a new file renamed over it) each time they save:
+ * a symbolic link would be replaced, not followed, and a folder that is missing or not ours to
+ * write to would lose every save. Said at start, in one line. */
+static int check_learn_file(const struct daemon_options *o) {
+        if (o->no_learn || !o->learn_file)
+                return 0;
+        const char *file = o->learn_file;
+        struct stat st;
+        if (!*file)
+                return log_error("--learn-file: empty: name a file (or learn = no)"), -EINVAL;
+        if (lstat(file, &st) == 0 && S_ISLNK(st.st_mode))
+                return log_error("--learn-file %s: a symbolic link, which each save would replace with a file: name "
+                                 "the file itself",
+                                 file),
+                       -EINVAL;
+        if (lstat(file, &st) == 0 && !S_ISREG(st.st_mode))
+                return log_error("--learn-file %s: not a regular file", file), -EINVAL;
+        _cleanup_free_ char *copy = strdup(file);
+        if (!copy)
+                return log_error("out of memory"), -ENOMEM;
+        const char *folder = dirname(copy);
+        if (access(folder, W_OK | X_OK) < 0)
+                return log_error_errno(errno, "--learn-file %s: cannot write to its folder %s", file, folder);
+        return 0;
+}
+
 /* The supervisor: listen, then keep a zygote serving. */
 static int run_supervisor(const struct daemon_options *o, int activated_fd, char *argv[]) {
         if (activated_fd == -ENOTSOCK)
                 return log_error("socket activation: fd 3 is not a listening socket"), -ENOTSOCK;
         char path[PATH_MAX];
         int r = socket_path(o, path, sizeof path);
-        if (r < 0)
+        if (r < 0 || (r = check_learn_file(o)) < 0)
                 return r;
         /* What the schedules need (privileges, cgroups) is tried now, before anyone is served. */
         struct schedule *schedules;
