@@ -311,7 +311,7 @@ def _wait_ready(
         # Ready first: a program stopped at its ready line (_Output) must not be let go on below.
         if (opts.ready is not None or opts.ready_window) and any(o.ready_at is not None for o in outputs):
             memory = memory or read_memory(pid)  # read at its exit already, if the line came with it
-            _stop(pid, reaper)
+            _stop(pid, reaper, stopped_by_us=not opts.wrapper)
             return memory
         if reaper.stopped.is_set():  # the probe stopped it at exit
             reaper.stopped.clear()
@@ -330,9 +330,10 @@ def _wait_ready(
     raise HeadstartError(f"{opts.argv[0]} did not {what} within {opts.timeout:g} s (see --timeout, --ready)")
 
 
-def _stop(pid: int, reaper: _Reaper) -> None:
+def _stop(pid: int, reaper: _Reaper, stopped_by_us: bool) -> None:
     _kill_group(pid, signal.SIGTERM)
-    _kill_group(pid, signal.SIGCONT)  # stopped at its ready line, or at its exit by the probe
+    if stopped_by_us:  # at its ready line, or at its exit by the probe (never under strace, which a SIGCONT upsets)
+        _kill_group(pid, signal.SIGCONT)
     if not reaper.ended.wait(2):
         _kill_group(pid, signal.SIGKILL)
         reaper.ended.wait()
