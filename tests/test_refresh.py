@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from conftest import base_env, bin_path, helper_path, run_exec, run_served
 from headstart.daemon import RunningDaemon, private_daemon
+from headstart.errors import HeadstartError
 
 
 def observe(*args: str) -> list[str]:
@@ -205,3 +206,37 @@ def test_a_stop_does_not_wait_for_a_refreshs_zygote_and_the_serving_one_ends_cle
         (starting,) = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
         stop_and_check_nothing_is_left(d, starting, pid_file)
         assert f"zygote 1 (pid {serving}) has ended" in d.log_text()
+
+
+def generation(d: RunningDaemon) -> str | None:
+    """The serving zygote's generation; None while none serves (the supervisor declines)."""
+    try:
+        return d.status()["generation"][0]
+    except HeadstartError as e:
+        assert "no zygote of the daemon serves at this moment" in str(e), e
+        return None
+
+
+def test_a_zygote_stopped_by_someone_else_is_replaced_at_once_not_when_its_programs_end():
+    """SIGTERM to the zygote alone (not the supervisor's stop): it stopped accepting and finished
+    its programs, and until they ended (a home screen's never does) every client waited its full
+    timeout, then exec'd. The supervisor now hears of it and starts the next zygote at once."""
+    with private_daemon([bin_path("observe")]) as d:
+        running = subprocess.Popen(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("sleep", "30")], env=base_env()
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while d.launches_started() == 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            first = d.zygote_pid()
+            os.kill(first, signal.SIGTERM)
+            while generation(d) != "2":
+                assert time.monotonic() < deadline and running.poll() is None, d.log_text()
+                time.sleep(0.05)
+            assert run_served(d, observe("exit", "3")).returncode == 3 and d.zygote_pid() != first
+            assert running.poll() is None  # the program the first zygote started runs on
+        finally:
+            running.kill()
+            running.wait()

@@ -97,7 +97,8 @@ void hs_launch_free(struct hs_launch *l);
 
 /* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.
  * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. -ETIMEDOUT when the
- * daemon does not answer within HS_LAUNCH_DEFAULT_TIMEOUT_MS. */
+ * daemon does not answer within HS_LAUNCH_DEFAULT_TIMEOUT_MS, -EAGAIN when no zygote serves at
+ * that moment (the last one ended and the next is starting): ask again. */
 int hs_daemon_status(const char *socket, char **ret_text);
 
 /* The same as one JSON object (a line), for scripts: each key once; a whole number as a number,

@@ -369,7 +369,8 @@ int hs_daemon_status(const char *socket, char **ret_text) {
         }
         if (h.type != HS_MSG_STATUS_REPLY) {
                 free(payload);
-                return -EBADMSG;
+                /* The supervisor's answer while no zygote serves (one is starting) */
+                return h.type == HS_MSG_DECLINED ? -EAGAIN : -EBADMSG;
         }
         char *text = realloc(payload, h.size + 1);
         if (!text) {

@@ -341,6 +341,8 @@ static int print_status(void) {
         else if (r == -ETIMEDOUT)
                 log_error("the daemon did not answer within %u ms (stopped, or overloaded)",
                           HS_LAUNCH_DEFAULT_TIMEOUT_MS);
+        else if (r == -EAGAIN)
+                log_error("no zygote of the daemon serves at this moment (the next one is starting): ask again");
         else if (r < 0)
                 log_error_errno(r, "cannot get the daemon's status");
         if (r < 0)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The channel between the supervisor and one zygote: short text messages on a SOCK_SEQPACKET
  * socket pair, one message per packet.
- *   zygote -> supervisor: "ready" (preloaded, pool filled, accepting), "refresh REASON"
+ *   zygote -> supervisor: "ready" (preloaded, pool filled, accepting), "refresh REASON", "leaving"
+ *                         (a stop signal from someone else: it no longer accepts, and finishes)
  *   supervisor -> zygote: "retire" (stop accepting, finish what was accepted, exit)
  * A zygote whose channel closes retires too. */
 #pragma once
@@ -12,6 +13,7 @@
 #define CONTROL_READY "ready"
 #define CONTROL_RETIRE "retire"
 #define CONTROL_REFRESH "refresh "
+#define CONTROL_LEAVING "leaving"
 #define CONTROL_MAX 512
 
 int control_send(int fd, const char *format, ...) __attribute__((format(printf, 2, 3)));

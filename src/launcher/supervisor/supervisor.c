@@ -193,7 +193,8 @@ static void on_listen(struct supervisor *s) {
                 if (fd < 0)
                         return; /* EAGAIN: a zygote took it, or none is left */
                 (void) hs_send_reason(fd, HS_MSG_DECLINED, HS_DECLINE_BUSY,
-                                      "no zygote is running: starting one failed, and is tried again");
+                                      s->retry_at ? "no zygote is running: starting one failed, and is tried again"
+                                                  : "no zygote serves yet: a new one is starting");
                 close(fd);
         }
 }
@@ -250,6 +251,11 @@ static void on_control(struct supervisor *s, struct zygote *z) {
                 on_ready(s, z);
         else if (strncmp(msg, CONTROL_REFRESH, strlen(CONTROL_REFRESH)) == 0 && z->state == SERVING)
                 refresh(s, msg + strlen(CONTROL_REFRESH));
+        else if (strcmp(msg, CONTROL_LEAVING) == 0 && z->state == SERVING) {
+                z->state = RETIRING; /* it finishes its programs; clients are declined until one serves */
+                decline_clients(s, true);
+                refresh(s, "the serving zygote was stopped by a signal");
+        }
 }
 
 static void on_exit_of(struct supervisor *s, struct zygote *z) {

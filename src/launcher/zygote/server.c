@@ -162,8 +162,14 @@ static void on_signal(struct server *s) {
                         log_signal_ignored(s, sig, from, "a program this zygote started");
                 else if (sig == SIGHUP)
                         server_request_refresh(s, "SIGHUP to the zygote");
-                else if (sig == SIGTERM || sig == SIGINT)
+                else if (sig == SIGTERM || sig == SIGINT) {
+                        /* Not the supervisor's stop: it must know at once that we no longer accept,
+                         * or clients would wait for us until our programs end (a home screen's never
+                         * does). */
+                        if (from != getppid() && s->control_fd >= 0 && !s->shutting_down)
+                                (void) control_send(s->control_fd, CONTROL_LEAVING);
                         begin_shutdown(s);
+                }
                 else
                         log_signal_ignored(s, sig, from, "not one a zygote takes (SIGTERM, SIGINT, SIGHUP)");
         }
