@@ -390,3 +390,16 @@ def test_a_learn_file_the_daemon_could_not_keep_is_refused_at_start(kind, tmp_pa
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
     assert link.is_symlink() and not target.exists()
+
+
+def test_an_empty_program_or_path_setting_is_refused_at_start(tmp_path):
+    """`app =` started the daemon with a warning ("--app : cannot find the program")."""
+    conf = tmp_path / "headstart.conf"
+    conf.write_text("pool = 1\napp =\n")
+    conf.chmod(0o600)
+    for args, said in ((["--app", ""], "app: empty: name a file"), (["--config", str(conf)], f"{conf}:2: app: empty")):
+        cmd = [str(bin_path("headstartd")), "--allow-root", "--socket", str(tmp_path / "s" / "socket"), *args]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
+    done = subprocess.run([str(bin_path("headstart-run")), "--socket"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr == "headstart-run: --socket needs a value (try --help)\n"

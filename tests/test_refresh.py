@@ -240,3 +240,11 @@ def test_a_zygote_stopped_by_someone_else_is_replaced_at_once_not_when_its_progr
         finally:
             running.kill()
             running.wait()
+
+
+def test_a_program_given_twice_is_registered_once():
+    """--app X --app X --warm X was listed three times in --status, twice in preload mode."""
+    fft = str(bin_path("fft"))
+    with private_daemon([], extra_args=["--app", fft, "--app", fft, "--warm", fft]) as d:
+        assert [p for p in d.status()["program"] if p.endswith(fft)] == [f"preload {fft}"]
+        assert d.log_text().count("registered once, as first given") == 2

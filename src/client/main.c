@@ -103,6 +103,9 @@ static int parse_argv(int argc, char *argv[]) {
                         static const char v[] = "headstart-run " HEADSTART_VERSION "\n";
                         (void) !write(STDOUT_FILENO, v, sizeof v - 1);
                         return 0;
+                } else if (strcmp(argv[i], "--socket") == 0 || strcmp(argv[i], "--timeout") == 0) {
+                        log_error("%s needs a value (try --help)", argv[i]);
+                        return -1;
                 } else {
                         log_error("unknown option %s (try --help)", argv[i]);
                         return -1;

@@ -73,6 +73,10 @@ static int parse_warm_up(struct daemon_options *o, const char *value) {
 /* One setting, the same for `--key value` and `key = value`. */
 static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
         int r;
+        static const char *const named[] = { "app", "warm", "preload", "terminal", "schedule", "socket", "cache-dir" };
+        for (size_t i = 0; i < ELEMENTSOF(named); i++)
+                if (strcmp(key, named[i]) == 0 && !*value)
+                        return log_error("%s%s: empty: name a file", setting_origin, key), -EINVAL;
         if (strcmp(key, "app") == 0)
                 r = string_list_add(&o->apps, value);
         else if (strcmp(key, "warm") == 0)

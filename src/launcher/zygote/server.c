@@ -71,11 +71,11 @@ static void stop_listening(struct server *s) {
         pool_release(s);
 }
 
-static void retire(struct server *s) {
+static void retire(struct server *s, const char *why) {
         if (s->retiring)
                 return;
         s->retiring = true;
-        log_info("retiring: a newer zygote serves; finishing %u programs", s->nchildren);
+        log_info("retiring: %s; finishing %u programs", why, s->nchildren);
         stop_listening(s);
 }
 
@@ -88,9 +88,9 @@ static void on_control(struct server *s) {
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->control_fd, NULL);
                 close(s->control_fd);
                 s->control_fd = -1;
-                retire(s);
+                retire(s, "the supervisor is gone");
         } else if (strcmp(msg, CONTROL_RETIRE) == 0)
-                retire(s);
+                retire(s, "a newer zygote serves");
 }
 
 static void on_files_changed(struct server *s) {

@@ -77,6 +77,11 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                         if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
                 string_list_done(&closure);
+                if (!problem && !unloadable && string_list_contains(resolved, path)) {
+                        log_warning("%s %s: given before (as %s); registered once, as first given",
+                                    warm ? "--warm" : "--app", name, path);
+                        continue;
+                }
                 if (unloadable || problem) {
                         log_warning("%s %s: %s; its clients will exec it, the other programs are served",
                                     warm ? "--warm" : "--app", name, unloadable ? unloadable : problem);
