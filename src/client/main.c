@@ -42,7 +42,7 @@ static sigset_t original_mask;
 static void help(void) {
         static const char text[] =
                 "Usage: headstart-run [--socket PATH] [--timeout MS] [--exec | --terminal] PROGRAM [ARGS...]\n"
-                "       headstart-run [--socket PATH] --status [--json]\n"
+                "  or:  headstart-run [--socket PATH] --status [--json]\n"
                 "Runs PROGRAM through headstartd when it can, and by exec otherwise.\n\n"
                 "  --socket PATH   the daemon's socket (default $HEADSTART_SOCKET,\n"
                 "                  else $XDG_RUNTIME_DIR/headstart/socket)\n"
