@@ -70,23 +70,19 @@ class Launch:
 
 
 class _Output:
-    """Reads one of the program's output pipes line by line, noting when a line matches `ready`.
-    With `stop_group`, the program's process group is stopped (SIGSTOP) as soon as that line is read:
-    what it does after its ready line (calls that bind symbols, functions it runs) must not count as
-    before ready, and every moment spent here in Python lets it go on."""
+    """Reads one of the program's output pipes line by line, noting when a line matches `ready`, and
+    then calling `on_ready` at once, from this thread."""
 
     def __init__(
         self,
         pipe: IO[bytes],
         ready: re.Pattern[str] | None,
         wake: threading.Event,
-        stop_group: int | None = None,
-        on_stop: Callable[[], None] | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.tail: list[str] = []
         self.ready_at: int | None = None
-        self._stop_group = stop_group
-        self._on_stop = on_stop  # called once the program is stopped there
+        self._on_ready = on_ready
         self._thread = threading.Thread(target=self._read, args=(pipe, ready, wake), daemon=True)
         self._thread.start()
 
@@ -95,10 +91,8 @@ class _Output:
             now = time.monotonic_ns()
             line = raw.decode(errors="replace").rstrip("\n")
             if ready and self.ready_at is None and ready.search(line):
-                if self._stop_group is not None:
-                    _kill_group(self._stop_group, signal.SIGSTOP)
-                    if self._on_stop:
-                        self._on_stop()
+                if self._on_ready:
+                    self._on_ready()
                 self.ready_at = now
                 wake.set()
             self.tail = [*self.tail[-9:], line]
@@ -234,16 +228,10 @@ def _run(opts: LaunchOptions, tmp: Path) -> Launch:
             os.close(mark_w)
     assert proc.stdout is not None and proc.stderr is not None
     reaper = _Reaper(proc.pid, wake)
-    # Not under a wrapper: a SIGSTOP would stop strace as well as what it traces.
-    stop_group = proc.pid if opts.ready is not None and not opts.wrapper else None
     log = _LogEnd(tmp / f"ld.{proc.pid}")  # a program that handles SIGTERM goes on binding symbols after it
-
-    def at_stop() -> None:
-        log.note()
-        if opts.at_ready_stop:
-            opts.at_ready_stop()
-
-    outputs = [_Output(pipe, opts.ready, wake, stop_group, at_stop) for pipe in (proc.stdout, proc.stderr)]
+    # Not under a wrapper: a SIGSTOP would stop strace as well as what it traces.
+    stop = _StopAtReady(proc.pid, log, opts.at_ready_stop) if opts.ready is not None and not opts.wrapper else None
+    outputs = [_Output(pipe, opts.ready, wake, stop) for pipe in (proc.stdout, proc.stderr)]
     try:
         memory = _wait_ready(opts, proc.pid, reaper, [*outputs, *([window] if window else [])], wake)
     finally:
@@ -356,6 +344,28 @@ def _read_loader_statistics(tmp: Path, pid: int) -> dict[str, int]:
 
 
 _BINDING = re.compile(r"binding file (.*?) \[\d+\] to (.*?) \[\d+\]: ")
+
+
+class _StopAtReady:
+    """Stops the program's process group (SIGSTOP) as its ready line is read, once (stdout and
+    stderr may both match): what it does after the line (calls that bind symbols, functions it runs)
+    must not count as before ready, and every moment spent in Python lets it go on. What ends there
+    is noted while it is stopped."""
+
+    def __init__(self, group: int, log: _LogEnd, also: Callable[[], None] | None) -> None:
+        self.group, self.log, self.also = group, log, also
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            _kill_group(self.group, signal.SIGSTOP)
+            self.log.note()
+            if self.also:
+                self.also()
 
 
 class _LogEnd:
