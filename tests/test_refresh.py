@@ -247,4 +247,33 @@ def test_a_program_given_twice_is_registered_once():
     fft = str(bin_path("fft"))
     with private_daemon([], extra_args=["--app", fft, "--app", fft, "--warm", fft]) as d:
         assert [p for p in d.status()["program"] if p.endswith(fft)] == [f"preload {fft}"]
-        assert d.log_text().count("registered once, as first given") == 2
+        assert d.log_text().count("registered already") == 2
+
+
+def test_a_stopped_program_outlives_its_zygote():
+    """A served program's group must not become orphaned when its zygote dies (the kernel would send
+    a stopped one SIGHUP): the programs stay in the supervisor's session, which adopts them."""
+    with private_daemon([bin_path("observe")]) as d:
+        client = subprocess.Popen(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("sleep", "2")], env=base_env()
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while d.launches_started() == 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            zygote = d.zygote_pid()
+            (program,) = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
+            os.kill(program, signal.SIGSTOP)
+            while Path(f"/proc/{program}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            os.kill(zygote, signal.SIGKILL)
+            time.sleep(0.5)  # a SIGHUP would have come by now
+            assert Path(f"/proc/{program}").exists(), "the stopped program was hung up"
+            os.kill(program, signal.SIGCONT)
+            assert client.wait(timeout=30) == 0
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()

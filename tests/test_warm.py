@@ -23,7 +23,7 @@ def test_launches_report_their_mode(daemon):
     with Served(daemon):
         run_served(daemon, [str(bin_path("observe")), "exit", "0"])
     expected = {"preload": "(preload)", "warm": "(warm)", "pool": "(warm, from the pool)"}[daemon.mode]
-    assert daemon.log_text().rstrip().splitlines()[-2].endswith(expected)
+    assert daemon.log_text().rstrip().splitlines()[-2].endswith(expected), daemon.log_text()[-800:]
 
 
 def test_constructors_run_once_in_the_daemon_when_warm(tmp_path, monkeypatch):

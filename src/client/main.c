@@ -195,8 +195,10 @@ static bool own_group_orphaned(void) {
                 pid_t ppid, pgrp, sid, parent_pgrp, parent_sid;
                 if (*end || pid <= 0 || !read_stat((pid_t) pid, &state, &ppid, &pgrp, &sid) || pgrp != own)
                         continue;
-                if (read_stat(ppid, &state, &(pid_t){ 0 }, &parent_pgrp, &parent_sid) && parent_sid == session &&
-                    parent_pgrp != own)
+                /* A parent we cannot see (hidepid, another user's): assume job control, as stopping is
+                 * what exec's program would most likely do. */
+                if (!read_stat(ppid, &state, &(pid_t){ 0 }, &parent_pgrp, &parent_sid) ||
+                    (parent_sid == session && parent_pgrp != own))
                         orphaned = false;
         }
         closedir(d);
@@ -241,7 +243,7 @@ static bool handles_signal(pid_t pid, int sig) {
         return false;
 }
 
-/* A stop signal (Ctrl-Z) for the program. It leads a process group of the zygote's session, which
+/* A stop signal (Ctrl-Z) for the program. It leads a process group of the daemon's session, which
  * is not orphaned, so the signal does there what it would do under exec, and we stop once it has
  * stopped (one that handles it may stop itself, or not).
  * But when our own group is orphaned, exec's program would be in it: the kernel would drop the

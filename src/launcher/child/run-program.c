@@ -229,7 +229,8 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail(report_fd, step, strerror(-scheduled));
         reset_signals(req->fixed.sigignore);
         /* A process group of its own, so that kill(0) and a terminal's signals reach no other
-         * program, in the zygote's session, which it does not lead (see zygote_run). */
+         * program, in the daemon's session, which it does not lead (drop_controlling_terminal in
+         * zygote.c says why). */
         if (setpgid(0, 0) < 0)
                 fail_errno(report_fd, "setpgid");
         if (fchdir(fds[HS_FD_CWD]) < 0)
@@ -261,13 +262,15 @@ _Noreturn void child_run(const struct child_spec *spec) {
         r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
-        /* As exec's loader runs them: every relocation done, the program bound, its own arguments. */
-        program_constructors_run(&spec->start.constructors, program->l_addr, (int) req->fixed.argc, req->argv,
-                                 environ);
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
 
         announce(conn_fd, report_fd);
         close(report_fd);
+        /* As exec's loader runs them: every relocation done, the program bound, its auxiliary vector
+         * its own (find_main), with its own arguments. After the announcement: a constructor that
+         * exits or crashes ends the program, which the client must not run again. */
+        program_constructors_run(&spec->start.constructors, program->l_addr, (int) req->fixed.argc, req->argv,
+                                 environ);
         after_main_arm(spec->after_main);
         /* A program starts with errno 0 under exec; what the daemon's own calls left would show in
          * a program that reports errno without a failing call of its own first (xrdb's "Can't open

@@ -292,8 +292,12 @@ static int try_in_child(struct schedule *s) {
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(errno, "pipe"), -errno;
         pid_t pid = throwaway_fork();
-        if (pid < 0)
-                return log_error_errno(errno, "fork"), -errno;
+        if (pid < 0) {
+                int r = log_error_errno(errno, "fork");
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return r;
+        }
         if (pid == 0) {
                 const char *what = "";
                 int e = schedule_apply(s, 0, &what);

@@ -184,10 +184,10 @@ static int undefine_copies(int fd, int out) {
 }
 
 /* In the copy, dlopen finds no constructor of the program's own: it would call them with the
- * daemon's argc and argv (constructors.h). DT_INIT becomes DT_DEBUG, which the loader reads only for
- * the main program, and DT_INIT_ARRAYSZ 0. */
+ * daemon's argc and argv (constructors.h). DT_INIT becomes an empty DT_DEBUG, which the loader
+ * reads only for the main program, and DT_INIT_ARRAYSZ 0. */
 static int hide_constructors(int out, const struct elf_info *elf) {
-        const Elf64_Sxword debug = DT_DEBUG;
+        const Elf64_Dyn debug = { .d_tag = DT_DEBUG, .d_un.d_ptr = 0 };
         const uint64_t none = 0;
         if (elf->init && pwrite(out, &debug, sizeof debug, elf->init_tag_offset) != (ssize_t) sizeof debug)
                 return -EIO;
@@ -200,7 +200,7 @@ static int hide_constructors(int out, const struct elf_info *elf) {
  * undefined (undefine_copies says why), its constructors hidden (hide_constructors). */
 static int write_loadable(int fd, int out, off_t size, const struct elf_info *elf) {
         int r = copy_fd(fd, out, size);
-        if (r >= 0)
+        if (r >= 0 && elf->pie_flag)
                 r = clear_pie_flag(out, elf->flags_1_offset);
         if (r >= 0)
                 r = undefine_copies(fd, out);
@@ -283,6 +283,13 @@ static const char *plan_binding(struct image_cache *c, int fd, const char *path,
         return why;
 }
 
+/* A PIE (DF_1_PIE, which dlopen refuses), or any executable (one linked before that flag existed):
+ * its constructors are the launch's to call (hide_constructors). A shared object exporting main is
+ * loaded as it is. */
+static bool needs_copy(const struct elf_info *elf) {
+        return elf->pie_flag || eligibility_has_entry(elf);
+}
+
 static int build_entry(struct image_cache *c, int fd, const char *path, bool registered, const struct stat *st,
                        struct image_entry *e) {
         struct program_facts facts;
@@ -306,7 +313,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                 return -ESTALE;
         if (reason)
                 e->reason = strdup(reason);
-        else if (facts.elf.pie_flag)
+        else if (needs_copy(&facts.elf))
                 r = make_copy(c, fd, path, st, &facts.elf, e);
         else if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 r = -errno;
@@ -315,7 +322,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         e->start = (struct image_start){ .entry = facts.elf.entry, .phdr = facts.elf.phdr_vaddr,
                                          .phnum = facts.elf.phnum,
                                          .executable = eligibility_has_entry(&facts.elf) };
-        if (!reason && facts.elf.pie_flag) /* only the copy hides them */
+        if (!reason && needs_copy(&facts.elf)) /* only the copy hides them */
                 e->start.constructors = (struct program_constructors){
                         .init = facts.elf.init, .array = facts.elf.init_array, .count = facts.elf.init_arraysz / 8
                 };

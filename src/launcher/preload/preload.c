@@ -47,6 +47,8 @@ int preload_find_library(const char *name, char *buf, size_t size) {
                 struct link_map *map;
                 if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map->l_name[0] == '/')
                         (void) !write(p[1], map->l_name, strlen(map->l_name));
+                else if (!handle) /* why, after a mark no path starts with */
+                        (void) !dprintf(p[1], "!%s", dlerror());
                 _exit(0);
         }
         int r = pid < 0 ? -errno : 0;
@@ -57,10 +59,12 @@ int preload_find_library(const char *name, char *buf, size_t size) {
                 ;
         if (r < 0)
                 return r;
-        if (n <= 0)
-                return -ENOENT;
-        buf[n] = '\0';
-        return 0;
+        buf[n > 0 ? n : 0] = '\0';
+        if (buf[0] == '/')
+                return 0;
+        if (buf[0] == '!') /* the loader's reason */
+                memmove(buf, buf + 1, strlen(buf)); /* its NUL too */
+        return -ENOENT;
 }
 
 const char *preload_program_problem(const char *path) {

@@ -30,7 +30,8 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                          char *const argv[], char *why, size_t size);
 
 /* The path of a library given by name (--preload libz.so.1) as the dynamic loader finds it, tried
- * in a throwaway child; a path is taken as it is. Returns 0, or -ENOENT when the loader finds none. */
+ * in a throwaway child; a path is taken as it is. Returns 0, or -ENOENT when the loader cannot load
+ * it, with its reason in buf (empty when it gave none). */
 int preload_find_library(const char *name, char *buf, size_t size);
 
 /* Finds a program given by name on PATH as execvp(3) would, so --app ls means what `ls` means.

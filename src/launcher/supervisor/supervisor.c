@@ -156,6 +156,15 @@ static int start_zygote(struct supervisor *s, const char *reason) {
 
 static void decline_clients(struct supervisor *s, bool on);
 
+/* Starting a zygote failed: again after a pause that doubles, clients declined meanwhile. */
+static void retry_later(struct supervisor *s, const char *reason) {
+        s->retry_ms = s->retry_ms ? (s->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : s->retry_ms * 2) : RETRY_FIRST_MS;
+        s->retry_at = now_ms() + s->retry_ms;
+        snprintf(s->retry_reason, sizeof s->retry_reason, "%s", reason);
+        if (!find(s, SERVING))
+                decline_clients(s, true);
+}
+
 static void spawn(struct supervisor *s, const char *reason) {
         if (find(s, STARTING) || s->listen_fd < 0)
                 return; /* one is on its way already, and it loads the files as they are now */
@@ -164,12 +173,8 @@ static void spawn(struct supervisor *s, const char *reason) {
                 s->retry_at = 0;
                 return;
         }
-        s->retry_ms = s->retry_ms ? (s->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : s->retry_ms * 2) : RETRY_FIRST_MS;
-        s->retry_at = now_ms() + s->retry_ms;
-        snprintf(s->retry_reason, sizeof s->retry_reason, "%s", reason);
+        retry_later(s, reason);
         log_error_errno(r, "cannot start a zygote; trying again in %u ms, clients exec meanwhile", s->retry_ms);
-        if (!find(s, SERVING))
-                decline_clients(s, true);
 }
 
 static void refresh(struct supervisor *s, const char *reason) {
@@ -288,8 +293,10 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
                 decline_clients(s, true);
         if (z->state == SERVING)
                 refresh(s, "the serving zygote ended");
-        else if (!find(s, SERVING)) /* its successor failed too: try again, later */
-                spawn(s, "the serving zygote ended");
+        else if (!find(s, SERVING)) { /* its successor failed too (its configuration, say): not in a loop */
+                retry_later(s, "the serving zygote ended");
+                log_error("no zygote serves; starting one again in %u ms, clients exec meanwhile", s->retry_ms);
+        }
 }
 
 static void stop(struct supervisor *s) {

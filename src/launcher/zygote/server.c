@@ -40,12 +40,13 @@ static void on_child_exit(struct server *s, struct child *ch) {
                                     child_describe_end(&end.si, how, sizeof how));
                 return child_free(s, ch);
         }
-        if (ch->conn)
-                conn_report_end(s, ch->conn, &end);
+        /* Logged before the client hears of it: whoever reads the log once the client is done finds it. */
         if (end.report[0])
                 log_warning("child %d could not start its program: %s", (int) ch->pid, end.report);
         else if (s->options->verbose)
                 log_info("child %d ended: %s", (int) ch->pid, child_describe_end(&end.si, how, sizeof how));
+        if (ch->conn)
+                conn_report_end(s, ch->conn, &end);
         if (!end.report[0] && learn_child_ended(s, ch, reason, sizeof reason))
                 server_request_refresh(s, reason);
         child_free(s, ch);
@@ -130,7 +131,15 @@ void server_ready(struct server *s) {
                  (int) getpid(), s->nregistered, s->npool);
 }
 
-static void begin_shutdown(struct server *s) {
+/* A stop from the supervisor, or from anyone else. One from each (a signal to every process of the
+ * unit, then the supervisor's own) is one request; a second from the same side leaves the programs. */
+static void begin_shutdown(struct server *s, bool by_supervisor) {
+        unsigned side = by_supervisor ? 1u : 2u;
+        if (s->shutting_down && !(s->stop_sides & side)) {
+                s->stop_sides |= side;
+                return;
+        }
+        s->stop_sides |= side;
         if (s->shutting_down) {
                 log_info("second stop request: leaving %u programs running", s->nchildren);
                 s->force_exit = true;
@@ -166,9 +175,10 @@ static void on_signal(struct server *s) {
                         /* Not the supervisor's stop: it must know at once that we no longer accept,
                          * or clients would wait for us until our programs end (a home screen's never
                          * does). */
-                        if (from != getppid() && s->control_fd >= 0 && !s->shutting_down)
+                        bool by_supervisor = from == getppid();
+                        if (!by_supervisor && s->control_fd >= 0 && !s->shutting_down)
                                 (void) control_send(s->control_fd, CONTROL_LEAVING);
-                        begin_shutdown(s);
+                        begin_shutdown(s, by_supervisor);
                 }
                 else
                         log_signal_ignored(s, sig, from, "not one a zygote takes (SIGTERM, SIGINT, SIGHUP)");

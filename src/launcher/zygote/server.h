@@ -63,6 +63,7 @@ struct server {
         uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */
         uint64_t dropped_connections; /* dropped since */
         bool shutting_down; /* SIGTERM: decline what comes, wait for the programs, exit */
+        unsigned stop_sides; /* who asked: 1 the supervisor, 2 anyone else (begin_shutdown) */
         bool retiring;      /* a newer zygote serves: finish what was accepted, wait, exit */
         bool refresh_requested;
         bool force_exit;

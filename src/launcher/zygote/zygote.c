@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -78,7 +79,7 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                                 problem = "out of memory";
                 string_list_done(&closure);
                 if (!problem && !unloadable && string_list_contains(resolved, path)) {
-                        log_warning("%s %s: given before (as %s); registered once, as first given",
+                        log_warning("%s %s: %s is registered already (--app ones first, then --warm); once is enough",
                                     warm ? "--warm" : "--app", name, path);
                         continue;
                 }
@@ -152,7 +153,8 @@ static int add_preloads(const struct string_list *preloads, struct string_list *
                 const char *name = preloads->items[i];
                 bool found = preload_find_library(name, path, sizeof path) == 0;
                 if (!found)
-                        snprintf(why, sizeof why, "the dynamic loader finds no such library");
+                        snprintf(why, sizeof why, "the dynamic loader cannot load it%s%s", path[0] ? ": " : "",
+                                 path);
                 if (!found || trusted_path_refusal(path, why, sizeof why)) {
                         log_warning("not preloading %s: %s", name, why);
                         snprintf(line, sizeof line, "%s -- %s", name, why);
@@ -308,14 +310,23 @@ static void raise_fd_limit(void) {
         }
 }
 
+/* The programs we start each lead a process group of the supervisor's session, which none of them
+ * leads: a terminal one of them opens does not become its controlling terminal (only a session
+ * leader takes one so), and when we end, their groups are not orphaned (their new parent, the
+ * supervisor, is in the same session), so a stopped one is not sent SIGHUP. Nor may they inherit
+ * one from us: a daemon started from a shell has its terminal, which we give up (TIOCNOTTY, which
+ * for a process that does not lead its session detaches it alone). */
+static void drop_controlling_terminal(void) {
+        int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void) ioctl(fd, TIOCNOTTY);
+                close(fd);
+        }
+}
+
 /* A zygote: preload, then serve launches on the socket the supervisor gave us. */
 int zygote_run(const struct daemon_options *o, char *const argv[], const char *path) {
-        /* A session of our own, without a controlling terminal. The programs we start each lead a
-         * process group in it but not the session, so a terminal one of them opens does not become
-         * its controlling terminal (only a session leader takes one by opening it). Already ours
-         * when this zygote started again as a fresh image. */
-        if (setsid() < 0 && getsid(0) != getpid())
-                return log_error_errno(errno, "cannot start a session of its own");
+        drop_controlling_terminal();
         /* Given to us without close-on-exec, like the socket; nothing we start may inherit it. */
         if (o->zygote.learned_fd >= 0)
                 (void) fcntl(o->zygote.learned_fd, F_SETFD, FD_CLOEXEC);
