@@ -8,7 +8,8 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -217,29 +218,37 @@ def generation(d: RunningDaemon) -> str | None:
         return None
 
 
+@contextmanager
+def running_served(d: RunningDaemon, seconds: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A client whose served program sleeps `seconds`, once the daemon has started it; killed after."""
+    client = subprocess.Popen(
+        [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("sleep", seconds)], env=base_env()
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while d.launches_started() == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        yield client
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+
+
 def test_a_zygote_stopped_by_someone_else_is_replaced_at_once_not_when_its_programs_end():
     """SIGTERM to the zygote alone (not the supervisor's stop): it stopped accepting and finished
     its programs, and until they ended (a home screen's never does) every client waited its full
     timeout, then exec'd. The supervisor now hears of it and starts the next zygote at once."""
-    with private_daemon([bin_path("observe")]) as d:
-        running = subprocess.Popen(
-            [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("sleep", "30")], env=base_env()
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while d.launches_started() == 0:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            first = d.zygote_pid()
-            os.kill(first, signal.SIGTERM)
-            while generation(d) != "2":
-                assert time.monotonic() < deadline and running.poll() is None, d.log_text()
-                time.sleep(0.05)
-            assert run_served(d, observe("exit", "3")).returncode == 3 and d.zygote_pid() != first
-            assert running.poll() is None  # the program the first zygote started runs on
-        finally:
-            running.kill()
-            running.wait()
+    with private_daemon([bin_path("observe")]) as d, running_served(d, "30") as running:
+        deadline = time.monotonic() + 30
+        first = d.zygote_pid()
+        os.kill(first, signal.SIGTERM)
+        while generation(d) != "2":
+            assert time.monotonic() < deadline and running.poll() is None, d.log_text()
+            time.sleep(0.05)
+        assert run_served(d, observe("exit", "3")).returncode == 3 and d.zygote_pid() != first
+        assert running.poll() is None  # the program the first zygote started runs on
 
 
 def test_a_program_given_twice_is_registered_once():
@@ -253,27 +262,16 @@ def test_a_program_given_twice_is_registered_once():
 def test_a_stopped_program_outlives_its_zygote():
     """A served program's group must not become orphaned when its zygote dies (the kernel would send
     a stopped one SIGHUP): the programs stay in the supervisor's session, which adopts them."""
-    with private_daemon([bin_path("observe")]) as d:
-        client = subprocess.Popen(
-            [str(bin_path("headstart-run")), "--socket", str(d.socket), *observe("sleep", "2")], env=base_env()
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while d.launches_started() == 0:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            zygote = d.zygote_pid()
-            (program,) = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
-            os.kill(program, signal.SIGSTOP)
-            while Path(f"/proc/{program}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            os.kill(zygote, signal.SIGKILL)
-            time.sleep(0.5)  # a SIGHUP would have come by now
-            assert Path(f"/proc/{program}").exists(), "the stopped program was hung up"
-            os.kill(program, signal.SIGCONT)
-            assert client.wait(timeout=30) == 0
-        finally:
-            if client.poll() is None:
-                client.kill()
-                client.wait()
+    with private_daemon([bin_path("observe")]) as d, running_served(d, "2") as client:
+        deadline = time.monotonic() + 30
+        zygote = d.zygote_pid()
+        (program,) = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
+        os.kill(program, signal.SIGSTOP)
+        while Path(f"/proc/{program}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(zygote, signal.SIGKILL)
+        time.sleep(0.5)  # a SIGHUP would have come by now
+        assert Path(f"/proc/{program}").exists(), "the stopped program was hung up"
+        os.kill(program, signal.SIGCONT)
+        assert client.wait(timeout=30) == 0
