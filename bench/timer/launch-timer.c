@@ -5,7 +5,7 @@
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
  *                     [--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME...]
  *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--any-status] [--linger-ms MS]
- *                     [--timeout SECONDS] -- PROGRAM ARGS...
+ *                     [--pause-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   exec@BUILD   posix_spawn of another build of it (--build BUILD=PATH: relinked, say) with the same
  *                arguments, its argv[0] that PATH
@@ -90,6 +90,7 @@ struct config {
         bool ready_window;
         bool any_status;    /* --any-status: an exit with any status is a launch (diff's 1), not a failure */
         long long linger_ms; /* with --stop-at-ready: how long after ready */
+        long long pause_ms;  /* --pause-ms: between launches */
         long long timeout_ns; /* --timeout: a launch's time to ready or end; <0: none */
         char **argv; /* program and its arguments */
         char path[PATH_MAX]; /* the program, absolute */
@@ -196,6 +197,9 @@ static void finish(struct launch *x) {
                 close(x->pidfd);
         hs_launch_free(x->l);
 }
+
+/* Where the program finds the mark pipe (inherited, so without close-on-exec). */
+#define MARK_FD 99
 
 static char **env_with_mark(int fd) {
         size_t n = 0;
@@ -399,12 +403,30 @@ static bool describe_refusal(const struct config *c, char *buf, size_t size) {
         return true;
 }
 
+/* --pause-ms: time between launches for what a daemon does after one (headstartd --prepare-display
+ * readies the next), so that it does not run during another mode's launch. The Wayland proxy passes
+ * on meanwhile what the programs' connections send, as a compositor would. */
+static void pause_between(const struct config *c) {
+        long long until = now_ns() + c->pause_ms * 1000000LL;
+        for (long long now = now_ns(); now < until && !stop_requested; now = now_ns()) {
+                struct pollfd p = { c->wayland ? wayland_watch_fd(c->wayland) : -1, POLLIN, 0 };
+                (void) poll(&p, 1, (int) ((until - now) / 1000000LL) + 1);
+                if (c->wayland)
+                        (void) wayland_watch_shown(c->wayland);
+        }
+}
+
 /* False when the launch was not ready within the timeout. */
 static bool one_launch(const struct config *c, const struct mode *m, int round) {
         int mark[2], out[2];
-        if (pipe2(mark, O_CLOEXEC | O_NONBLOCK) < 0 || fcntl(mark[1], F_SETFD, 0) < 0 ||
-            pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
+        if (pipe2(mark, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
                 exit(EXIT_FAILURE);
+        /* The same number in every launch (the Wayland proxy's connections come and go below it), so
+         * that every launch of a run has the same fds and environment, as a launcher's would. */
+        if (dup2(mark[1], MARK_FD) != MARK_FD)
+                exit(EXIT_FAILURE);
+        close(mark[1]);
+        mark[1] = MARK_FD;
         /* The program's stdout and stderr go into our pipe (read for --ready), blocking for it. */
         (void) fcntl(out[1], F_SETFL, 0);
         posix_spawn_file_actions_t fa;
@@ -420,7 +442,7 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
                 wayland_watch_reset(c->wayland);
 
         /* The client library hands the program our own fds 0-2: make 1 and 2 the pipe meanwhile. */
-        int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+        int saved_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3), saved_err = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
         if (m->how == HOW_DIRECT) {
                 dup2(out[1], STDOUT_FILENO);
                 dup2(out[1], STDERR_FILENO);
@@ -531,6 +553,8 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->mode_list = v;
                 else if (strcmp(argv[i], "--linger-ms") == 0)
                         c->linger_ms = atoll(v);
+                else if (strcmp(argv[i], "--pause-ms") == 0)
+                        c->pause_ms = atoll(v);
                 else if (strcmp(argv[i], "--timeout") == 0) {
                         char *end;
                         double seconds = strtod(v, &end);
@@ -570,7 +594,8 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
                                 "[--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME] "
                                 "[--ready REGEX] [--ready-window] "
-                                "[--stop-at-ready] [--any-status] [--linger-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...\n");
+                                "[--stop-at-ready] [--any-status] [--linger-ms MS] [--pause-ms MS] [--timeout SECONDS] -- PROGRAM "
+                                "ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
@@ -650,7 +675,11 @@ int main(int argc, char *argv[]) {
         for (int round = 0; round < c.runs && ready_in_time && !stop_requested && !finish_requested; round++)
                 for (int k = 0; k < c.nmodes && ready_in_time && !stop_requested && !finish_requested; k++)
                         /* Rotate which mode goes first, so no mode always follows another. */
+                {
+                        if (round + k > 0)
+                                pause_between(&c);
                         ready_in_time = one_launch(&c, &c.modes[(k + round) % c.nmodes], round);
+                }
         config_done(&c);
         return ready_in_time ? 0 : 3;
 }

@@ -334,12 +334,15 @@ bool wayland_watch_shown(struct wayland_watch *w) {
 }
 
 void wayland_watch_reset(struct wayland_watch *w) {
-        while (w->links)
-                link_remove(w, w->links);
-        /* Connections still waiting to be accepted are an earlier launch's too. */
-        int fd;
-        while ((fd = accept4(w->listener, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-                close(fd);
+        /* A connection that showed a frame was an earlier launch's program. One that showed none may
+         * be a program's that is being readied for a launch to come (headstartd --prepare-display
+         * opens the display ahead): it stays, and its first frame counts for the launch that shows
+         * it. An earlier launch's that showed none ends with its program. */
+        for (struct link *l = w->links, *next; l; l = next) {
+                next = l->next;
+                if (l->frames.shown)
+                        link_remove(w, l);
+        }
         w->shown = false;
         w->problem[0] = '\0';
         w->refused[0] = '\0';

@@ -24,7 +24,7 @@ struct wayland_watch *wayland_watch_open(void);
 const char *wayland_watch_address(const struct wayland_watch *w);
 /* The fd to poll (readable when a connection has something to pass on). */
 int wayland_watch_fd(const struct wayland_watch *w);
-/* Closes the connections of earlier launches and forgets their frames. */
+/* Closes the connections that showed a frame (earlier launches') and forgets their frames. */
 void wayland_watch_reset(struct wayland_watch *w);
 /* Passes on what is waiting; true once a toplevel's first frame was committed since the last reset. */
 bool wayland_watch_shown(struct wayland_watch *w);

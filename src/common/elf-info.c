@@ -140,6 +140,17 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
 
 static bool find_main(const struct image *im);
 
+/* im with its ELF header and program headers found and checked (a 64-bit file). */
+static int map_headers(const struct image *im, struct image *m) {
+        *m = *im;
+        m->ehdr = elf_at(im, 0, sizeof(Elf64_Ehdr), 1);
+        if (!m->ehdr || m->ehdr->e_phentsize != sizeof(Elf64_Phdr))
+                return -ENOEXEC;
+        m->phdr = elf_at(im, m->ehdr->e_phoff, (uint64_t) m->ehdr->e_phnum * sizeof(Elf64_Phdr),
+                         _Alignof(Elf64_Phdr));
+        return m->phdr ? 0 : -ENOEXEC;
+}
+
 static int parse(const struct image *im, struct elf_info *info) {
         const unsigned char *ident = im->data;
         if (im->size < EI_NIDENT || memcmp(ident, ELFMAG, SELFMAG) != 0)
@@ -149,27 +160,21 @@ static int parse(const struct image *im, struct elf_info *info) {
                 return 0;
         info->is_64bit = true;
 
-        struct image m = *im;
-        m.ehdr = elf_at(im, 0, sizeof(Elf64_Ehdr), 1);
-        if (!m.ehdr)
-                return -ENOEXEC;
+        struct image m;
+        int r = map_headers(im, &m);
+        if (r < 0)
+                return r;
         info->machine_matches = m.ehdr->e_machine == HS_ELF_MACHINE;
         info->is_dyn = m.ehdr->e_type == ET_DYN;
         info->entry = m.ehdr->e_entry;
         info->phnum = m.ehdr->e_phnum;
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
-        if (m.ehdr->e_phentsize != sizeof(Elf64_Phdr))
-                return -ENOEXEC;
-        m.phdr = elf_at(im, m.ehdr->e_phoff, (uint64_t) m.ehdr->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
-        if (!m.phdr)
-                return -ENOEXEC;
-
         const Elf64_Phdr *dyn = NULL;
         read_program_headers(&m, info, &dyn);
         if (!info->phdr_vaddr)
                 info->phdr_vaddr = headers_vaddr(&m);
         if (dyn) {
-                int r = read_dynamic(&m, dyn, info);
+                r = read_dynamic(&m, dyn, info);
                 if (r < 0)
                         return r;
                 elf_tls_read_users(&m, dyn, info);
@@ -460,4 +465,54 @@ void elf_exports_done(struct elf_exports *e) {
         }
         free(e->items);
         *e = (struct elf_exports){ 0 };
+}
+
+static void read_needed_libraries(const struct image *im, const Elf64_Phdr *dynp,
+                                  void (*on_library)(const char *name, void *data), void *data) {
+        const Elf64_Dyn *dyn = elf_at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
+        size_t n = dyn ? dynp->p_filesz / sizeof *dyn : 0;
+        uint64_t strtab = 0, strsz = 0, stroff;
+        for (size_t i = 0; i < n && dyn[i].d_tag != DT_NULL; i++)
+                if (dyn[i].d_tag == DT_STRTAB)
+                        strtab = dyn[i].d_un.d_ptr;
+                else if (dyn[i].d_tag == DT_STRSZ)
+                        strsz = dyn[i].d_un.d_val;
+        if (!strtab || !strsz || elf_vaddr_to_offset(im, strtab, strsz, &stroff) < 0)
+                return;
+        const char *str = elf_at(im, stroff, strsz, 1);
+        for (size_t i = 0; str && i < n && dyn[i].d_tag != DT_NULL; i++)
+                if (dyn[i].d_tag == DT_NEEDED && dyn[i].d_un.d_val < strsz &&
+                    memchr(str + dyn[i].d_un.d_val, '\0', strsz - dyn[i].d_un.d_val))
+                        on_library(str + dyn[i].d_un.d_val, data);
+}
+
+static int read_needs(const struct image *im, void (*on_library)(const char *name, void *data),
+                      void (*on_import)(const char *name, void *data), void *data) {
+        struct image m;
+        int r = map_headers(im, &m);
+        for (unsigned i = 0; r >= 0 && i < m.ehdr->e_phnum; i++)
+                if (m.phdr[i].p_type == PT_DYNAMIC)
+                        read_needed_libraries(&m, &m.phdr[i], on_library, data);
+        struct symbol_tables t;
+        if (r >= 0)
+                r = elf_find_symbol_tables(&m, &t);
+        for (size_t i = 1; r >= 0 && t.sym && i < t.nsym; i++) {
+                const char *name = table_string(&t, t.sym[i].st_name);
+                if (t.sym[i].st_shndx == SHN_UNDEF && name && *name)
+                        on_import(name, data);
+        }
+        return r;
+}
+
+int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
+                   void (*on_import)(const char *name, void *data), void *data) {
+        struct image im;
+        int r = image_load(fd, &im);
+        if (r < 0)
+                return r;
+        if (im.data && im.size >= sizeof(Elf64_Ehdr) && memcmp(im.data, ELFMAG, SELFMAG) == 0 &&
+            im.data[EI_CLASS] == ELFCLASS64)
+                r = read_needs(&im, on_library, on_import, data);
+        free((void *) im.data);
+        return r;
 }

@@ -47,6 +47,11 @@ struct elf_info {
  * negative errno when the file cannot be read or is malformed (-ENOEXEC). */
 int elf_info_read(int fd, struct elf_info *ret);
 
+/* Calls on_library with each library the file names in DT_NEEDED, and on_import with each symbol
+ * it takes from other objects (undefined in its dynamic symbol table). 0 or a negative errno. */
+int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
+                   void (*on_import)(const char *name, void *data), void *data);
+
 /* A symbol the file defines in its dynamic symbol table: under exec, the libraries' references to
  * this name bind to it. */
 struct elf_export {

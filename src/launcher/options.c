@@ -108,6 +108,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_number(key, value, 1, 65536, &o->learn_refresh);
         else if (strcmp(key, "verbose") == 0)
                 return parse_bool(key, value, &o->verbose);
+        else if (strcmp(key, "prepare-display") == 0)
+                return parse_bool(key, value, &o->prepare_display);
         else if (strcmp(key, "max-children") == 0)
                 return parse_number(key, value, 1, 65536, &o->max_children);
         else if (strcmp(key, "pool") == 0)
@@ -239,6 +241,10 @@ static void help(void) {
                 "                       LIBRARY:FUNCTION (a function with no argument of a loaded\n"
                 "                       library); each is tested first and refused if it starts a thread\n"
                 "                       or opens a socket\n"
+                "  --prepare-display    for each registered GTK 3 or GTK 4 program, keep a child whose\n"
+                "                       toolkit opened the display and read its theme ahead, with the\n"
+                "                       environment of the program's last launch; only a launch exactly\n"
+                "                       like it takes that child (docs/limitations.md)\n"
                 "  --terminal PROGRAM   serve PROGRAM also to a client with a controlling terminal: it only\n"
                 "                       writes to it (no /dev/tty, no job control of its own), as a\n"
                 "                       compiler; others go to exec then (repeatable)\n"
@@ -278,6 +284,7 @@ static const struct long_option long_options[] = {
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
         { "terminal", true },       { "report-launches", true }, { "schedule", true },
+        { "prepare-display", false },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {

@@ -25,6 +25,7 @@ struct daemon_options {
         unsigned refresh_launches; /* start a fresh zygote after this many launches; 0: never */
         unsigned refresh_seconds;  /* ... or after this long; 0: never */
         bool no_learn;             /* adaptive preload off: learn nothing, preload nothing learned */
+        bool prepare_display;      /* a child per GTK program opens the display ahead (zygote/prepared.h) */
         char *learn_file;          /* NULL: beside the socket, "learned" */
         unsigned learn_refresh;    /* a fresh zygote once this many new objects were learned */
         char *report_launches;     /* headstart-pind's socket; NULL: the default; "none": off */

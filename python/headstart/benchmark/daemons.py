@@ -31,13 +31,15 @@ class DaemonMode:
 
 # How the daemon holds each program: its libraries preloaded; the program loaded too; that with a pool
 # of children forked ahead of time; that with what the programs load after main learned and preloaded;
-# and that with fontconfig initialised in the zygote as well.
+# that with fontconfig initialised in the zygote as well; and that with each GTK program's toolkit
+# started ahead of its next launch (--prepare-display).
 DAEMON_MODES: dict[str, DaemonMode] = {
     "preload": DaemonMode("--app", ["--no-learn"]),
     "warm": DaemonMode("--warm", ["--no-learn"]),
     "pool": DaemonMode("--warm", ["--no-learn", *POOL]),
     "learned": DaemonMode("--warm", POOL, trained=True),
     "warm-up": DaemonMode("--warm", [*POOL, "--warm-up", "fontconfig"], trained=True),
+    "prepared": DaemonMode("--warm", [*POOL, "--warm-up", "fontconfig", "--prepare-display"], trained=True),
 }
 
 TRAINING_LAUNCHES = 2
@@ -62,7 +64,7 @@ WARM_UP = "fontconfig"  # the warm-up mode's steps unless bench --warm-up names 
 def mode_args(mode: str, warm_up: str = WARM_UP) -> list[str]:
     """headstartd's options for a daemon mode; the warm-up mode runs `warm_up`'s steps."""
     args = DAEMON_MODES[mode].args
-    return [warm_up if a == WARM_UP and mode == "warm-up" else a for a in args]
+    return [warm_up if a == WARM_UP and mode in ("warm-up", "prepared") else a for a in args]
 
 
 def start_daemons(

@@ -14,7 +14,7 @@ from headstart.benchmark import cold, program_list, suite
 from headstart.benchmark.display import display_env, parse_displays, private_display
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import BenchResult, as_json
-from headstart.benchmark.timing import LAUNCHERS, MODES, mode_keys
+from headstart.benchmark.timing import DEFAULT_MODES, LAUNCHERS, MODES, PREPARED_PAUSE_MS, mode_keys
 from headstart.commands._regex import regex, seconds
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
@@ -100,7 +100,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 12 with --quick)")
     p.add_argument(
-        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)} (default all)"
+        "--modes",
+        default=",".join(DEFAULT_MODES),
+        help=f"comma-separated subset of {','.join(MODES)} (default all but prepared, which pauses "
+        f"{PREPARED_PAUSE_MS} ms between the launches of a program with a window)",
     )
     p.add_argument(
         "--clients",
@@ -191,7 +194,7 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
     for option in COLD_ONLY:
         if getattr(args, option) is not None and not args.cold:
             raise UsageError(f"--{option.replace('_', '-')} goes with --cold")
-    modes = _choices(args.modes if args.modes != ",".join(MODES) else "exec,pool", MODES, "mode")
+    modes = _choices(args.modes if args.modes != ",".join(DEFAULT_MODES) else "exec,pool", MODES, "mode")
     clients = _choices(args.clients if args.clients != ",".join(LAUNCHERS) else "run", list(LAUNCHERS), "client")
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")

@@ -12,7 +12,7 @@ from headstart.reporters.figures import new_figure, tab20
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-DAEMON_MODES = ("exec", "preload", "warm", "pool", "learned", "warm-up")
+DAEMON_MODES = ("exec", "preload", "warm", "pool", "learned", "warm-up", "prepared")
 
 # One colour per mode, the same in every chart: exec grey; each daemon mode a hue of tab20, dark
 # through headstart-run and light through the client library (11 series; matplotlib's own cycle has

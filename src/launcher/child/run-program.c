@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "after-main.h"
+#include "prepare-toolkit.h"
 #include "entry.h"
 #include "proc-title.h"
 #include "wire.h"
@@ -109,9 +110,11 @@ static int cmp_int(const void *a, const void *b) {
 #define OWN_FDS 3
 
 /* Gives each passed fd its target number, without the close-on-exec flag, and closes every other
- * fd except the child's own, which are moved above the targets. The fds are first moved above every
- * target so that placing one never overwrites another still to be placed. */
-static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *own[OWN_FDS]) {
+ * fd except the child's own, which are moved above the targets, and those a prepared toolkit holds
+ * (kept, none a target). The fds are first moved above every target so that placing one never
+ * overwrites another still to be placed. */
+static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *own[OWN_FDS], const int *kept,
+                     size_t nkept) {
         int top = 3;
         for (uint32_t i = 0; i < n; i++)
                 if ((int) targets[i] >= top)
@@ -129,15 +132,18 @@ static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *own[OWN
                 if (dup2(fds[i], (int) targets[i]) < 0)
                         return -errno;
 
-        int keep[HS_MAX_PASSED_FDS + OWN_FDS];
+        int keep[HS_MAX_PASSED_FDS + OWN_FDS + PREPARED_MAX_FDS];
+        size_t nkeep = 0;
         for (uint32_t i = 0; i < n; i++)
-                keep[i] = (int) targets[i];
+                keep[nkeep++] = (int) targets[i];
         for (unsigned i = 0; i < OWN_FDS; i++)
-                keep[n + i] = *own[i];
-        qsort(keep, n + OWN_FDS, sizeof keep[0], cmp_int);
+                keep[nkeep++] = *own[i];
+        for (size_t i = 0; i < nkept && i < PREPARED_MAX_FDS; i++)
+                keep[nkeep++] = kept[i];
+        qsort(keep, nkeep, sizeof keep[0], cmp_int);
 
         unsigned lo = 0;
-        for (uint32_t i = 0; i < n + OWN_FDS; i++) {
+        for (size_t i = 0; i < nkeep; i++) {
                 if ((unsigned) keep[i] > lo)
                         (void) close_range(lo, (unsigned) keep[i] - 1, 0);
                 lo = (unsigned) keep[i] + 1;
@@ -216,6 +222,26 @@ static hs_main_fn find_main(void *handle, uintptr_t base, const struct image_sta
         return main_fn;
 }
 
+const char *child_take_request_settings(const struct hs_launch_request *req) {
+        umask((mode_t) req->fixed.umask);
+        if (apply_rlimits(req->fixed.rlimits) < 0)
+                return "cannot apply the resource limits";
+        set_names(req);
+        environ = req->envp;
+
+        sigset_t mask;
+        sigemptyset(&mask);
+        for (int sig = 1; sig <= (int) HS_SIGNAL_COUNT; sig++)
+                if (req->fixed.sigmask & (UINT64_C(1) << (sig - 1)))
+                        sigaddset(&mask, sig);
+        sigprocmask(SIG_SETMASK, &mask, NULL);
+        return NULL;
+}
+
+void child_reset_signals(const struct hs_launch_request *req) {
+        reset_signals(req->fixed.sigignore);
+}
+
 _Noreturn void child_run(const struct child_spec *spec) {
         const struct hs_launch_request *req = spec->req;
         int report_fd = spec->report_fd;
@@ -227,7 +253,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
         int scheduled = spec->schedule ? schedule_apply(spec->schedule, 0, &step) : 0;
         if (scheduled < 0)
                 fail(report_fd, step, strerror(-scheduled));
-        reset_signals(req->fixed.sigignore);
+        /* A prepared child took the same dispositions before its toolkit set any of its own. */
+        if (!spec->prepared)
+                reset_signals(req->fixed.sigignore);
         /* A process group of its own, so that kill(0) and a terminal's signals reach no other
          * program, in the daemon's session, which it does not lead (drop_controlling_terminal in
          * zygote.c says why). */
@@ -236,22 +264,16 @@ _Noreturn void child_run(const struct child_spec *spec) {
         if (fchdir(fds[HS_FD_CWD]) < 0)
                 fail_errno(report_fd, "cannot enter the working directory");
         int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
+        const struct prepared_process *prepared = spec->prepared;
         if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds,
-                      (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }) < 0)
+                      (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }, prepared ? prepared->kept : NULL,
+                      prepared ? prepared->nkept : 0) < 0)
                 fail_errno(report_fd, "cannot place the file descriptors");
-        umask((mode_t) req->fixed.umask);
-        if (apply_rlimits(req->fixed.rlimits) < 0)
-                fail_errno(report_fd, "cannot apply the resource limits");
-
-        set_names(req);
-        environ = req->envp;
-
-        sigset_t mask;
-        sigemptyset(&mask);
-        for (int sig = 1; sig <= (int) HS_SIGNAL_COUNT; sig++)
-                if (req->fixed.sigmask & (UINT64_C(1) << (sig - 1)))
-                        sigaddset(&mask, sig);
-        sigprocmask(SIG_SETMASK, &mask, NULL);
+        const char *failed = child_take_request_settings(req);
+        if (failed)
+                fail_errno(report_fd, failed);
+        if (prepared)
+                prepared_replay_output(prepared);
 
         /* Before dlopen: the relocations of what it loads refer to the program's block. */
         int r = program_tls_install(&spec->start.tls, image_fd);

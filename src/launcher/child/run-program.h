@@ -4,6 +4,7 @@
 
 #include "bind-plan.h"
 #include "constructors.h"
+#include "prepare-toolkit.h"
 #include "program-tls.h"
 #include "protocol.h"
 #include "schedule.h"
@@ -38,7 +39,15 @@ struct child_spec {
         struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
         const struct schedule *schedule;    /* the program's --schedule, or NULL */
         int conn_fd; /* the client's connection: the child itself says LAUNCHED on it, right before main */
+        const struct prepared_process *prepared; /* its toolkit initialised before the request (--prepare-display),
+                                                  * with the same settings; or NULL */
 };
+
+/* What exec carries over from the client besides fds and the working directory: umask, limits,
+ * names, environment, blocked signals. NULL, or what failed (errno set). */
+const char *child_take_request_settings(const struct hs_launch_request *req);
+/* Signal dispositions as exec leaves them: handled back to default, the client's ignored ones ignored. */
+void child_reset_signals(const struct hs_launch_request *req);
 
 /* Never returns: the program's exit status, or 127 after reporting why it could not start. */
 _Noreturn void child_run(const struct child_spec *spec);

@@ -12,6 +12,7 @@
 
 #include "after-main.h"
 #include "log.h"
+#include "prepared.h"
 #include "server.h"
 
 void child_list_push(struct child **head, struct child *ch) {
@@ -54,7 +55,10 @@ struct child *child_watch(int epoll_fd, pid_t pid) {
 void child_free(struct server *s, struct child *ch) {
         if (ch->waiting) {
                 child_list_remove(&s->pool, ch);
-                s->npool--;
+                if (ch->prepared)
+                        prepared_child_gone(s, ch);
+                else
+                        s->npool--;
         } else {
                 child_list_remove(&s->children, ch);
                 s->nchildren--;

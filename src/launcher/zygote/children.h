@@ -26,6 +26,7 @@ struct child {
         struct conn *conn; /* NULL once the client has gone */
         struct after_main_page *after_main; /* what it loaded after main, written at its exit; or NULL */
         const char *program; /* the registered program it runs, whose learned objects these are; or NULL */
+        struct prepared_program *prepared; /* prepared for this program's launches (prepared.h); or NULL */
         uint64_t started_ms; /* when it was handed its program */
         unsigned scans;      /* reads of its /proc maps so far (learn-watch.c) */
 };

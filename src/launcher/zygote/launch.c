@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pool.h"
+#include "prepared.h"
 #include "server.h"
 #include "wire.h"
 
@@ -183,7 +184,10 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
                 return decline(c, HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);
 
-        struct child *ch = pool_take(s, c, image, report[1]);
+        struct child *ch = prepared_take(s, c, req, image, report[1]);
+        bool prepared = ch != NULL;
+        if (!ch)
+                ch = pool_take(s, c, image, report[1]);
         bool pooled = ch != NULL;
         if (!ch)
                 ch = fork_child(s, c, req, image, report[1]);
@@ -200,9 +204,10 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         s->launches++;
         launch_counts_launched(s->counts, pooled);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
+        prepared_note_launch(s, c, image, ch->program);
         if (s->options->verbose)
                 log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
-                         pooled ? ", from the pool" : "");
+                         prepared ? ", prepared ahead" : pooled ? ", from the pool" : "");
         *ret = (struct launch_verdict){
                 .outcome = LAUNCH_STARTED,
                 .child = ch,

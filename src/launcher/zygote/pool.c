@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,6 +18,7 @@
 #include "children.h"
 #include "conn.h"
 #include "log.h"
+#include "prepared.h"
 #include "wire.h"
 
 /* The two messages on a waiting child's channel: the image to load, with the report pipe, the
@@ -49,8 +51,23 @@ static int parse_image(const struct server *s, void *payload, size_t size, struc
         return 0;
 }
 
+/* --prepare-display: the toolkit set up ahead (prepare-toolkit.h). On failure the child says why on
+ * its channel, for the zygote to read, and fails the launch it may have been handed meanwhile. */
+static const char *prepare(const struct prepared_program *p, int *channel, struct prepared_process *ret,
+                           char *why, size_t size) {
+        const char *unusable = NULL;
+        if (toolkit_prepare(p->toolkit, &p->shape, channel, ret, why, size) < 0)
+                unusable = why;
+        else if (!prepared_wait(ret, *channel))
+                unusable = "a connection its toolkit opened was closed while it waited (the compositor or the "
+                           "bus went away)";
+        if (unusable)
+                (void) !send(*channel, unusable, strlen(unusable), MSG_NOSIGNAL);
+        return unusable;
+}
+
 static _Noreturn void wait_for_request(const struct server *s, int channel, pid_t daemon,
-                                       struct after_main_page *page) {
+                                       struct after_main_page *page, const struct prepared_program *p) {
         /* Nothing of the daemon's stays open here: a client's connection held by a waiting child
          * would not see the daemon close it. */
         if (channel > 0)
@@ -59,6 +76,10 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (getppid() != daemon)
                 _exit(0);
+
+        struct prepared_process prepared;
+        char why[HS_MAX_TEXT];
+        const char *unusable = p ? prepare(p, &channel, &prepared, why, sizeof why) : NULL;
 
         struct hs_header h;
         int own[3] = { -1, -1, -1 }, fds[HS_MAX_FDS];
@@ -70,6 +91,11 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
         struct bind_plan plan;
         if (parse_image(s, image, h.size, &spec, &plan) < 0)
                 _exit(127);
+        if (unusable) {
+                dprintf(spec.report_fd, "cannot use the toolkit prepared ahead: %s", unusable);
+                _exit(127);
+        }
+        spec.prepared = p ? &prepared : NULL;
         if (hs_recv_message_alloc(channel, &h, &payload, fds, HS_MAX_FDS, &nfds) < 0 || h.type != POOL_MSG_REQUEST)
                 _exit(127);
         (void) prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
@@ -90,7 +116,7 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
  * is starting (a fork of a daemon holding GTK takes most of a millisecond). */
 #define POOL_SETTLE_MS 5u
 
-static int add_one(struct server *s) {
+static int add_one(struct server *s, struct prepared_program *p) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -105,7 +131,7 @@ static int add_one(struct server *s) {
                 return r;
         }
         if (pid == 0)
-                wait_for_request(s, sv[1], daemon, page);
+                wait_for_request(s, sv[1], daemon, page, p);
         close(sv[1]);
 
         struct child *ch = child_watch(s->epoll_fd, pid);
@@ -117,13 +143,21 @@ static int add_one(struct server *s) {
         ch->channel_fd = sv[0];
         ch->after_main = page;
         ch->waiting = true;
+        ch->prepared = p;
         child_list_push(&s->pool, ch);
-        s->npool++;
+        if (p)
+                p->child = ch;
+        else
+                s->npool++;
         return 0;
 }
 
+int pool_add_prepared(struct server *s, struct prepared_program *p) {
+        return add_one(s, p);
+}
+
 int pool_add_one(struct server *s) {
-        int r = add_one(s);
+        int r = add_one(s, NULL);
         if (r < 0) {
                 log_warning_errno(r, "cannot fork a child for the pool; retrying in %u ms", POOL_RETRY_MS);
                 s->pool_retry_at = now_ms() + POOL_RETRY_MS;
@@ -165,19 +199,22 @@ static int hand_over(struct child *ch, const struct conn *c, const struct image_
 }
 
 /* The oldest child still waiting (children are pushed at the front), so none waits forever; one we
- * have let go (no channel) is only waiting to be reaped. */
+ * have let go (no channel) is only waiting to be reaped; a prepared one is its program's. */
 static struct child *oldest_waiting(const struct server *s) {
         struct child *found = NULL;
         for (struct child *ch = s->pool; ch; ch = ch->next)
-                if (ch->channel_fd >= 0)
+                if (ch->channel_fd >= 0 && !ch->prepared)
                         found = ch;
         return found;
 }
 
 struct child *pool_take(struct server *s, const struct conn *c, const struct image_entry *image, int report_fd) {
         struct child *ch = oldest_waiting(s);
-        if (!ch)
-                return NULL;
+        return ch ? pool_hand_over(s, ch, c, image, report_fd) : NULL;
+}
+
+struct child *pool_hand_over(struct server *s, struct child *ch, const struct conn *c, const struct image_entry *image,
+                             int report_fd) {
         int r = hand_over(ch, c, image, report_fd);
         close(ch->channel_fd);
         ch->channel_fd = -1;
@@ -190,7 +227,10 @@ struct child *pool_take(struct server *s, const struct conn *c, const struct ima
         }
         child_list_remove(&s->pool, ch);
         ch->waiting = false;
-        s->npool--;
+        if (ch->prepared)
+                prepared_child_gone(s, ch);
+        else
+                s->npool--;
         s->pool_retry_at = now_ms() + POOL_SETTLE_MS;
         return ch;
 }

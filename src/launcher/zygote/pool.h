@@ -19,5 +19,12 @@ int pool_refill_in_ms(const struct server *s);
  * NULL when the pool is empty or the hand-over failed (that child is then killed). */
 struct child *pool_take(struct server *s, const struct conn *c, const struct image_entry *image, int report_fd);
 
+/* The same with the waiting child ch, which may be a prepared one (prepared.h). */
+struct child *pool_hand_over(struct server *s, struct child *ch, const struct conn *c, const struct image_entry *image,
+                             int report_fd);
+/* Forks a waiting child that prepares p's toolkit before it waits (not counted in the pool). */
+struct prepared_program;
+int pool_add_prepared(struct server *s, struct prepared_program *p);
+
 /* Lets every waiting child go (they exit when their channel closes); they are reaped as they end. */
 void pool_release(struct server *s);

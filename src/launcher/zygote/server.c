@@ -24,6 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pool.h"
+#include "prepared.h"
 #include "wire.h"
 
 extern char **environ;
@@ -189,7 +190,7 @@ int server_run(struct server *s) {
         struct epoll_event events[64];
 
         for (;;) {
-                bool idle = s->nchildren == 0 && s->npool == 0;
+                bool idle = s->nchildren == 0 && !s->pool;
                 if (s->force_exit || (s->shutting_down && idle) || (s->retiring && idle && !s->conns))
                         break;
                 /* The pool is refilled only when no event is waiting: a request never waits for it. */
@@ -198,6 +199,9 @@ int server_run(struct server *s) {
                 bool refill = refill_in == 0;
                 if (refill_in >= 0 && (timeout < 0 || refill_in < timeout))
                         timeout = refill_in;
+                int prepare_in = prepared_fill_in_ms(s);
+                if (prepare_in >= 0 && (timeout < 0 || prepare_in < timeout))
+                        timeout = prepare_in;
                 int scan_in = learn_scan_in_ms(s);
                 if (scan_in >= 0 && (timeout < 0 || scan_in < timeout))
                         timeout = scan_in;
@@ -207,6 +211,10 @@ int server_run(struct server *s) {
                 int n = epoll_wait(s->epoll_fd, events, (int) ELEMENTSOF(events), timeout);
                 if (n == 0 && refill) {
                         pool_add_one(s);
+                        continue;
+                }
+                if (n == 0 && prepared_fill_in_ms(s) == 0) {
+                        prepared_fill(s);
                         continue;
                 }
                 if (n == 0 && learn_scan_in_ms(s) == 0) {
@@ -311,6 +319,7 @@ void server_done(struct server *s) {
         }
         while (s->pool)
                 child_free(s, s->pool); /* the channel closes: the child exits */
+        prepared_done(s);
         image_cache_done(&s->cache);
         file_watch_done(&s->files);
         if (s->control_fd >= 0)

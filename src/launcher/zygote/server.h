@@ -55,9 +55,10 @@ struct server {
         struct conn *closed; /* freed at the end of each batch of events */
         struct child *children; /* running programs */
         unsigned nchildren;
-        struct child *pool; /* waiting children, see pool.h */
+        struct child *pool; /* waiting children, see pool.h, and prepared ones (prepared.h) */
         unsigned npool;
         uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
+        struct prepared_program *prepared; /* --prepare-display, by program */
         uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         uint64_t signal_logged_ms;    /* when an ignored signal was last logged (ms) */
         uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */

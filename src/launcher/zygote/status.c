@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "prepared.h"
 #include "server.h"
 
 struct text {
@@ -75,6 +76,20 @@ static void compose_learned(const struct server *s, struct text *t) {
                 }
 }
 
+/* --prepare-display: each program launched so far, and its prepared child. */
+static void compose_prepared(const struct server *s, struct text *t) {
+        add(t, "prepare-display: %s\n", s->options->prepare_display ? "on" : "off");
+        for (const struct prepared_program *p = s->prepared; p; p = p->next) {
+                const char *state = p->toolkit == TOOLKIT_NONE ? "refused"
+                                    : p->failed[0]             ? "failed"
+                                    : p->child                 ? "waiting"
+                                                               : "due";
+                const char *why = p->toolkit == TOOLKIT_NONE ? p->refusal : p->failed[0] ? p->failed : NULL;
+                add(t, "prepared: %s %s %s %llu%s%s\n", state, toolkit_name(p->toolkit), p->program,
+                    (unsigned long long) p->taken, why ? " -- " : "", why ? why : "");
+        }
+}
+
 static void compose(const struct server *s, struct text *t) {
         const struct daemon_options *o = s->options;
         add(t, "version: %s\n", HEADSTART_VERSION);
@@ -102,6 +117,7 @@ static void compose(const struct server *s, struct text *t) {
         for (size_t i = 0; i < o->warm_up.n; i++)
                 add(t, "warm-up: %s %s%s%s\n", s->warm_up[i].refused ? "refused" : "done", s->warm_up[i].step,
                     s->warm_up[i].refused ? " -- " : "", s->warm_up[i].refused ? s->warm_up[i].refused : "");
+        compose_prepared(s, t);
         add(t, "pool-size: %u\n", o->pool_size);
         add(t, "pool-waiting: %u\n", s->npool);
         add(t, "running: %u\n", s->nchildren);

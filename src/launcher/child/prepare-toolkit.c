@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+#include "prepare-toolkit.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "run-program.h"
+
+/* Where the zygote's channel goes: above the numbers the toolkit's own fds take, which are then the
+ * ones they take under exec (3, 4, ...: the display connection first). */
+#define CHANNEL_FD_FLOOR 200
+
+const char *toolkit_name(enum toolkit tk) {
+        return tk == TOOLKIT_GTK3 ? "gtk3" : tk == TOOLKIT_GTK4 ? "gtk4" : "none";
+}
+
+static void close_all(const int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+}
+
+/* fd moved to floor or above, out of the way of the targets. */
+static int above(int fd, int floor) {
+        int moved = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
+        if (fd >= 0)
+                close(fd);
+        return moved;
+}
+
+static bool is_target(const struct hs_launch_request *shape, int fd) {
+        for (uint32_t i = 0; i < shape->fixed.nfds; i++)
+                if ((int) shape->fd_targets[i] == fd)
+                        return true;
+        return false;
+}
+
+/* Each fd the launch will place taken meanwhile, so that the toolkit's own take the numbers they
+ * take under exec, after the passed ones: stdin and the others from /dev/null, stdout and stderr
+ * into memfds (nothing the toolkit says is lost, and nothing reaches the client before its program
+ * runs). */
+static int hold_targets(const struct hs_launch_request *shape, int floor) {
+        int fds[3] = { above(open("/dev/null", O_RDWR | O_CLOEXEC), floor),
+                       above(memfd_create("prepared-stdout", MFD_CLOEXEC), floor),
+                       above(memfd_create("prepared-stderr", MFD_CLOEXEC), floor) };
+        int r = fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ? -errno : 0;
+        for (uint32_t i = 0; r == 0 && i < shape->fixed.nfds; i++) {
+                int target = (int) shape->fd_targets[i];
+                if (dup2(fds[target < 3 ? target : 0], target) != target)
+                        r = -errno;
+        }
+        close_all(fds, 3);
+        return r;
+}
+
+/* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
+ * gtk_init_check(), each followed by its settings for the display, which read the theme. */
+static const char *init_toolkit(enum toolkit tk, const char *argv0) {
+        static char *args[2];
+        static int argc = 1;
+        static char **argv = args;
+        void *gtk = dlopen(tk == TOOLKIT_GTK3 ? "libgtk-3.so.0" : "libgtk-4.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (!gtk)
+                return "its toolkit is not loaded in the daemon";
+        void *init = dlsym(gtk, "gtk_init_check"), *settings = dlsym(gtk, "gtk_settings_get_default");
+        if (!init || !settings)
+                return "its toolkit has no gtk_init_check or gtk_settings_get_default";
+        int ok;
+        if (tk == TOOLKIT_GTK3) {
+                args[0] = (char *) argv0;
+                ok = ((int (*)(int *, char ***)) init)(&argc, &argv);
+        } else {
+                ok = ((int (*)(void)) init)();
+        }
+        if (!ok)
+                return "the toolkit could not open the display";
+        ((void *(*)(void)) settings)();
+        return NULL;
+}
+
+/* Every fd open now but the targets and the channel: the toolkit's. */
+static int list_kept(const struct hs_launch_request *shape, int channel, struct prepared_process *p) {
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+                return -errno;
+        p->nkept = 0;
+        int r = 0;
+        for (struct dirent *e; r == 0 && (e = readdir(d));) {
+                int fd = atoi(e->d_name);
+                if (e->d_name[0] == '.' || is_target(shape, fd) || fd == channel || fd == dirfd(d))
+                        continue;
+                if (p->nkept == PREPARED_MAX_FDS)
+                        r = -EMFILE;
+                else
+                        p->kept[p->nkept++] = fd;
+        }
+        closedir(d);
+        return r;
+}
+
+/* The first line the toolkit printed on stderr, to say why it failed. */
+static void first_error_line(char *buf, size_t size) {
+        ssize_t n = pread(2, buf, size - 1, 0);
+        buf[n > 0 ? n : 0] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+}
+
+int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
+                    struct prepared_process *ret, char *why, size_t size) {
+        *ret = (struct prepared_process){ .output = { -1, -1 } };
+        int floor = CHANNEL_FD_FLOOR;
+        for (uint32_t i = 0; i < shape->fixed.nfds; i++)
+                if ((int) shape->fd_targets[i] >= floor)
+                        floor = (int) shape->fd_targets[i] + 1;
+        int moved = fcntl(*channel, F_DUPFD_CLOEXEC, floor);
+        if (moved < 0 || (close(*channel), *channel = moved, hold_targets(shape, floor) < 0)) {
+                snprintf(why, size, "cannot set up its stdio: %s", strerror(errno));
+                return -1;
+        }
+
+        child_reset_signals(shape);
+        const char *failed = child_take_request_settings(shape);
+        if (failed) {
+                snprintf(why, size, "%s: %s", failed, strerror(errno));
+                return -1;
+        }
+        failed = init_toolkit(tk, shape->argv[0]);
+        if (failed) {
+                char line[160];
+                first_error_line(line, sizeof line);
+                snprintf(why, size, "%s%s%s", failed, line[0] ? ": " : "", line);
+                return -1;
+        }
+        /* glibc picks stdout's buffering at its first use, from whether fd 1 is a terminal: used now,
+         * it would stay fully buffered on the client's terminal. */
+        if (stdout->_IO_buf_base) {
+                snprintf(why, size, "the toolkit wrote to stdout through stdio while it started");
+                return -1;
+        }
+        ret->output[0] = fcntl(1, F_DUPFD_CLOEXEC, 3);
+        ret->output[1] = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        int r = ret->output[0] < 0 || ret->output[1] < 0 ? -errno : list_kept(shape, *channel, ret);
+        if (r < 0) {
+                snprintf(why, size, "cannot list the toolkit's fds: %s", strerror(-r));
+                return -1;
+        }
+        return 0;
+}
+
+bool prepared_wait(const struct prepared_process *p, int channel) {
+        struct pollfd fds[PREPARED_MAX_FDS + 1] = { { .fd = channel, .events = POLLIN } };
+        for (size_t i = 0; i < p->nkept; i++)
+                fds[i + 1] = (struct pollfd){ .fd = p->kept[i] }; /* hang-ups and errors only */
+        for (;;) {
+                int n = poll(fds, p->nkept + 1, -1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                for (size_t i = 1; n > 0 && i <= p->nkept; i++)
+                        if (fds[i].revents)
+                                return false;
+                return n > 0;
+        }
+}
+
+static void replay(int from, int to) {
+        char buf[4096];
+        ssize_t n;
+        for (off_t off = 0; (n = pread(from, buf, sizeof buf, off)) > 0; off += n)
+                for (ssize_t done = 0, w; done < n; done += w)
+                        if ((w = write(to, buf + done, (size_t) (n - done))) <= 0)
+                                return;
+}
+
+void prepared_replay_output(const struct prepared_process *p) {
+        replay(p->output[0], 1);
+        replay(p->output[1], 2);
+        close_all(p->output, 2);
+}

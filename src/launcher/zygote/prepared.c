@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: MIT */
+#include "prepared.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "children.h"
+#include "conn.h"
+#include "elf-info.h"
+#include "image-cache.h"
+#include "log.h"
+#include "macro.h"
+#include "pool.h"
+#include "server.h"
+
+/* After a launch, the next child is prepared this much later, so that its toolkit's start does not
+ * compete for a CPU with the program just started (50 to 500 ms of its own). */
+#define PREPARE_DELAY_MS 100u
+/* After a failed fork. */
+#define PREPARE_RETRY_MS 1000u
+
+#define MAX_DIRECT_LIBRARIES 64
+
+struct needs {
+        enum toolkit toolkit;
+        const char *refusal;
+        char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
+        size_t nlibraries;
+        bool sets_environment; /* it imports setenv or the like */
+};
+
+/* What a program may call before its toolkit starts that a prepared toolkit would not see. */
+static const struct {
+        const char *symbol, *why;
+} refused_imports[] = {
+        { "gdk_set_allowed_backends", "it picks the display backend itself before its toolkit starts" },
+        { "gtk_disable_setlocale", "it keeps its toolkit from setting the locale" },
+        { "gtk_init_with_args", "it gives its toolkit options of its own as it starts" },
+        { "gtk_parse_args", "it gives its toolkit options of its own as it starts" },
+        { "gdk_init", "it starts the display layer itself" },
+        { "gdk_init_check", "it starts the display layer itself" },
+        { "gdk_parse_args", "it starts the display layer itself" },
+        { "g_set_prgname", "it names itself (g_set_prgname), which its toolkit reads as it opens the display" },
+};
+
+/* Functions that change the environment, and the variables read as a toolkit starts: a program that
+ * has both may set one before its toolkit starts, which a prepared toolkit would not see. */
+static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
+                                                   "g_unsetenv" };
+static const char *const toolkit_variables[] = { "GDK_", "GTK_", "GSK_", "NO_AT_BRIDGE", "DISPLAY", "LANG", "LC_ALL",
+                                                 "LC_MESSAGES", "XDG_" };
+
+/* Whether the file names a variable its toolkit reads as it starts (a string, wherever it is). */
+static bool names_toolkit_variable(int fd) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return true;
+        char *data = malloc((size_t) st.st_size + 1);
+        bool found = !data || pread(fd, data, (size_t) st.st_size, 0) != st.st_size;
+        for (size_t i = 0; !found && i < ELEMENTSOF(toolkit_variables); i++)
+                found = memmem(data, (size_t) st.st_size, toolkit_variables[i], strlen(toolkit_variables[i])) != NULL;
+        free(data);
+        return found;
+}
+
+static void on_library(const char *name, void *data) {
+        struct needs *n = data;
+        if (strcmp(name, "libgtk-3.so.0") == 0)
+                n->toolkit = TOOLKIT_GTK3;
+        else if (strcmp(name, "libgtk-4.so.1") == 0)
+                n->toolkit = TOOLKIT_GTK4;
+        else if (n->nlibraries < MAX_DIRECT_LIBRARIES && (n->libraries[n->nlibraries] = strdup(name)))
+                n->nlibraries++;
+}
+
+static void ignore(const char *name, void *data) {
+        (void) name;
+        (void) data;
+}
+
+/* The toolkit of a program that links it through a library of its own (mousepad: libmousepad),
+ * from the libraries it needs as the daemon loaded them. */
+static enum toolkit toolkit_of_libraries(const struct needs *n) {
+        struct needs inner = { 0 };
+        for (size_t i = 0; !inner.toolkit && i < n->nlibraries; i++) {
+                void *h = dlopen(n->libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+                struct link_map *map;
+                if (!h)
+                        continue;
+                int fd = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 ? open(map->l_name, O_RDONLY | O_CLOEXEC) : -1;
+                if (fd >= 0) {
+                        (void) elf_needs_read(fd, on_library, ignore, &inner);
+                        close(fd);
+                }
+                dlclose(h);
+        }
+        for (size_t i = 0; i < inner.nlibraries; i++)
+                free(inner.libraries[i]);
+        return inner.toolkit;
+}
+
+static void on_import(const char *name, void *data) {
+        struct needs *n = data;
+        for (size_t i = 0; i < ELEMENTSOF(environment_setters); i++)
+                if (strcmp(name, environment_setters[i]) == 0)
+                        n->sets_environment = true;
+        for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
+                if (strcmp(name, refused_imports[i].symbol) == 0)
+                        n->refusal = refused_imports[i].why;
+}
+
+/* Whether the launch's binding only points the libraries at the program's copies of their own
+ * variables (stdout, optind...), which take the values the toolkit left in the originals. */
+static bool binds_copies_only(const struct bind_plan *plan) {
+        if (plan->nrebinds)
+                return false;
+        for (uint32_t i = 0; i < plan->nslots; i++) {
+                const struct bind_slot *slot = &plan->slots[i];
+                bool copy = false;
+                for (uint32_t j = 0; !slot->absolute && !copy && j < plan->ncopies; j++)
+                        copy = slot->value - plan->copies[j].offset < plan->copies[j].size;
+                if (!copy)
+                        return false;
+        }
+        return true;
+}
+
+/* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
+static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image) {
+        if (n->refusal)
+                return n->refusal;
+        if (n->toolkit == TOOLKIT_NONE)
+                return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
+        if (n->sets_environment && names_toolkit_variable(image->fd))
+                return "it may set a variable its toolkit reads (it changes its environment and names one)";
+        if (info->has_tls)
+                return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
+        if (!binds_copies_only(&image->plan))
+                return "its libraries' references go to functions it defines or another library interposes, "
+                       "which its toolkit would not reach before the launch binds them";
+        return NULL;
+}
+
+/* Which toolkit to prepare for the program, or why none. */
+static void judge(struct prepared_program *p, const struct image_entry *image) {
+        struct needs n = { 0 };
+        struct elf_info info;
+        if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
+                n.refusal = "its file cannot be read";
+        else if (!n.toolkit)
+                n.toolkit = toolkit_of_libraries(&n);
+        for (size_t i = 0; i < n.nlibraries; i++)
+                free(n.libraries[i]);
+        p->refusal = refusal(&n, &info, image);
+        p->toolkit = p->refusal ? TOOLKIT_NONE : n.toolkit;
+}
+
+static struct prepared_program *find(const struct server *s, dev_t dev, ino_t ino) {
+        for (struct prepared_program *p = s->prepared; p; p = p->next)
+                if (p->dev == dev && p->ino == ino)
+                        return p;
+        return NULL;
+}
+
+static bool same_strings(char *const *a, char *const *b) {
+        for (; *a && *b; a++, b++)
+                if (strcmp(*a, *b) != 0)
+                        return false;
+        return !*a && !*b;
+}
+
+/* GTK 3's own options, which gtk_init takes out of argv: a prepared GTK 3 has parsed none. */
+static bool has_gtk3_option(char *const *argv) {
+        static const char *const options[] = { "--g", "--class", "--name", "--display", "--screen", "--sync" };
+        for (size_t i = 1; argv[0] && argv[i]; i++)
+                for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
+                        if (strncmp(argv[i], options[j], strlen(options[j])) == 0)
+                                return true;
+        return false;
+}
+
+/* The prepared child held the same numbers while its toolkit opened its own, which therefore took
+ * the numbers exec would give them. */
+static bool same_targets(const struct hs_launch_request *a, const struct hs_launch_request *b) {
+        if (a->fixed.nfds != b->fixed.nfds ||
+            memcmp(a->fd_targets, b->fd_targets, a->fixed.nfds * sizeof a->fd_targets[0]) != 0)
+                return false;
+        unsigned stdio = 0;
+        for (uint32_t i = 0; i < b->fixed.nfds; i++)
+                if (b->fd_targets[i] <= 2)
+                        stdio |= 1u << b->fd_targets[i];
+        return stdio == 7;
+}
+
+/* Why req is not a launch p's child was prepared for, or NULL. */
+static const char *mismatch(const struct prepared_program *p, const struct hs_launch_request *req) {
+        const struct hs_launch_request *a = &p->shape;
+        if (strcmp(a->argv[0], req->argv[0]) != 0)
+                return "another argv[0]";
+        if (!same_strings(a->envp, req->envp))
+                return "another environment";
+        if (a->fixed.umask != req->fixed.umask || a->fixed.sigmask != req->fixed.sigmask ||
+            a->fixed.sigignore != req->fixed.sigignore ||
+            memcmp(a->fixed.rlimits, req->fixed.rlimits, sizeof a->fixed.rlimits) != 0)
+                return "another umask, resource limits or signal settings";
+        if (!same_targets(a, req))
+                return "other file descriptors passed (or not stdin, stdout and stderr)";
+        if (p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(req->argv))
+                return "a GTK option among its arguments";
+        return NULL;
+}
+
+static void release(struct prepared_program *p) {
+        struct child *ch = p->child;
+        p->child = NULL;
+        if (ch && ch->channel_fd >= 0) {
+                close(ch->channel_fd); /* it exits; reaped as any waiting child */
+                ch->channel_fd = -1;
+        }
+}
+
+/* A prepared child says why it is of no use on its channel, which it otherwise only reads from. */
+static bool unusable(struct prepared_program *p) {
+        char why[HS_MAX_TEXT];
+        ssize_t n = recv(p->child->channel_fd, why, sizeof why - 1, MSG_DONTWAIT);
+        if (n <= 0)
+                return n == 0; /* 0: it is gone */
+        why[n] = '\0';
+        log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, why);
+        snprintf(p->failed, sizeof p->failed, "%s", why);
+        release(p);
+        return true;
+}
+
+struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
+                            const struct image_entry *image, int report_fd) {
+        struct prepared_program *p = find(s, image->dev, image->ino);
+        if (!p || !p->child || unusable(p))
+                return NULL;
+        const char *why = mismatch(p, req);
+        if (why) {
+                if (s->options->verbose)
+                        log_info("%s: not the prepared child: %s", p->program, why);
+                return NULL;
+        }
+        struct child *ch = pool_hand_over(s, p->child, c, image, report_fd);
+        if (ch)
+                p->taken++;
+        return ch;
+}
+
+static void keep_shape(struct prepared_program *p, const struct conn *c) {
+        void *payload = malloc(c->header.size);
+        struct hs_launch_request shape;
+        const char *what;
+        if (!payload)
+                return;
+        memcpy(payload, c->payload, c->header.size);
+        if (hs_launch_parse(payload, c->header.size, c->nfds, &shape, &what) < 0) {
+                free(payload);
+                return;
+        }
+        if (!p->has_shape || mismatch(p, &shape))
+                p->failed[0] = '\0'; /* another launch: worth trying again */
+        if (p->has_shape)
+                hs_launch_request_done(&p->shape);
+        free(p->payload);
+        p->payload = payload;
+        p->shape = shape;
+        p->has_shape = true;
+}
+
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
+                          const char *program) {
+        if (!s->options->prepare_display || !program)
+                return;
+        struct prepared_program *p = find(s, image->dev, image->ino);
+        if (!p) {
+                p = calloc(1, sizeof *p);
+                if (!p)
+                        return;
+                *p = (struct prepared_program){ .next = s->prepared, .dev = image->dev, .ino = image->ino,
+                                                .program = program };
+                judge(p, image);
+                s->prepared = p;
+                if (p->refusal)
+                        log_info("%s: its toolkit is not prepared ahead of launches: %s", program, p->refusal);
+        }
+        if (p->toolkit == TOOLKIT_NONE)
+                return;
+        release(p); /* a child still waiting was not prepared for this launch */
+        keep_shape(p, c);
+        if (p->has_shape && !p->failed[0])
+                p->prepare_at = now_ms() + PREPARE_DELAY_MS;
+}
+
+int prepared_fill_in_ms(const struct server *s) {
+        if (s->shutting_down || s->retiring)
+                return -1;
+        uint64_t now = now_ms(), next = UINT64_MAX;
+        for (const struct prepared_program *p = s->prepared; p; p = p->next)
+                if (p->prepare_at && !p->child && p->prepare_at < next)
+                        next = p->prepare_at;
+        return next == UINT64_MAX ? -1 : next <= now ? 0 : (int) (next - now);
+}
+
+void prepared_fill(struct server *s) {
+        uint64_t now = now_ms();
+        for (struct prepared_program *p = s->prepared; p; p = p->next) {
+                if (!p->prepare_at || p->child || p->prepare_at > now)
+                        continue;
+                p->prepare_at = 0;
+                int r = pool_add_prepared(s, p);
+                if (r < 0) {
+                        log_warning_errno(r, "cannot fork a child to prepare %s; retrying in %u ms", p->program,
+                                          PREPARE_RETRY_MS);
+                        p->prepare_at = now + PREPARE_RETRY_MS;
+                }
+        }
+}
+
+void prepared_child_gone(struct server *s, struct child *ch) {
+        struct prepared_program *p = ch->prepared;
+        if (!p || p->child != ch)
+                return;
+        p->child = NULL;
+        if (!p->failed[0] && !s->shutting_down && !s->retiring)
+                p->prepare_at = now_ms() + PREPARE_DELAY_MS;
+}
+
+void prepared_done(struct server *s) {
+        while (s->prepared) {
+                struct prepared_program *p = s->prepared;
+                s->prepared = p->next;
+                if (p->has_shape)
+                        hs_launch_request_done(&p->shape);
+                free(p->payload);
+                free(p);
+        }
+}

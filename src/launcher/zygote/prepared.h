@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* --prepare-display: for each registered GTK 3 or GTK 4 program, one waiting child whose toolkit
+ * opened the display and read its settings ahead of the program's next launch
+ * (child/prepare-toolkit.h), with the environment, arguments and process settings of its last
+ * launch. Only a launch with exactly those takes it; any other gets an ordinary child. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "prepare-toolkit.h"
+#include "protocol.h"
+
+struct child;
+struct conn;
+struct image_entry;
+struct server;
+
+struct prepared_program {
+        struct prepared_program *next;
+        dev_t dev;
+        ino_t ino;
+        const char *program;  /* its registered path */
+        enum toolkit toolkit; /* TOOLKIT_NONE: never prepared, refusal says why */
+        const char *refusal;
+        void *payload; /* its last launch's request as received, and parsed (shape): what a child is
+                        * prepared with */
+        struct hs_launch_request shape;
+        bool has_shape;
+        struct child *child;  /* waiting, prepared with shape; or NULL */
+        uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
+        char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
+        uint64_t taken;       /* launches a prepared child took */
+};
+
+/* The prepared child of the program that c's request (req) launches, handed the request as
+ * pool_take hands one, if its preparation matches the request exactly; else NULL. */
+struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
+                            const struct image_entry *image, int report_fd);
+/* A launch of the registered program `program` was started: the next child for it is prepared with
+ * this request (c's payload), unless the one waiting already is. */
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
+                          const char *program);
+/* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */
+int prepared_fill_in_ms(const struct server *s);
+/* Forks the prepared children that are due. */
+void prepared_fill(struct server *s);
+/* A prepared child is gone (reaped, or handed its launch): another is prepared after a while. */
+void prepared_child_gone(struct server *s, struct child *ch);
+void prepared_done(struct server *s);

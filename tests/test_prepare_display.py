@@ -1,0 +1,176 @@
+"""headstartd --prepare-display under a real Wayland compositor (weston's headless backend, the
+test's own): the GTK 3 and GTK 4 samples, launched a second time exactly as the first, are taken by
+a child whose toolkit opened the display ahead, and print and exit as by exec; a launch that differs
+(environment, a GTK option) gets an ordinary child; what GTK says while it starts ahead reaches the
+launch's stderr; a compositor gone meanwhile costs one ordinary launch, never a broken one; a
+program that does not link GTK is never prepared, with the reason in --status."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import SANITIZED, Served, base_env, bin_path, run_exec, run_served
+from headstart.benchmark import display
+from headstart.daemon import RunningDaemon, private_daemon
+
+pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
+
+GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-widgets")
+WAIT_S = 30.0
+SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def compositor() -> Iterator[dict[str, str]]:
+    with display.private_display("wayland") as found:
+        yield found
+
+
+def prepared_daemon(compositor: dict[str, str], *programs: str) -> RunningDaemon:
+    args = [a for p in programs for a in ("--warm", p)] + ["--prepare-display", "--pool", "1", "--no-learn"]
+    return private_daemon([], extra_args=args, env=dict(os.environ, **compositor))
+
+
+def prepared_state(d: RunningDaemon, program: str) -> str:
+    """The daemon's word on the program's prepared child: waiting, due, failed, refused."""
+    for line in d.status().get("prepared", []):
+        _state, _toolkit, path, *_ = line.split(" ", 3)
+        if path == program:
+            return line
+    return ""
+
+
+def wait_prepared(d: RunningDaemon, program: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not prepared_state(d, program).startswith("waiting"):
+        assert time.monotonic() < deadline, f"no child prepared for {program}: {prepared_state(d, program)!r}"
+        time.sleep(0.05)
+    # Waiting means forked: the toolkit may still be starting. A launch then waits for it, which
+    # the test does not need to avoid.
+
+
+def taken_ahead(d: RunningDaemon) -> int:
+    return d.log_text().count("prepared ahead)")
+
+
+def without_times(err: bytes) -> bytes:
+    """GLib's messages carry the pid and the time of day ("(gtk-hello:123): Gtk-Message: 10:31:02.123:")."""
+    return re.sub(rb"\d\d:\d\d:\d\d\.\d\d\d", b"T", re.sub(rb"\((\S+):\d+\)", rb"(\1)", err))
+
+
+@pytest.mark.parametrize("program", [GTK3, GTK4], ids=["gtk3", "gtk4"])
+def test_a_second_launch_like_the_first_is_taken_prepared_and_behaves_as_exec(compositor, program):
+    env = base_env(**compositor)
+    argv = [str(program), "a b", "c"]
+    expected = run_exec(argv, env=env)
+    assert expected.returncode == 0, expected.stderr
+    with prepared_daemon(compositor, str(program)) as d:
+        with Served(d):
+            first = run_served(d, argv, env=env)
+        assert (first.returncode, first.stdout) == (0, expected.stdout)
+        for _ in range(2):
+            wait_prepared(d, str(program))
+            before = taken_ahead(d)
+            with Served(d):
+                got = run_served(d, argv, env=env)
+            assert taken_ahead(d) == before + 1, d.log_text()
+            assert (got.returncode, got.stdout, without_times(got.stderr)) == (
+                0,
+                expected.stdout,
+                without_times(expected.stderr),
+            )
+
+
+def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(GTK3)) as d:
+        run_served(d, [str(GTK3)], env=env)
+        other = dict(env, EXTRA="1")
+        for argv, launch_env, why in (
+            ([str(GTK3)], other, "another environment"),
+            ([str(GTK3), "--name", "other"], other, "a GTK option among its arguments"),
+        ):
+            wait_prepared(d, str(GTK3))
+            expected = run_exec(argv, env=launch_env)
+            before = taken_ahead(d)
+            with Served(d):
+                got = run_served(d, argv, env=launch_env)
+            assert taken_ahead(d) == before, d.log_text()
+            assert f"not the prepared child: {why}" in d.log_text()
+            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+
+
+def test_what_gtk_says_as_it_starts_ahead_reaches_the_launch(compositor):
+    env = base_env(**compositor, GTK_MODULES="headstart-no-such-module")
+    expected = run_exec([str(GTK3)], env=env)
+    assert b"headstart-no-such-module" in expected.stderr
+    with prepared_daemon(compositor, str(GTK3)) as d:
+        run_served(d, [str(GTK3)], env=env)
+        wait_prepared(d, str(GTK3))
+        before = taken_ahead(d)
+        got = run_served(d, [str(GTK3)], env=env)
+        assert taken_ahead(d) == before + 1
+        assert without_times(got.stderr) == without_times(expected.stderr)
+        assert got.stdout == expected.stdout
+
+
+def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
+    with prepared_daemon(compositor, str(GTK3)) as d:
+        with display.private_display("wayland") as first:
+            run_served(d, [str(GTK3)], env=base_env(**first))
+            wait_prepared(d, str(GTK3))
+            time.sleep(1)  # its toolkit has started and waits
+        time.sleep(0.5)  # the compositor and the bus are gone: the child saw its connections close
+        with display.private_display("wayland") as second:
+            env = base_env(**second)
+            expected = run_exec([str(GTK3)], env=env)
+            before = taken_ahead(d)
+            with Served(d):
+                got = run_served(d, [str(GTK3)], env=env)
+            assert "was closed while it waited" in d.log_text()
+            assert taken_ahead(d) == before
+            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+            # The next launch like this one is prepared again, on the compositor now running.
+            wait_prepared(d, str(GTK3))
+            with Served(d):
+                again = run_served(d, [str(GTK3)], env=env)
+            assert taken_ahead(d) == before + 1, d.log_text()
+            assert (again.returncode, again.stdout) == (expected.returncode, expected.stdout)
+
+
+def test_a_program_without_gtk_is_refused_with_its_reason(compositor):
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(QT)) as d:
+        expected = run_exec([str(QT)], env=env)
+        with Served(d):
+            got = run_served(d, [str(QT)], env=env)
+        assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+        state = prepared_state(d, str(QT))
+        assert state.startswith("refused none") and "does not link GTK 3 or GTK 4" in state, state
+
+
+@pytest.mark.skipif(SANITIZED, reason="bench: as in test_bench.py, the normal pass")
+def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "headstart", "bench", "--quick", "--display", "wayland", "--programs", "gtk-hello",
+         "--runs", "3", "--modes", "exec,prepared", "--clients", "run", "--json", "-o", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    jsonschema.validate(data, SCHEMA)
+    (program,) = data["programs"]
+    assert program["served"] == program["requested"] == 3
+    mode = program["modes"]["run@prepared"]
+    assert mode["status"] == "ok", mode["errors"]
+    assert mode["to_ready_us"]["count"] == 3
