@@ -63,6 +63,11 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
     print("headstartd:", {k: counts.get(k) for k in ("launches", "declines")})
     if int(counts.get("launches", -1)) != served + 1:
         failures.append(f"headstartd served {counts.get('launches')} launches, not the home screen and {served} apps")
+    # The warm served launch comes after a cold one just like it: its toolkit was started ahead.
+    prepared = [line for line in result.status if line.startswith("prepared: ")]
+    print("headstartd:", prepared)
+    if not any(line.split()[1:3] == ["waiting", "gtk3"] and line.split()[4] == "1" for line in prepared):
+        failures.append(f"the second app's warm launch was not taken by a prepared child: {prepared}")
     return failures
 
 

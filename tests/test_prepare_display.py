@@ -37,7 +37,7 @@ def compositor() -> Iterator[dict[str, str]]:
 
 
 def prepared_daemon(compositor: dict[str, str], *programs: str) -> RunningDaemon:
-    args = [a for p in programs for a in ("--warm", p)] + ["--prepare-display", "--pool", "1", "--no-learn"]
+    args = [a for p in programs for a in ("--warm", p, "--prepare-display", p)] + ["--pool", "1", "--no-learn"]
     return private_daemon([], extra_args=args, env=dict(os.environ, **compositor))
 
 

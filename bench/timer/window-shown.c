@@ -8,7 +8,9 @@
  * It prints "watching" once it watches (followed by " WAYLAND_DISPLAY=PATH" with Wayland), then
  * "mapped" (X) or "shown" (Wayland) at the first window. On X alone it exits there; a proxy goes
  * on passing the program's messages until SIGTERM (it then removes its socket), which the end of
- * its parent sends too (PR_SET_PDEATHSIG). It exits with 1 and a message when it cannot watch (no
+ * its parent sends too (PR_SET_PDEATHSIG). SIGUSR1 starts a new watch on the same socket: the
+ * next first frame says "shown" again, once it said "next" (a device's app opened again, with the same WAYLAND_DISPLAY
+ * as before, so that headstartd --prepare-display can start its toolkit ahead). It exits with 1 and a message when it cannot watch (no
  * display, no compositor, no libxcb in this build) or loses the X display before a window shows. */
 #include <errno.h>
 #include <poll.h>
@@ -23,9 +25,13 @@
 
 static volatile sig_atomic_t stop_requested;
 
-static void on_sigterm(int sig) {
-        (void) sig;
-        stop_requested = 1;
+static volatile sig_atomic_t next_requested;
+
+static void on_signal(int sig) {
+        if (sig == SIGUSR1)
+                next_requested = 1;
+        else
+                stop_requested = 1;
 }
 
 static void say(const char *line) {
@@ -34,10 +40,11 @@ static void say(const char *line) {
 }
 
 int main(void) {
-        struct sigaction sa = { .sa_handler = on_sigterm }; /* no SA_RESTART: poll returns EINTR */
+        struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART: poll returns EINTR */
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
         pid_t parent = getppid();
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
                 return EXIT_FAILURE;
@@ -64,6 +71,12 @@ int main(void) {
                                        { wl ? wayland_watch_fd(wl) : -1, POLLIN, 0 } };
                 if (poll(p, 2, -1) < 0 && errno != EINTR)
                         break;
+                if (next_requested && wl) {
+                        next_requested = 0;
+                        wayland_watch_reset(wl);
+                        shown = false;
+                        say("next");
+                }
                 if (x && !shown && window_watch_mapped(x)) {
                         say("mapped");
                         shown = true;

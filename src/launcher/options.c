@@ -73,7 +73,8 @@ static int parse_warm_up(struct daemon_options *o, const char *value) {
 /* One setting, the same for `--key value` and `key = value`. */
 static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
         int r;
-        static const char *const named[] = { "app", "warm", "preload", "terminal", "schedule", "socket", "cache-dir" };
+        static const char *const named[] = { "app",    "warm",   "preload",   "terminal",
+                                             "prepare-display", "schedule", "socket", "cache-dir" };
         for (size_t i = 0; i < ELEMENTSOF(named); i++)
                 if (strcmp(key, named[i]) == 0 && !*value)
                         return log_error("%s%s: empty: name a file", setting_origin, key), -EINVAL;
@@ -109,7 +110,7 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
         else if (strcmp(key, "verbose") == 0)
                 return parse_bool(key, value, &o->verbose);
         else if (strcmp(key, "prepare-display") == 0)
-                return parse_bool(key, value, &o->prepare_display);
+                r = string_list_add(&o->prepare_display, value);
         else if (strcmp(key, "max-children") == 0)
                 return parse_number(key, value, 1, 65536, &o->max_children);
         else if (strcmp(key, "pool") == 0)
@@ -241,10 +242,10 @@ static void help(void) {
                 "                       LIBRARY:FUNCTION (a function with no argument of a loaded\n"
                 "                       library); each is tested first and refused if it starts a thread\n"
                 "                       or opens a socket\n"
-                "  --prepare-display    for each registered GTK 3 or GTK 4 program, keep a child whose\n"
-                "                       toolkit opened the display and read its theme ahead, with the\n"
-                "                       environment of the program's last launch; only a launch exactly\n"
-                "                       like it takes that child (docs/limitations.md)\n"
+                "  --prepare-display PROGRAM  keep a child whose toolkit (GTK 3 or GTK 4) opened the\n"
+                "                       display and read its theme ahead of PROGRAM's next launch, with\n"
+                "                       the settings of its last; only a launch exactly like that one\n"
+                "                       takes it (a registered program; repeatable; docs/limitations.md)\n"
                 "  --terminal PROGRAM   serve PROGRAM also to a client with a controlling terminal: it only\n"
                 "                       writes to it (no /dev/tty, no job control of its own), as a\n"
                 "                       compiler; others go to exec then (repeatable)\n"
@@ -284,7 +285,7 @@ static const struct long_option long_options[] = {
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
         { "terminal", true },       { "report-launches", true }, { "schedule", true },
-        { "prepare-display", false },
+        { "prepare-display", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -364,5 +365,6 @@ void options_done(struct daemon_options *o) {
         string_list_done(&o->preloads);
         string_list_done(&o->warm_up);
         string_list_done(&o->terminal);
+        string_list_done(&o->prepare_display);
         string_list_done(&o->schedules);
 }

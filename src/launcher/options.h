@@ -17,6 +17,7 @@ struct daemon_options {
         struct string_list preloads;
         struct string_list warm_up; /* framework initialisation run in the zygote (warm-up.h) */
         struct string_list terminal; /* programs served from a terminal too (they only write to it) */
+        struct string_list prepare_display; /* programs whose toolkit a child starts ahead (zygote/prepared.h) */
         struct string_list schedules; /* "PROGRAM KEY=VALUE...": how a program is scheduled (schedule.h) */
         bool allow_root;
         bool verbose;
@@ -25,7 +26,6 @@ struct daemon_options {
         unsigned refresh_launches; /* start a fresh zygote after this many launches; 0: never */
         unsigned refresh_seconds;  /* ... or after this long; 0: never */
         bool no_learn;             /* adaptive preload off: learn nothing, preload nothing learned */
-        bool prepare_display;      /* a child per GTK program opens the display ahead (zygote/prepared.h) */
         char *learn_file;          /* NULL: beside the socket, "learned" */
         unsigned learn_refresh;    /* a fresh zygote once this many new objects were learned */
         char *report_launches;     /* headstart-pind's socket; NULL: the default; "none": off */

@@ -27,6 +27,7 @@ class DaemonMode:
     flag: str  # how the programs are registered: --app (libraries preloaded) or --warm (the program too)
     args: list[str]
     trained: bool = False  # learns what its programs load after main before it is timed
+    prepared: bool = False  # --prepare-display for each program: its toolkit started ahead
 
 
 # How the daemon holds each program: its libraries preloaded; the program loaded too; that with a pool
@@ -39,7 +40,7 @@ DAEMON_MODES: dict[str, DaemonMode] = {
     "pool": DaemonMode("--warm", ["--no-learn", *POOL]),
     "learned": DaemonMode("--warm", POOL, trained=True),
     "warm-up": DaemonMode("--warm", [*POOL, "--warm-up", "fontconfig"], trained=True),
-    "prepared": DaemonMode("--warm", [*POOL, "--warm-up", "fontconfig", "--prepare-display"], trained=True),
+    "prepared": DaemonMode("--warm", [*POOL, "--warm-up", "fontconfig"], trained=True, prepared=True),
 }
 
 TRAINING_LAUNCHES = 2
@@ -77,7 +78,8 @@ def start_daemons(
         if mode == "exec":
             continue
         spec = DAEMON_MODES[mode]
-        extra = [arg for p in programs for arg in (spec.flag, str(p.path))] + mode_args(mode, warm_up)
+        flags = [spec.flag, "--prepare-display"] if spec.prepared else [spec.flag]
+        extra = [arg for p in programs for flag in flags for arg in (flag, str(p.path))] + mode_args(mode, warm_up)
         try:
             daemon = stack.enter_context(private_daemon([], extra_args=extra, env=env))
             if spec.trained:

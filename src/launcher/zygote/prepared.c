@@ -277,9 +277,16 @@ static void keep_shape(struct prepared_program *p, const struct conn *c) {
         p->has_shape = true;
 }
 
+static bool named(const struct server *s, const struct image_entry *image) {
+        for (size_t i = 0; i < s->nprepare_ok; i++)
+                if (s->prepare_ok[i].dev == image->dev && s->prepare_ok[i].ino == image->ino)
+                        return true;
+        return false;
+}
+
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
                           const char *program) {
-        if (!s->options->prepare_display || !program)
+        if (!program || !named(s, image))
                 return;
         struct prepared_program *p = find(s, image->dev, image->ino);
         if (!p) {

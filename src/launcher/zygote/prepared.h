@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* --prepare-display: for each registered GTK 3 or GTK 4 program, one waiting child whose toolkit
+/* --prepare-display PROGRAM: for each such registered GTK 3 or GTK 4 program, one waiting child whose toolkit
  * opened the display and read its settings ahead of the program's next launch
  * (child/prepare-toolkit.h), with the environment, arguments and process settings of its last
  * launch. Only a launch with exactly those takes it; any other gets an ordinary child. */
@@ -38,8 +38,8 @@ struct prepared_program {
  * pool_take hands one, if its preparation matches the request exactly; else NULL. */
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd);
-/* A launch of the registered program `program` was started: the next child for it is prepared with
- * this request (c's payload), unless the one waiting already is. */
+/* A launch of the registered program `program` was started: if --prepare-display names it, the
+ * next child for it is prepared with this request (c's payload). */
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
                           const char *program);
 /* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */

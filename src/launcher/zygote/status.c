@@ -76,9 +76,8 @@ static void compose_learned(const struct server *s, struct text *t) {
                 }
 }
 
-/* --prepare-display: each program launched so far, and its prepared child. */
+/* --prepare-display: each program it names launched so far, and its prepared child. */
 static void compose_prepared(const struct server *s, struct text *t) {
-        add(t, "prepare-display: %s\n", s->options->prepare_display ? "on" : "off");
         for (const struct prepared_program *p = s->prepared; p; p = p->next) {
                 const char *state = p->toolkit == TOOLKIT_NONE ? "refused"
                                     : p->failed[0]             ? "failed"

@@ -166,19 +166,21 @@ static int add_preloads(const struct string_list *preloads, struct string_list *
         return 0;
 }
 
-/* The --terminal programs, by identity: a client may name them by another path. */
-static int find_terminal_programs(struct server *s, const struct string_list *names) {
-        s->terminal_ok = calloc(names->n ? names->n : 1, sizeof *s->terminal_ok);
-        if (!s->terminal_ok)
+/* The programs an option names (--terminal, --prepare-display), by identity: a client may name them
+ * by another path. */
+static int find_programs(const char *option, const struct string_list *names, struct file_id **ret, size_t *ret_n) {
+        *ret_n = 0;
+        *ret = calloc(names->n ? names->n : 1, sizeof **ret);
+        if (!*ret)
                 return log_error("out of memory");
         for (size_t i = 0; i < names->n; i++) {
                 char path[PATH_MAX];
                 struct stat st;
                 if (preload_find_program(names->items[i], path) < 0 || stat(path, &st) < 0) {
-                        log_warning("--terminal %s: cannot find the program", names->items[i]);
+                        log_warning("--%s %s: cannot find the program", option, names->items[i]);
                         continue;
                 }
-                s->terminal_ok[s->nterminal_ok++] = (struct file_id){ st.st_dev, st.st_ino };
+                (*ret)[(*ret_n)++] = (struct file_id){ st.st_dev, st.st_ino };
         }
         return 0;
 }
@@ -389,7 +391,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
         if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why, argv)) < 0 ||
-            (r = find_terminal_programs(&s, &o->terminal)) < 0 ||
+            (r = find_programs("terminal", &o->terminal, &s.terminal_ok, &s.nterminal_ok)) < 0 ||
+            (r = find_programs("prepare-display", &o->prepare_display, &s.prepare_ok, &s.nprepare_ok)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
