@@ -174,3 +174,6 @@ def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
     mode = program["modes"]["run@prepared"]
     assert mode["status"] == "ok", mode["errors"]
     assert mode["to_ready_us"]["count"] == 3
+    # The first launch of the run comes after the training's, made with another Wayland proxy (another
+    # environment): never prepared. The two after it are, each like the one before.
+    assert program["prepared_launches"] == 2

@@ -34,6 +34,10 @@ class RunningDaemon:
         # The line's own word, not a reason quoted in another line ("... started a thread").
         return self.log_text().count("]: started ")
 
+    def launches_prepared(self) -> int:
+        """Launches taken by a child whose toolkit was started ahead (--prepare-display)."""
+        return self.log_text().count(", prepared ahead)")
+
     def status(self) -> dict[str, list[str]]:
         """The daemon's answer to `headstart-run --status`: each key with its values in order."""
         out = subprocess.run(

@@ -32,6 +32,7 @@ class ProgramResult:
     memory_errors: dict[str, str] = field(default_factory=dict)
     daemon_memory: dict[str, dict[str, float]] = field(default_factory=dict)  # per daemon mode, after the run
     display: str | None = None  # "x11" or "wayland" for a program timed on a display, else None
+    prepared_launches: int | None = None  # the prepared mode's launches taken by a child prepared ahead
 
     def relocations_of(self, key: str) -> Relocations | None:
         return self.relocations.get(daemon_mode(key))
@@ -122,6 +123,7 @@ def program_dict(p: ProgramResult) -> dict[str, Any]:
         "memory_errors": p.memory_errors,
         "daemon_memory": p.daemon_memory,
         "display": p.display,
+        "prepared_launches": p.prepared_launches,
     }
 
 

@@ -88,6 +88,8 @@ def _measure_group(
         preload_instead = not_warm(daemons)
         for program in programs:
             before = {mode: d.launches_started() for mode, d in daemons.running.items()}
+            prepared = daemons.running.get("prepared")
+            prepared_before = prepared.launches_prepared() if prepared else 0
             modes = time_program(program, keys, plan.runs, daemons.running, daemons.unavailable, env, progress)
             served = {mode: d.launches_started() - before[mode] for mode, d in daemons.running.items()}
             _mark_fallbacks(modes, served)
@@ -106,6 +108,7 @@ def _measure_group(
                 relocations=_relocations(program.path, in_preload),
                 loader=relocations.loader_statistics(program.argv),
                 display=program.shown_on,
+                prepared_launches=prepared.launches_prepared() - prepared_before if prepared else None,
             )
             if plan.memory_launches:
                 _measure_memory(result, program, daemons, plan, env)

@@ -215,6 +215,20 @@ def loader_notes(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def prepared_notes(data: dict[str, Any]) -> list[str]:
+    """How many of the prepared mode's launches a child prepared ahead took (the first of a run, and
+    any unlike the one before, never are; a program headstartd does not prepare, none)."""
+    lines = []
+    for p in data["programs"]:
+        taken = p.get("prepared_launches")
+        asked = p["runs"] * sum(1 for k in p["modes"] if daemon_mode(k) == "prepared")
+        if taken is not None and asked:
+            lines.append(
+                f"{p['program']}: {taken} of {asked} launches of the prepared mode took a child prepared ahead"
+            )
+    return lines
+
+
 def problems(data: dict[str, Any]) -> list[str]:
     """Launches that were not served, errors, programs missing: what makes the run incomplete."""
     lines = []
@@ -274,6 +288,8 @@ def render(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
         settings = ", ".join(f"{k}={v}" for k, v in chosen.items())
         console.print(f"every launch, in every mode, ran with these toolkit settings: {settings}", highlight=False)
     for line in loader_notes(data):
+        console.print(line)
+    for line in prepared_notes(data):
         console.print(line)
     for line in problems(data):
         console.print(line, style="bold red", markup=False)
