@@ -133,9 +133,12 @@ static bool binds_copies_only(const struct bind_plan *plan) {
 }
 
 /* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
-static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image) {
+static const char *refusal(const struct server *s, const struct needs *n, const struct elf_info *info,
+                           const struct image_entry *image) {
         if (n->refusal)
                 return n->refusal;
+        if (schedule_for(s->schedules, s->nschedules, image->dev, image->ino))
+                return "it has a --schedule, which the threads its toolkit starts early would not all get";
         if (n->toolkit == TOOLKIT_NONE)
                 return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
         if (n->sets_environment && names_toolkit_variable(image->fd))
@@ -149,7 +152,7 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
 }
 
 /* Which toolkit to prepare for the program, or why none. */
-static void judge(struct prepared_program *p, const struct image_entry *image) {
+static void judge(const struct server *s, struct prepared_program *p, const struct image_entry *image) {
         struct needs n = { 0 };
         struct elf_info info;
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
@@ -158,7 +161,7 @@ static void judge(struct prepared_program *p, const struct image_entry *image) {
                 n.toolkit = toolkit_of_libraries(&n);
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
-        p->refusal = refusal(&n, &info, image);
+        p->refusal = refusal(s, &n, &info, image);
         p->toolkit = p->refusal ? TOOLKIT_NONE : n.toolkit;
 }
 
@@ -295,7 +298,7 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
                         return;
                 *p = (struct prepared_program){ .next = s->prepared, .dev = image->dev, .ino = image->ino,
                                                 .program = program };
-                judge(p, image);
+                judge(s, p, image);
                 s->prepared = p;
                 if (p->refusal)
                         log_info("%s: its toolkit is not prepared ahead of launches: %s", program, p->refusal);
