@@ -443,14 +443,25 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
         return r;
 }
 
+/* A 64-bit ELF file's whole image; data NULL (nothing to read) for any other file. */
+static int load_elf64(int fd, struct image *im) {
+        int r = image_load(fd, im);
+        if (r >= 0 && im->data &&
+            !(im->size >= sizeof(Elf64_Ehdr) && memcmp(im->data, ELFMAG, SELFMAG) == 0 &&
+              im->data[EI_CLASS] == ELFCLASS64)) {
+                free((void *) im->data);
+                im->data = NULL;
+        }
+        return r;
+}
+
 int elf_exports_read(int fd, struct elf_exports *ret) {
         struct image im;
         *ret = (struct elf_exports){ 0 };
-        int r = image_load(fd, &im);
+        int r = load_elf64(fd, &im);
         if (r < 0)
                 return r;
-        if (im.data && im.size >= sizeof(Elf64_Ehdr) && memcmp(im.data, ELFMAG, SELFMAG) == 0 &&
-            im.data[EI_CLASS] == ELFCLASS64)
+        if (im.data)
                 r = read_exports(&im, ret);
         free((void *) im.data);
         if (r < 0)
@@ -507,11 +518,10 @@ static int read_needs(const struct image *im, void (*on_library)(const char *nam
 int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
                    void (*on_import)(const char *name, void *data), void *data) {
         struct image im;
-        int r = image_load(fd, &im);
+        int r = load_elf64(fd, &im);
         if (r < 0)
                 return r;
-        if (im.data && im.size >= sizeof(Elf64_Ehdr) && memcmp(im.data, ELFMAG, SELFMAG) == 0 &&
-            im.data[EI_CLASS] == ELFCLASS64)
+        if (im.data)
                 r = read_needs(&im, on_library, on_import, data);
         free((void *) im.data);
         return r;

@@ -3,10 +3,12 @@ zygote could take over and what it never can (issue 27).
 
 Every moment of the main thread from main to the end of the trace is either in a system call or in
 the stretch between two (computation). Each is put in one kind:
-- never takeable, per launch: the display connection (calls on its socket: the connection's setup,
+- never takeable by the zygote, per launch: the display connection (calls on its socket: the connection's setup,
   round trips, the first frame sent; poll on it, waiting for the server), the session bus's
   connections (D-Bus, the accessibility bus), and waiting for the program's own threads (futex: a
-  thread cannot be started ahead in a forking zygote). A wait that ends within WOKEN_WITHIN_S of
+  thread cannot be started ahead in a forking zygote). For a GTK program what it does on the first
+  two as its toolkit starts (the connection, its first round trips, the settings read from the bus)
+  a child prepared ahead takes (headstartd --prepare-display). A wait that ends within WOKEN_WITHIN_S of
   another thread's call on the display, the bus, fontconfig's files or an object being loaded is
   counted as that kind instead (GLib's D-Bus worker, Qt's xcb thread, Pango's font thread);
 - could be taken: the loader mapping and relocating objects (`.so` files opened, mapped, made

@@ -84,8 +84,10 @@ def _waits(trace: dict[str, Any]) -> Table:
 
 # Each kind of the main thread's time after main, by who could take it (profiling/after_main_shares.py).
 SHARE_GROUPS = {
-    "display": "never (per display)",
-    "session bus": "never (per launch)",
+    # A child prepared ahead (headstartd --prepare-display) takes what a GTK program does on both as
+    # its toolkit starts; the zygote never can.
+    "display": "never (per display; prepared: GTK's start)",
+    "session bus": "never (per launch; prepared: GTK's start)",
     "waiting for its threads": "never (threads)",
     "loading objects": "preload",
     "fontconfig": "warm-up",

@@ -154,7 +154,7 @@ static const char *refusal(const struct server *s, const struct needs *n, const 
 /* Which toolkit to prepare for the program, or why none. */
 static void judge(const struct server *s, struct prepared_program *p, const struct image_entry *image) {
         struct needs n = { 0 };
-        struct elf_info info;
+        struct elf_info info = { 0 };
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
                 n.refusal = "its file cannot be read";
         else if (!n.toolkit)
@@ -181,9 +181,10 @@ static bool same_strings(char *const *a, char *const *b) {
 
 /* GTK 3's own options, which gtk_init takes out of argv: a prepared GTK 3 has parsed none. */
 static bool has_gtk3_option(char *const *argv) {
-        static const char *const options[] = { "--g", "--class", "--name", "--display", "--screen", "--sync" };
+        static const char *const options[] = { "--gtk-", "--gdk-", "--g-fatal-warnings", "--class",
+                                                "--name",  "--display", "--screen", "--sync" };
         for (size_t i = 1; argv[0] && argv[i]; i++)
-                for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
+                for (size_t j = 0; j < ELEMENTSOF(options); j++)
                         if (strncmp(argv[i], options[j], strlen(options[j])) == 0)
                                 return true;
         return false;
