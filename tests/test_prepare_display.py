@@ -42,7 +42,7 @@ def prepared_daemon(compositor: dict[str, str], *programs: str) -> RunningDaemon
 
 
 def prepared_state(d: RunningDaemon, program: str) -> str:
-    """The daemon's word on the program's prepared child: waiting, due, failed, refused."""
+    """The daemon's word on the program's prepared child: ready, starting, due, failed, refused."""
     for line in d.status().get("prepared", []):
         _state, _toolkit, path, *_ = line.split(" ", 3)
         if path == program:
@@ -52,7 +52,7 @@ def prepared_state(d: RunningDaemon, program: str) -> str:
 
 def wait_prepared(d: RunningDaemon, program: str) -> None:
     deadline = time.monotonic() + WAIT_S
-    while not prepared_state(d, program).startswith("waiting"):
+    while not prepared_state(d, program).startswith("ready"):
         assert time.monotonic() < deadline, f"no child prepared for {program}: {prepared_state(d, program)!r}"
         time.sleep(0.05)
     # Waiting means forked: the toolkit may still be starting. A launch then waits for it, which

@@ -201,6 +201,15 @@ static void finish(struct launch *x) {
 /* Where the program finds the mark pipe (inherited, so without close-on-exec). */
 #define MARK_FD 99
 
+/* Between launches /dev/null holds MARK_FD (close-on-exec), so that no fd of ours takes it. */
+static void reserve_mark_fd(void) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (fd != MARK_FD && dup3(fd, MARK_FD, O_CLOEXEC) != MARK_FD))
+                exit(EXIT_FAILURE);
+        if (fd != MARK_FD)
+                close(fd);
+}
+
 static char **env_with_mark(int fd) {
         size_t n = 0;
         while (environ[n])
@@ -422,7 +431,8 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         if (pipe2(mark, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
                 exit(EXIT_FAILURE);
         /* The same number in every launch (the Wayland proxy's connections come and go below it), so
-         * that every launch of a run has the same fds and environment, as a launcher's would. */
+         * that every launch of a run has the same fds and environment, as a launcher's would. It is
+         * held by /dev/null between launches (reserve_mark_fd), so nothing else gets it. */
         if (dup2(mark[1], MARK_FD) != MARK_FD)
                 exit(EXIT_FAILURE);
         close(mark[1]);
@@ -453,7 +463,7 @@ static bool one_launch(const struct config *c, const struct mode *m, int round) 
         dup2(saved_err, STDERR_FILENO);
         close(saved_out);
         close(saved_err);
-        close(mark[1]);
+        reserve_mark_fd();
         close(out[1]);
         posix_spawn_file_actions_destroy(&fa);
         if (r == 0)
@@ -664,6 +674,7 @@ int main(int argc, char *argv[]) {
         if (c.ready_wanted && c.timeout_ns < 0)
                 c.timeout_ns = READY_TIMEOUT_NS;
 
+        reserve_mark_fd();
         /* Results go to our stdout; the programs get /dev/null for stdin, the output pipe for the rest. */
         c.out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
         int null = open("/dev/null", O_RDWR);

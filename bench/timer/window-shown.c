@@ -64,16 +64,26 @@ int main(void) {
                 printf("watching\n");
         fflush(stdout);
 
+        /* SIGUSR1 and SIGTERM are taken only inside ppoll: one that comes between the flags' check
+         * and the wait is not lost until the next event. */
+        sigset_t blocked, during_wait;
+        sigemptyset(&blocked);
+        sigaddset(&blocked, SIGUSR1);
+        sigaddset(&blocked, SIGTERM);
+        sigaddset(&blocked, SIGINT);
+        sigprocmask(SIG_BLOCK, &blocked, &during_wait);
         int status = EXIT_SUCCESS;
         bool shown = false;
         while (!stop_requested) {
                 struct pollfd p[2] = { { x ? window_watch_fd(x) : -1, POLLIN, 0 },
                                        { wl ? wayland_watch_fd(wl) : -1, POLLIN, 0 } };
-                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                if (ppoll(p, 2, NULL, &during_wait) < 0 && errno != EINTR)
                         break;
                 if (next_requested && wl) {
                         next_requested = 0;
                         wayland_watch_reset(wl);
+                        if (x)
+                                window_watch_reset(x);
                         shown = false;
                         say("next");
                 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run-program.h"
@@ -88,7 +89,7 @@ static const char *init_toolkit(enum toolkit tk, const char *argv0) {
         return NULL;
 }
 
-/* Every fd open now but the targets and the channel: the toolkit's. */
+/* Every fd open now but the targets and the channel: the toolkit's, and the captured output. */
 static int list_kept(const struct hs_launch_request *shape, int channel, struct prepared_process *p) {
         DIR *d = opendir("/proc/self/fd");
         if (!d)
@@ -108,11 +109,21 @@ static int list_kept(const struct hs_launch_request *shape, int channel, struct 
         return r;
 }
 
+static bool is_socket(int fd) {
+        struct stat st;
+        return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 /* The first line the toolkit printed on stderr, to say why it failed. */
 static void first_error_line(char *buf, size_t size) {
         ssize_t n = pread(2, buf, size - 1, 0);
         buf[n > 0 ? n : 0] = '\0';
         buf[strcspn(buf, "\n")] = '\0';
+}
+
+static int say_why(int code, char *why, size_t size, const char *format, const char *detail) {
+        snprintf(why, size, format, detail);
+        return code;
 }
 
 int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
@@ -123,52 +134,53 @@ int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int 
                 if ((int) shape->fd_targets[i] >= floor)
                         floor = (int) shape->fd_targets[i] + 1;
         int moved = fcntl(*channel, F_DUPFD_CLOEXEC, floor);
-        if (moved < 0 || (close(*channel), *channel = moved, hold_targets(shape, floor) < 0)) {
-                snprintf(why, size, "cannot set up its stdio: %s", strerror(errno));
-                return -1;
-        }
+        if (moved < 0 || (close(*channel), *channel = moved, hold_targets(shape, floor) < 0))
+                return say_why(PREPARED_FAILED, why, size, "cannot set up its stdio: %s", strerror(errno));
 
         child_reset_signals(shape);
         const char *failed = child_take_request_settings(shape);
-        if (failed) {
-                snprintf(why, size, "%s: %s", failed, strerror(errno));
-                return -1;
-        }
+        if (failed)
+                return say_why(PREPARED_FAILED, why, size, "%s", failed);
         failed = init_toolkit(tk, shape->argv[0]);
         if (failed) {
-                char line[160];
+                char line[160], text[HS_MAX_TEXT];
                 first_error_line(line, sizeof line);
-                snprintf(why, size, "%s%s%s", failed, line[0] ? ": " : "", line);
-                return -1;
+                snprintf(text, sizeof text, "%s%s%s", failed, line[0] ? ": " : "", line);
+                /* The display may not be there yet (a compositor restarting); a toolkit missing stays so. */
+                return say_why(strstr(failed, "display") ? PREPARED_RETRY : PREPARED_FAILED, why, size, "%s", text);
         }
         /* glibc picks stdout's buffering at its first use, from whether fd 1 is a terminal: used now,
          * it would stay fully buffered on the client's terminal. */
-        if (stdout->_IO_buf_base) {
-                snprintf(why, size, "the toolkit wrote to stdout through stdio while it started");
-                return -1;
-        }
+        if (stdout->_IO_buf_base)
+                return say_why(PREPARED_FAILED, why, size, "%s", "the toolkit wrote to stdout through stdio as it started");
         ret->output[0] = fcntl(1, F_DUPFD_CLOEXEC, 3);
         ret->output[1] = fcntl(2, F_DUPFD_CLOEXEC, 3);
         int r = ret->output[0] < 0 || ret->output[1] < 0 ? -errno : list_kept(shape, *channel, ret);
-        if (r < 0) {
-                snprintf(why, size, "cannot list the toolkit's fds: %s", strerror(-r));
-                return -1;
-        }
+        if (r < 0)
+                return say_why(PREPARED_FAILED, why, size, "cannot list the toolkit's fds: %s", strerror(-r));
         return 0;
 }
 
-bool prepared_wait(const struct prepared_process *p, int channel) {
+bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *shape, int channel) {
         struct pollfd fds[PREPARED_MAX_FDS + 1] = { { .fd = channel, .events = POLLIN } };
+        nfds_t n = 1;
         for (size_t i = 0; i < p->nkept; i++)
-                fds[i + 1] = (struct pollfd){ .fd = p->kept[i] }; /* hang-ups and errors only */
+                if (is_socket(p->kept[i])) /* hang-ups and errors only */
+                        fds[n++] = (struct pollfd){ .fd = p->kept[i] };
         for (;;) {
-                int n = poll(fds, p->nkept + 1, -1);
-                if (n < 0 && errno == EINTR)
+                int ready = poll(fds, n, -1);
+                if (ready < 0 && errno == EINTR)
                         continue;
-                for (size_t i = 1; n > 0 && i <= p->nkept; i++)
-                        if (fds[i].revents)
+                for (nfds_t i = 1; ready > 0 && i < n; i++)
+                        if (fds[i].revents & (POLLHUP | POLLERR))
                                 return false;
-                return n > 0;
+                /* A socket a thread of the toolkit closed itself is no sign of anything. */
+                for (nfds_t i = 1; ready > 0 && i < n; i++)
+                        if (fds[i].revents & POLLNVAL)
+                                fds[i].fd = -1;
+                if (ready > 0 && !fds[0].revents)
+                        continue;
+                return list_kept(shape, channel, p) == 0;
         }
 }
 

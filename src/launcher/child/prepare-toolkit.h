@@ -2,7 +2,11 @@
 /* --prepare-display, in the waiting child: the program's toolkit (GTK 3 or GTK 4) opens the display
  * and reads its settings and theme before the launch arrives, as the program itself would first
  * thing in main, in this process, which becomes the program. The zygote decides which programs and
- * launches may take such a child (zygote/prepared.h); this is what runs in it. */
+ * launches may take such a child (zygote/prepared.h); this is what runs in it.
+ *
+ * The child tells the zygote on its channel, which it otherwise only reads: PREPARED_READY once the
+ * toolkit has started, or PREPARED_RETRY / PREPARED_FAILED and why, when it is of no use (the first
+ * for what may pass, the display not there yet or gone; the second for what would happen again). */
 #pragma once
 
 #include <stdbool.h>
@@ -12,11 +16,15 @@
 
 enum toolkit { TOOLKIT_NONE, TOOLKIT_GTK3, TOOLKIT_GTK4 };
 
-/* The most fds a toolkit may hold open once initialised (display, bus, wakeups...). */
-#define PREPARED_MAX_FDS 32
+#define PREPARED_READY 'R'
+#define PREPARED_RETRY 'T'
+#define PREPARED_FAILED 'F'
+
+/* The most fds a toolkit may hold open once initialised that are watched for a hang-up and kept. */
+#define PREPARED_MAX_FDS 128
 
 struct prepared_process {
-        int kept[PREPARED_MAX_FDS]; /* what the toolkit opened: kept open through the launch */
+        int kept[PREPARED_MAX_FDS]; /* what the toolkit holds: kept open through the launch */
         size_t nkept;
         int output[2]; /* what it wrote on stdout and on stderr meanwhile (memfds), replayed at the launch */
 };
@@ -25,17 +33,18 @@ struct prepared_process {
 const char *toolkit_name(enum toolkit tk);
 
 /* Initialises the toolkit tk in this waiting child, which takes the settings of the request shape
- * (the program's last launch: environment, arguments, umask, limits, signals) as it will for its
- * launch, with the fds the launch places held meanwhile (stdout and stderr captured; the shape has
- * 0, 1 and 2 among them). *channel, the zygote's channel, is
- * moved out of the way of the toolkit's fds. Returns 0, or -1 with why the toolkit could not be made
- * ready. */
+ * (the program's last launch: environment, arguments, umask, limits, signals; the caller entered its
+ * working directory) as it will for its launch, with the fds the launch places held meanwhile
+ * (stdout and stderr captured; the shape has 0, 1 and 2 among them). *channel, the zygote's channel,
+ * is moved out of the way of the toolkit's fds. Returns 0, or PREPARED_RETRY or PREPARED_FAILED
+ * with why. */
 int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
                     struct prepared_process *ret, char *why, size_t size);
 
 /* Waits until the channel is readable. False when a connection the toolkit holds was closed by its
- * other end meanwhile (the compositor went away): the toolkit's state is then of no use. */
-bool prepared_wait(const struct prepared_process *p, int channel);
+ * other end meanwhile (the compositor went away): the toolkit's state is then of no use. Then lists
+ * again what the toolkit holds, as its threads may have opened or closed some meanwhile. */
+bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *shape, int channel);
 
 /* Once the launch's fds are in place: writes what the toolkit printed while it was prepared to the
  * program's stdout and stderr, where exec's program would have printed it. */

@@ -269,11 +269,15 @@ _Noreturn void child_run(const struct child_spec *spec) {
                       (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }, prepared ? prepared->kept : NULL,
                       prepared ? prepared->nkept : 0) < 0)
                 fail_errno(report_fd, "cannot place the file descriptors");
-        const char *failed = child_take_request_settings(req);
-        if (failed)
-                fail_errno(report_fd, failed);
-        if (prepared)
+        const char *failed = NULL;
+        if (prepared) {
+                /* The rest it took as it was prepared, from a request just like this one; its
+                 * environment stays as the toolkit left it (GTK takes DESKTOP_STARTUP_ID out). */
+                set_names(req);
                 prepared_replay_output(prepared);
+        } else if ((failed = child_take_request_settings(req))) {
+                fail_errno(report_fd, failed);
+        }
 
         /* Before dlopen: the relocations of what it loads refer to the program's block. */
         int r = program_tls_install(&spec->start.tls, image_fd);

@@ -7,6 +7,8 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,8 +25,9 @@
 /* After a launch, the next child is prepared this much later, so that its toolkit's start does not
  * compete for a CPU with the program just started (50 to 500 ms of its own). */
 #define PREPARE_DELAY_MS 100u
-/* After a failed fork. */
+/* After a failed fork or a failure that may pass (the display not there), doubling up to the most. */
 #define PREPARE_RETRY_MS 1000u
+#define PREPARE_RETRY_MAX_MS 60000u
 
 #define MAX_DIRECT_LIBRARIES 64
 
@@ -203,9 +206,13 @@ static bool same_targets(const struct hs_launch_request *a, const struct hs_laun
         return stdio == 7;
 }
 
-/* Why req is not a launch p's child was prepared for, or NULL. */
-static const char *mismatch(const struct prepared_program *p, const struct hs_launch_request *req) {
+/* Why a launch with the request req in the working directory cwd_fd is not one p's child was
+ * prepared for, or NULL. */
+static const char *mismatch(const struct prepared_program *p, const struct hs_launch_request *req, int cwd_fd) {
         const struct hs_launch_request *a = &p->shape;
+        struct stat cwd;
+        if (fstat(cwd_fd, &cwd) < 0 || cwd.st_dev != p->cwd_dev || cwd.st_ino != p->cwd_ino)
+                return "another working directory";
         if (strcmp(a->argv[0], req->argv[0]) != 0)
                 return "another argv[0]";
         if (!same_strings(a->envp, req->envp))
@@ -221,64 +228,128 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
         return NULL;
 }
 
+/* Lets p's child go: killed, as it may be inside its toolkit's start; reaped as any waiting child. */
 static void release(struct prepared_program *p) {
         struct child *ch = p->child;
         p->child = NULL;
-        if (ch && ch->channel_fd >= 0) {
-                close(ch->channel_fd); /* it exits; reaped as any waiting child */
+        p->ready = false;
+        if (!ch)
+                return;
+        if (ch->channel_fd >= 0) {
+                close(ch->channel_fd);
                 ch->channel_fd = -1;
         }
+        (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
 }
 
-/* A prepared child says why it is of no use on its channel, which it otherwise only reads from. */
-static bool unusable(struct prepared_program *p) {
-        char why[HS_MAX_TEXT];
-        ssize_t n = recv(p->child->channel_fd, why, sizeof why - 1, MSG_DONTWAIT);
-        if (n <= 0)
-                return n == 0; /* 0: it is gone */
-        why[n] = '\0';
-        log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, why);
-        snprintf(p->failed, sizeof p->failed, "%s", why);
+static void retry_later(struct prepared_program *p) {
+        p->retry_ms = p->retry_ms ? p->retry_ms * 2 : PREPARE_RETRY_MS;
+        if (p->retry_ms > PREPARE_RETRY_MAX_MS)
+                p->retry_ms = PREPARE_RETRY_MAX_MS;
+        p->prepare_at = now_ms() + p->retry_ms;
+}
+
+/* What p's child said on its channel since we last read it (prepare-toolkit.h): that its toolkit has
+ * started, or why it is of no use, which lets it go. */
+static void read_news(struct prepared_program *p) {
+        char news[HS_MAX_TEXT];
+        ssize_t n = recv(p->child->channel_fd, news, sizeof news - 1, MSG_DONTWAIT);
+        if (n < 0)
+                return; /* nothing new */
+        news[n] = '\0';
+        char *why = news;
+        if (n > 0 && *why == PREPARED_READY) {
+                p->ready = true;
+                why++;
+        }
+        if (n == 0 || *why == '\0')
+                return n == 0 ? release(p) : (void) 0; /* 0: it is gone */
+        log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, why + 1);
+        if (*why == PREPARED_RETRY)
+                retry_later(p);
+        else
+                snprintf(p->failed, sizeof p->failed, "%s", why + 1);
         release(p);
-        return true;
+}
+
+void prepared_read_news(struct server *s) {
+        for (struct prepared_program *p = s->prepared; p; p = p->next)
+                if (p->child && p->child->channel_fd >= 0)
+                        read_news(p);
 }
 
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd) {
         struct prepared_program *p = find(s, image->dev, image->ino);
-        if (!p || !p->child || unusable(p))
+        if (!p || !p->child || p->child->channel_fd < 0)
                 return NULL;
-        const char *why = mismatch(p, req);
+        read_news(p);
+        /* One still starting its toolkit is not waited for: the launch would wait as long. */
+        if (!p->child || !p->ready)
+                return NULL;
+        const char *why = mismatch(p, req, c->fds[HS_FD_CWD]);
         if (why) {
                 if (s->options->verbose)
                         log_info("%s: not the prepared child: %s", p->program, why);
                 return NULL;
         }
         struct child *ch = pool_hand_over(s, p->child, c, image, report_fd);
-        if (ch)
+        if (ch) {
                 p->taken++;
+                p->retry_ms = 0;
+        }
         return ch;
 }
 
-static void keep_shape(struct prepared_program *p, const struct conn *c) {
-        void *payload = malloc(c->header.size);
-        struct hs_launch_request shape;
-        const char *what;
-        if (!payload)
+static void forget_shape(struct prepared_program *p) {
+        if (!p->has_shape)
                 return;
+        hs_launch_request_done(&p->shape);
+        free(p->payload);
+        close(p->cwd_fd);
+        p->payload = NULL;
+        p->has_shape = false;
+}
+
+/* Keeps c's request as what the next child is prepared with. Returns whether it differs from the one
+ * kept before (false also when it cannot be kept). */
+static bool keep_shape(struct prepared_program *p, const struct conn *c) {
+        void *payload = malloc(c->header.size);
+        int cwd_fd = fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3);
+        struct hs_launch_request shape;
+        struct stat cwd;
+        const char *what;
+        if (!payload || cwd_fd < 0 || fstat(cwd_fd, &cwd) < 0) {
+                free(payload);
+                if (cwd_fd >= 0)
+                        close(cwd_fd);
+                return false;
+        }
         memcpy(payload, c->payload, c->header.size);
         if (hs_launch_parse(payload, c->header.size, c->nfds, &shape, &what) < 0) {
                 free(payload);
-                return;
+                close(cwd_fd);
+                return false;
         }
-        if (!p->has_shape || mismatch(p, &shape))
+        bool changed = !p->has_shape || mismatch(p, &shape, cwd_fd);
+        if (changed) {
                 p->failed[0] = '\0'; /* another launch: worth trying again */
-        if (p->has_shape)
-                hs_launch_request_done(&p->shape);
-        free(p->payload);
+                p->retry_ms = 0;
+        }
+        forget_shape(p);
         p->payload = payload;
         p->shape = shape;
         p->has_shape = true;
+        p->cwd_fd = cwd_fd;
+        p->cwd_dev = cwd.st_dev;
+        p->cwd_ino = cwd.st_ino;
+        return changed;
+}
+
+/* Whether a launch could ever take a child prepared with p's shape: the matching's own conditions. */
+static bool could_match(const struct prepared_program *p) {
+        return same_targets(&p->shape, &p->shape) &&
+               !(p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv));
 }
 
 static bool named(const struct server *s, const struct image_entry *image) {
@@ -306,9 +377,14 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
         }
         if (p->toolkit == TOOLKIT_NONE)
                 return;
-        release(p); /* a child still waiting was not prepared for this launch */
-        keep_shape(p, c);
-        if (p->has_shape && !p->failed[0])
+        /* A child prepared for another launch is of no use now; one still starting for a launch like
+         * this one (which it was not ready for) serves the next. */
+        bool changed = keep_shape(p, c);
+        if (changed)
+                release(p);
+        /* A pause after a failure that may pass holds for the same launch, not for another. */
+        bool pausing = !changed && p->prepare_at > now_ms() + PREPARE_DELAY_MS;
+        if (!p->child && p->has_shape && !p->failed[0] && could_match(p) && !pausing)
                 p->prepare_at = now_ms() + PREPARE_DELAY_MS;
 }
 
@@ -340,19 +416,24 @@ void prepared_fill(struct server *s) {
 void prepared_child_gone(struct server *s, struct child *ch) {
         struct prepared_program *p = ch->prepared;
         if (!p || p->child != ch)
-                return;
+                return; /* one we let go */
         p->child = NULL;
-        if (!p->failed[0] && !s->shutting_down && !s->retiring)
-                p->prepare_at = now_ms() + PREPARE_DELAY_MS;
+        p->ready = false;
+        if (ch->channel_fd >= 0) {
+                /* Ended on its own while its toolkit started or waited (a crash in gtk_init): it
+                 * would again with the same launch. */
+                snprintf(p->failed, sizeof p->failed, "its child ended while its toolkit started or waited");
+                log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, p->failed);
+        } else if (!s->shutting_down && !s->retiring) {
+                p->prepare_at = now_ms() + PREPARE_DELAY_MS; /* taken by its launch */
+        }
 }
 
 void prepared_done(struct server *s) {
         while (s->prepared) {
                 struct prepared_program *p = s->prepared;
                 s->prepared = p->next;
-                if (p->has_shape)
-                        hs_launch_request_done(&p->shape);
-                free(p->payload);
+                forget_shape(p);
                 free(p);
         }
 }

@@ -28,8 +28,13 @@ struct prepared_program {
                         * prepared with */
         struct hs_launch_request shape;
         bool has_shape;
+        int cwd_fd;           /* that launch's working directory (O_PATH), which the child enters */
+        dev_t cwd_dev;
+        ino_t cwd_ino;
         struct child *child;  /* waiting, prepared with shape; or NULL */
+        bool ready;           /* its toolkit has started (it said PREPARED_READY) */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
+        unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
         uint64_t taken;       /* launches a prepared child took */
 };
@@ -42,10 +47,13 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
  * next child for it is prepared with this request (c's payload). */
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
                           const char *program);
+/* Reads what each prepared child said (started, or of no use), for --status. */
+void prepared_read_news(struct server *s);
 /* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */
 int prepared_fill_in_ms(const struct server *s);
 /* Forks the prepared children that are due. */
 void prepared_fill(struct server *s);
-/* A prepared child is gone (reaped, or handed its launch): another is prepared after a while. */
+/* A prepared child is gone: handed its launch (another is prepared after a while), or ended while
+ * it waited (not prepared again with the same launch). */
 void prepared_child_gone(struct server *s, struct child *ch);
 void prepared_done(struct server *s);

@@ -81,7 +81,8 @@ static void compose_prepared(const struct server *s, struct text *t) {
         for (const struct prepared_program *p = s->prepared; p; p = p->next) {
                 const char *state = p->toolkit == TOOLKIT_NONE ? "refused"
                                     : p->failed[0]             ? "failed"
-                                    : p->child                 ? "waiting"
+                                    : p->child && p->ready     ? "ready"
+                                    : p->child                 ? "starting"
                                                                : "due";
                 const char *why = p->toolkit == TOOLKIT_NONE ? p->refusal : p->failed[0] ? p->failed : NULL;
                 add(t, "prepared: %s %s %s %llu%s%s\n", state, toolkit_name(p->toolkit), p->program,
