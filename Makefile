@@ -251,8 +251,9 @@ test-boot: deps
 
 # The seed paper's comparison in a few minutes: every sample and a few Debian programs, each against
 # daemons that `headstart bench` starts and stops; the tables print, bench-results/ keeps the rest.
+# Every mode, the opt-in prepared one too (it pauses between the launches of a GUI program).
 demo: build
-	$(VENV)/bin/headstart bench --quick -o bench-results
+	$(VENV)/bin/headstart bench --quick --modes exec,preload,warm,pool,learned,warm-up,prepared -o bench-results
 
 # Startup function ordering end to end (docs/ordering.md): the seed's synthetic program and zstd
 # from Debian's source, recorded, ordered for GNU ld, checked cold. Root; several minutes.

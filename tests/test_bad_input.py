@@ -338,8 +338,8 @@ def _bar_colours(fig: Any) -> dict[str, str]:
 def test_every_mode_has_its_own_colour_the_same_in_every_chart():
     data = _bench({"fft": 1.0, "galculator": None})
     colours = _bar_colours(bench_charts.launch_ratios(data))
-    assert len(colours) == len(data["modes"]) == 11
-    assert len(set(colours.values())) == 11, colours  # exec and the 11th series shared one before
+    assert len(colours) == len(data["modes"]) == 13
+    assert len(set(colours.values())) == 13, colours  # exec and the 11th series shared one before
     again = _bar_colours(bench_charts.launch_ratios(data, "exit_ratio_to_exec"))
     assert again == colours
     (ax,) = bench_charts.repeated(data).axes
