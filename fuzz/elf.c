@@ -6,6 +6,10 @@
 #include "elf-info.h"
 #include "fuzz-input.h"
 
+static void count_name(const char *name, void *data) {
+        *(size_t *) data += name[0] != '\0';
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int fd = fuzz_input_fd(data, size);
@@ -16,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct elf_exports exports;
         if (lseek(fd, 0, SEEK_SET) == 0 && elf_exports_read(fd, &exports) == 0)
                 elf_exports_done(&exports);
+        size_t names = 0; /* --prepare-display reads the libraries and symbols a named program needs */
+        (void) elf_needs_read(fd, count_name, count_name, &names);
         close(fd);
         return 0;
 }
