@@ -262,8 +262,12 @@ static void read_news(struct prepared_program *p) {
                 p->ready = true;
                 why++;
         }
-        if (n == 0 || *why == '\0')
-                return n == 0 ? release(p) : (void) 0; /* 0: it is gone */
+        if (n == 0) {
+                release(p); /* it is gone; the program's next launch prepares another */
+                return;
+        }
+        if (*why == '\0')
+                return;
         log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, why + 1);
         if (*why == PREPARED_RETRY)
                 retry_later(p);
