@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import jsonschema
@@ -36,13 +37,13 @@ def compositor() -> Iterator[dict[str, str]]:
         yield found
 
 
-def prepared_daemon(compositor: dict[str, str], *programs: str) -> RunningDaemon:
+def prepared_daemon(compositor: dict[str, str], *programs: str) -> AbstractContextManager[RunningDaemon]:
     args = [a for p in programs for a in ("--warm", p, "--prepare-display", p)] + ["--pool", "1", "--no-learn"]
     return private_daemon([], extra_args=args, env=dict(os.environ, **compositor))
 
 
 def prepared_state(d: RunningDaemon, program: str) -> str:
-    """The daemon's word on the program's prepared child: ready, starting, due, failed, refused."""
+    """The daemon's line on the program's prepared child: ready, starting, due, failed or refused first."""
     for line in d.status().get("prepared", []):
         _state, _toolkit, path, *_ = line.split(" ", 3)
         if path == program:
@@ -55,8 +56,6 @@ def wait_prepared(d: RunningDaemon, program: str) -> None:
     while not prepared_state(d, program).startswith("ready"):
         assert time.monotonic() < deadline, f"no child prepared for {program}: {prepared_state(d, program)!r}"
         time.sleep(0.05)
-    # Waiting means forked: the toolkit may still be starting. A launch then waits for it, which
-    # the test does not need to avoid.
 
 
 def taken_ahead(d: RunningDaemon) -> int:
