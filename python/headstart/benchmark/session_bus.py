@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from headstart.benchmark.lifetime import ends_with_parent
 from headstart.errors import HeadstartError
 
 START_TIMEOUT_S = 15.0
+GROUP_STOP_S = 5.0  # for the services in the bus's process group to end after it
 ADDRESS = "DBUS_SESSION_BUS_ADDRESS"
 
 
@@ -61,10 +63,25 @@ def _stop(proc: subprocess.Popen[bytes], runtime: str) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    _wait_for_group(proc.pid)
     for mount in _mounts_under(runtime):
         unmount = shutil.which("fusermount3") or shutil.which("fusermount")
         argv = [unmount, "-u", "-z", mount] if unmount else ["umount", "-l", mount]
         subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False)
+
+
+def _wait_for_group(group: int, timeout: float = GROUP_STOP_S) -> None:
+    """Until the services in the bus's process group have ended too (SIGTERM reached them with the
+    bus, and some take a moment to exit), then SIGKILL for those still there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _mounts_under(folder: str) -> list[str]:
