@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "run-program.h"
+#include "wire.h"
 
 /* Where the zygote's channel goes: above the numbers the toolkit's own fds take, which are then the
  * ones they take under exec (3, 4, ...: the display connection first). */
@@ -21,12 +22,6 @@
 
 const char *toolkit_name(enum toolkit tk) {
         return tk == TOOLKIT_GTK3 ? "gtk3" : tk == TOOLKIT_GTK4 ? "gtk4" : "none";
-}
-
-static void close_all(const int *fds, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
 }
 
 /* fd moved to floor or above, out of the way of the targets. */
@@ -58,7 +53,7 @@ static int hold_targets(const struct hs_launch_request *shape, int floor) {
                 if (dup2(fds[target < 3 ? target : 0], target) != target)
                         r = -errno;
         }
-        close_all(fds, 3);
+        hs_close_fds(fds, 3);
         return r;
 }
 
@@ -193,8 +188,8 @@ static void replay(int from, int to) {
                                 return;
 }
 
-void prepared_replay_output(const struct prepared_process *p) {
+void prepared_replay_output(struct prepared_process *p) {
         replay(p->output[0], 1);
         replay(p->output[1], 2);
-        close_all(p->output, 2);
+        hs_close_fds(p->output, 2);
 }

@@ -48,4 +48,4 @@ bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *s
 
 /* Once the launch's fds are in place: writes what the toolkit printed while it was prepared to the
  * program's stdout and stderr, where exec's program would have printed it. */
-void prepared_replay_output(const struct prepared_process *p);
+void prepared_replay_output(struct prepared_process *p);

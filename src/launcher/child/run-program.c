@@ -264,7 +264,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
         if (fchdir(fds[HS_FD_CWD]) < 0)
                 fail_errno(report_fd, "cannot enter the working directory");
         int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
-        const struct prepared_process *prepared = spec->prepared;
+        struct prepared_process *prepared = spec->prepared;
         if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds,
                       (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }, prepared ? prepared->kept : NULL,
                       prepared ? prepared->nkept : 0) < 0)

@@ -39,7 +39,7 @@ struct child_spec {
         struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
         const struct schedule *schedule;    /* the program's --schedule, or NULL */
         int conn_fd; /* the client's connection: the child itself says LAUNCHED on it, right before main */
-        const struct prepared_process *prepared; /* its toolkit initialised before the request (--prepare-display),
+        struct prepared_process *prepared; /* its toolkit initialised before the request (--prepare-display),
                                                   * with the same settings; or NULL */
 };
 
