@@ -43,7 +43,7 @@ def prepared_daemon(compositor: dict[str, str], *programs: str) -> AbstractConte
 
 
 def prepared_state(d: RunningDaemon, program: str) -> str:
-    """The daemon's line on the program's prepared child: ready, starting, due, failed or refused first."""
+    """The daemon's line on the program's prepared child: its state (ready, starting...) first."""
     for line in d.status().get("prepared", []):
         _state, _toolkit, path, *_ = line.split(" ", 3)
         if path == program:
@@ -147,15 +147,25 @@ def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
             assert (again.returncode, again.stdout) == (expected.returncode, expected.stdout)
 
 
-def test_a_program_without_gtk_is_refused_with_its_reason(compositor):
+def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compositor):
     env = base_env(**compositor)
-    with prepared_daemon(compositor, str(QT)) as d:
+    unregistered = shutil.which("true")
+    assert unregistered
+    args = ["--warm", str(QT), "--prepare-display", str(QT), "--warm", str(GTK3), "--prepare-display", str(GTK3),
+            "--prepare-display", unregistered, "--pool", "1", "--no-learn"]  # fmt: skip
+    with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
+        # Judged as the zygote starts, before any launch.
+        state = prepared_state(d, str(QT))
+        assert state.startswith("refused none") and "does not link GTK 3 or GTK 4" in state, state
+        state = prepared_state(d, unregistered)
+        assert state.startswith("refused none") and "it is not registered" in state, state
+        assert prepared_state(d, str(GTK3)).startswith("unlaunched gtk3"), prepared_state(d, str(GTK3))
+        assert f"--prepare-display {unregistered}: its toolkit is not prepared" in d.log_text()
         expected = run_exec([str(QT)], env=env)
         with Served(d):
             got = run_served(d, [str(QT)], env=env)
         assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
-        state = prepared_state(d, str(QT))
-        assert state.startswith("refused none") and "does not link GTK 3 or GTK 4" in state, state
+        assert prepared_state(d, str(QT)).startswith("refused none")
 
 
 @pytest.mark.skipif(SANITIZED, reason="bench: as in test_bench.py, the normal pass")

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -192,4 +193,22 @@ void prepared_replay_output(struct prepared_process *p) {
         replay(p->output[0], 1);
         replay(p->output[1], 2);
         hs_close_fds(p->output, 2);
+}
+
+const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_request *shape, int cwd_error,
+                                     int *channel, struct prepared_process *ret, char *why, size_t size) {
+        char word = PREPARED_READY;
+        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(tk, shape, channel, ret, why + 1, size - 1);
+        if (cwd_error)
+                snprintf(why + 1, size - 1, "cannot enter the launch's working directory: %s", strerror(cwd_error));
+        if (r == 0 && (send(*channel, &word, 1, MSG_NOSIGNAL) < 0 || !prepared_wait(ret, shape, *channel))) {
+                r = PREPARED_RETRY;
+                snprintf(why + 1, size - 1, "a connection its toolkit opened was closed while it waited (the "
+                                           "compositor or the bus went away)");
+        }
+        if (r == 0)
+                return NULL;
+        why[0] = (char) r;
+        (void) !send(*channel, why, strlen(why), MSG_NOSIGNAL);
+        return why + 1;
 }

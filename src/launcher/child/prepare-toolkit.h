@@ -41,6 +41,13 @@ const char *toolkit_name(enum toolkit tk);
 int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
                     struct prepared_process *ret, char *why, size_t size);
 
+/* toolkit_prepare, then tells the zygote on the channel whether this child can take a launch (and
+ * waits for it with prepared_wait). cwd_error: errno of entering the launch's working directory, or
+ * 0. Returns NULL, or why it cannot, in why (which it also sent); such a child still waits for the
+ * request the zygote may have sent meanwhile, and fails that launch (the client then execs). */
+const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_request *shape, int cwd_error,
+                                     int *channel, struct prepared_process *ret, char *why, size_t size);
+
 /* Waits until the channel is readable. False when a connection the toolkit holds was closed by its
  * other end meanwhile (the compositor went away): the toolkit's state is then of no use. Then lists
  * again what the toolkit holds, as its threads may have opened or closed some meanwhile. */

@@ -51,27 +51,6 @@ static int parse_image(const struct server *s, void *payload, size_t size, struc
         return 0;
 }
 
-/* --prepare-display: the toolkit set up ahead (prepare-toolkit.h), then the zygote told whether
- * this child can take a launch. One that cannot still waits for the request the zygote may have
- * sent meanwhile, and fails that launch (the client then execs). */
-static const char *prepare(const struct prepared_program *p, int cwd_error, int *channel,
-                           struct prepared_process *ret, char *why, size_t size) {
-        char word = PREPARED_READY;
-        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(p->toolkit, &p->shape, channel, ret, why + 1, size - 1);
-        if (cwd_error)
-                snprintf(why + 1, size - 1, "cannot enter the launch's working directory: %s", strerror(cwd_error));
-        if (r == 0 && (send(*channel, &word, 1, MSG_NOSIGNAL) < 0 || !prepared_wait(ret, &p->shape, *channel))) {
-                r = PREPARED_RETRY;
-                snprintf(why + 1, size - 1, "a connection its toolkit opened was closed while it waited (the "
-                                           "compositor or the bus went away)");
-        }
-        if (r == 0)
-                return NULL;
-        why[0] = (char) r;
-        (void) !send(*channel, why, strlen(why), MSG_NOSIGNAL);
-        return why + 1;
-}
-
 static _Noreturn void wait_for_request(const struct server *s, int channel, pid_t daemon,
                                        struct after_main_page *page, const struct prepared_program *p) {
         /* The launch's working directory, in which the toolkit resolves what is relative in its
@@ -88,7 +67,9 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
 
         struct prepared_process prepared;
         char why[HS_MAX_TEXT];
-        const char *unusable = p ? prepare(p, cwd_error, &channel, &prepared, why, sizeof why) : NULL;
+        const char *unusable =
+                p ? toolkit_prepare_and_tell(p->toolkit, &p->shape, cwd_error, &channel, &prepared, why, sizeof why)
+                  : NULL;
 
         struct hs_header h;
         int own[3] = { -1, -1, -1 }, fds[HS_MAX_FDS];

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "image-cache.h"
 #include "log.h"
 #include "macro.h"
+#include "preload.h"
 #include "pool.h"
 #include "server.h"
 
@@ -166,6 +168,63 @@ static void judge(const struct server *s, struct prepared_program *p, const stru
                 free(n.libraries[i]);
         p->refusal = refusal(s, &n, &info, image);
         p->toolkit = p->refusal ? TOOLKIT_NONE : n.toolkit;
+}
+
+/* The program a --prepare-display names, as the zygote registered and loaded it; or NULL. */
+static const struct registered_file *served_program(const struct server *s, const char *name,
+                                                    const char **ret_why) {
+        char path[PATH_MAX];
+        struct stat st;
+        *ret_why = "the program cannot be found";
+        if (preload_find_program(name, path) < 0 || stat(path, &st) < 0)
+                return NULL;
+        *ret_why = "it is not registered (--app or --warm)";
+        for (size_t i = 0; i < s->nregistered; i++) {
+                const struct registered_file *reg = &s->registered[i];
+                if (reg->dev != st.st_dev || reg->ino != st.st_ino)
+                        continue;
+                *ret_why = reg->mode == MODE_EXEC ? "it is exec'd, not served" : NULL;
+                return reg->mode == MODE_EXEC ? NULL : reg;
+        }
+        return NULL;
+}
+
+/* Its image as the zygote loaded it (the cache's entry for the same file). */
+static const struct image_entry *image_of(struct server *s, const struct registered_file *reg) {
+        struct image_entry *e;
+        struct stat st;
+        _cleanup_close_ int fd = open(reg->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != reg->dev || st.st_ino != reg->ino ||
+            image_cache_get(&s->cache, fd, &st, reg->path, true, &e) < 0 || e->reason)
+                return NULL;
+        return e;
+}
+
+int prepared_init(struct server *s, const struct string_list *names) {
+        for (size_t i = 0; i < names->n; i++) {
+                const char *why;
+                const struct registered_file *reg = served_program(s, names->items[i], &why);
+                const struct image_entry *image = reg ? image_of(s, reg) : NULL;
+                struct prepared_program *p = calloc(1, sizeof *p);
+                if (!p || !(p->program = strdup(reg ? reg->path : names->items[i]))) {
+                        free(p);
+                        return log_error("out of memory");
+                }
+                p->next = s->prepared;
+                s->prepared = p;
+                if (reg && !image)
+                        why = "its file cannot be read";
+                if (image) {
+                        p->dev = image->dev;
+                        p->ino = image->ino;
+                        judge(s, p, image);
+                } else
+                        p->refusal = why;
+                if (p->refusal)
+                        log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
+                                    names->items[i], p->refusal);
+        }
+        return 0;
 }
 
 static struct prepared_program *find(const struct server *s, dev_t dev, ino_t ino) {
@@ -356,30 +415,9 @@ static bool could_match(const struct prepared_program *p) {
                !(p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv));
 }
 
-static bool named(const struct server *s, const struct image_entry *image) {
-        for (size_t i = 0; i < s->nprepare_ok; i++)
-                if (s->prepare_ok[i].dev == image->dev && s->prepare_ok[i].ino == image->ino)
-                        return true;
-        return false;
-}
-
-void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
-                          const char *program) {
-        if (!program || !named(s, image))
-                return;
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image) {
         struct prepared_program *p = find(s, image->dev, image->ino);
-        if (!p) {
-                p = calloc(1, sizeof *p);
-                if (!p)
-                        return;
-                *p = (struct prepared_program){ .next = s->prepared, .dev = image->dev, .ino = image->ino,
-                                                .program = program };
-                judge(s, p, image);
-                s->prepared = p;
-                if (p->refusal)
-                        log_info("%s: its toolkit is not prepared ahead of launches: %s", program, p->refusal);
-        }
-        if (p->toolkit == TOOLKIT_NONE)
+        if (!p || p->toolkit == TOOLKIT_NONE)
                 return;
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
@@ -438,6 +476,7 @@ void prepared_done(struct server *s) {
                 struct prepared_program *p = s->prepared;
                 s->prepared = p->next;
                 forget_shape(p);
+                free(p->program);
                 free(p);
         }
 }

@@ -11,6 +11,7 @@
 
 #include "prepare-toolkit.h"
 #include "protocol.h"
+#include "string-list.h"
 
 struct child;
 struct conn;
@@ -21,7 +22,7 @@ struct prepared_program {
         struct prepared_program *next;
         dev_t dev;
         ino_t ino;
-        const char *program;  /* its registered path */
+        char *program;        /* its registered path (or the name given, when refused for not being one) */
         enum toolkit toolkit; /* TOOLKIT_NONE: never prepared, refusal says why */
         const char *refusal;
         void *payload; /* its last launch's request as received, and parsed (shape): what a child is
@@ -43,10 +44,12 @@ struct prepared_program {
  * pool_take hands one, if its preparation matches the request exactly; else NULL. */
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd);
-/* A launch of the registered program `program` was started: if --prepare-display names it, the
- * next child for it is prepared with this request (c's payload). */
-void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image,
-                          const char *program);
+/* At the zygote's start, once its programs are registered and loaded: which toolkit to prepare for
+ * each program --prepare-display names (names), or why none, as --status tells. Returns 0 or -ENOMEM. */
+int prepared_init(struct server *s, const struct string_list *names);
+/* A launch of the program image was started: if --prepare-display names it, the next child for it
+ * is prepared with this request (c's payload). */
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image);
 /* Reads what each prepared child said (started, or of no use), for --status. */
 void prepared_read_news(struct server *s);
 /* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */

@@ -334,7 +334,6 @@ void server_done(struct server *s) {
         }
         free(s->registered);
         free(s->terminal_ok);
-        free(s->prepare_ok);
         schedules_free(s->schedules, s->nschedules);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);

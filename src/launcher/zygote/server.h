@@ -74,8 +74,6 @@ struct server {
         const struct string_list *refused_preloads; /* "PATH -- why" for each --preload refused */
         struct file_id *terminal_ok; /* --terminal programs, served to a client with a terminal */
         size_t nterminal_ok;
-        struct file_id *prepare_ok; /* --prepare-display programs (prepared.h) */
-        size_t nprepare_ok;
         struct schedule *schedules; /* --schedule, by program file (schedule.h) */
         size_t nschedules;
         uint64_t started_ms;

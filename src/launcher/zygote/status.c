@@ -76,14 +76,15 @@ static void compose_learned(const struct server *s, struct text *t) {
                 }
 }
 
-/* --prepare-display: each program it names launched so far, and its prepared child. */
+/* --prepare-display: each program it names, and its prepared child. */
 static void compose_prepared(const struct server *s, struct text *t) {
         for (const struct prepared_program *p = s->prepared; p; p = p->next) {
                 const char *state = p->toolkit == TOOLKIT_NONE ? "refused"
                                     : p->failed[0]             ? "failed"
                                     : p->child && p->ready     ? "ready"
                                     : p->child                 ? "starting"
-                                                               : "due";
+                                    : p->has_shape             ? "due"
+                                                               : "unlaunched";
                 const char *why = p->toolkit == TOOLKIT_NONE ? p->refusal : p->failed[0] ? p->failed : NULL;
                 add(t, "prepared: %s %s %s %llu%s%s\n", state, toolkit_name(p->toolkit), p->program,
                     (unsigned long long) p->taken, why ? " -- " : "", why ? why : "");

@@ -23,6 +23,7 @@
 #include "pool.h"
 #include "preload.h"
 #include "preload-tested.h"
+#include "prepared.h"
 #include "server.h"
 #include "signals.h"
 #include "trusted-path.h"
@@ -166,7 +167,7 @@ static int add_preloads(const struct string_list *preloads, struct string_list *
         return 0;
 }
 
-/* The programs an option names (--terminal, --prepare-display), by identity: a client may name them
+/* The programs an option names (--terminal), by identity: a client may name them
  * by another path. */
 static int find_programs(const char *option, const struct string_list *names, struct file_id **ret, size_t *ret_n) {
         *ret_n = 0;
@@ -392,11 +393,12 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
         if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why, argv)) < 0 ||
             (r = find_programs("terminal", &o->terminal, &s.terminal_ok, &s.nterminal_ok)) < 0 ||
-            (r = find_programs("prepare-display", &o->prepare_display, &s.prepare_ok, &s.nprepare_ok)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
                 log_warning("some programs copy a C++ stream whose pointers cannot be found; they will be exec'd");
+        if ((r = prepared_init(&s, &o->prepare_display)) < 0)
+                goto out;
         if (!o->no_learn) {
                 s.learned = &learned;
                 r = learned_snapshot_self(&learned);
