@@ -129,14 +129,18 @@ def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
             run_served(d, [str(GTK3)], env=base_env(**first))
             wait_prepared(d, str(GTK3))
             time.sleep(1)  # its toolkit has started and waits
-        time.sleep(0.5)  # the compositor and the bus are gone: the child saw its connections close
+        # The compositor and the bus are gone: the child saw its connections close and said so,
+        # which the zygote reads as it comes, before any launch or status asks.
+        deadline = time.monotonic() + WAIT_S
+        while "was closed while it waited" not in d.log_text():
+            assert time.monotonic() < deadline, d.log_text()
+            time.sleep(0.05)
         with display.private_display("wayland") as second:
             env = base_env(**second)
             expected = run_exec([str(GTK3)], env=env)
             before = taken_ahead(d)
             with Served(d):
                 got = run_served(d, [str(GTK3)], env=env)
-            assert "was closed while it waited" in d.log_text()
             assert taken_ahead(d) == before
             assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
             # The next launch like this one is prepared again, on the compositor now running.

@@ -67,10 +67,19 @@ void child_free(struct server *s, struct child *ch) {
         close(ch->pidfd);
         if (ch->report_fd >= 0)
                 close(ch->report_fd);
-        if (ch->channel_fd >= 0)
-                close(ch->channel_fd);
+        child_close_channel(s, ch);
         after_main_page_free(ch->after_main);
         free(ch);
+}
+
+void child_close_channel(struct server *s, struct child *ch) {
+        if (ch->channel_fd < 0)
+                return;
+        /* Out of the epoll set first: a child forked meanwhile may still hold the same socket, which
+         * would keep it there (a prepared child's channel is watched, prepared.h). */
+        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ch->channel_fd, NULL);
+        close(ch->channel_fd);
+        ch->channel_fd = -1;
 }
 
 bool child_reap(struct child *ch, struct child_end *ret) {

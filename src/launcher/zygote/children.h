@@ -45,6 +45,9 @@ void child_list_remove(struct child **head, struct child *ch);
 /* Takes it out of its list (s->pool or s->children) and frees it. */
 void child_free(struct server *s, struct child *ch);
 
+/* Closes its channel (let go, or handed its launch), which the epoll set may watch. */
+void child_close_channel(struct server *s, struct child *ch);
+
 /* Reaps a child whose pidfd said it ended. Returns true with *ret filled, false when it has not
  * ended after all. */
 bool child_reap(struct child *ch, struct child_end *ret);

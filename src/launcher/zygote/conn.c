@@ -16,7 +16,6 @@
 #include "launch-counts.h"
 #include "launch.h"
 #include "log.h"
-#include "prepared.h"
 #include "server.h"
 #include "status.h"
 #include "wire.h"
@@ -233,7 +232,6 @@ static void decline(struct server *s, struct conn *c, enum hs_decline_reason cod
 static void reply_status(struct server *s, struct conn *c) {
         char *text;
         size_t len;
-        prepared_read_news(s);
         if (status_compose(s, &text, &len) < 0)
                 return conn_fail(s, c, ENOMEM, "out of memory");
         /* A status is a few KiB: it fits the socket buffer, so this does not block. */

@@ -131,6 +131,9 @@ static int add_one(struct server *s, struct prepared_program *p) {
                 return -ENOMEM;
         }
         ch->channel_fd = sv[0];
+        /* What a prepared child says (started, or of no use) is read as it comes. */
+        if (p && watch_fd(s->epoll_fd, sv[0], &p->watch, EPOLLIN) < 0)
+                log_warning_errno(errno, "cannot watch the child preparing %s; read when a launch comes", p->program);
         ch->after_main = page;
         ch->waiting = true;
         ch->prepared = p;
@@ -206,8 +209,7 @@ struct child *pool_take(struct server *s, const struct conn *c, const struct ima
 struct child *pool_hand_over(struct server *s, struct child *ch, const struct conn *c, const struct image_entry *image,
                              int report_fd) {
         int r = hand_over(ch, c, image, report_fd);
-        close(ch->channel_fd);
-        ch->channel_fd = -1;
+        child_close_channel(s, ch);
         if (r < 0) {
                 /* It stays in the pool until its pidfd says it ended: an event for it may already be
                  * pending in this batch, so it must not be freed here. */
@@ -227,10 +229,7 @@ struct child *pool_hand_over(struct server *s, struct child *ch, const struct co
 
 void pool_release(struct server *s) {
         for (struct child *ch = s->pool; ch; ch = ch->next) {
-                if (ch->channel_fd >= 0) {
-                        close(ch->channel_fd);
-                        ch->channel_fd = -1;
-                }
+                child_close_channel(s, ch);
                 /* One may be inside its toolkit's start, which a hung compositor can make last. */
                 if (ch->prepared)
                         (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);

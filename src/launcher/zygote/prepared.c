@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -210,6 +211,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         free(p);
                         return log_error("out of memory");
                 }
+                p->watch.kind = WATCH_PREPARED;
                 p->next = s->prepared;
                 s->prepared = p;
                 if (reg && !image)
@@ -288,16 +290,13 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
 }
 
 /* Lets p's child go: killed, as it may be inside its toolkit's start; reaped as any waiting child. */
-static void release(struct prepared_program *p) {
+static void release(struct server *s, struct prepared_program *p) {
         struct child *ch = p->child;
         p->child = NULL;
         p->ready = false;
         if (!ch)
                 return;
-        if (ch->channel_fd >= 0) {
-                close(ch->channel_fd);
-                ch->channel_fd = -1;
-        }
+        child_close_channel(s, ch);
         (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
 }
 
@@ -310,20 +309,21 @@ static void retry_later(struct prepared_program *p) {
 
 /* What p's child said on its channel since we last read it (prepare-toolkit.h): that its toolkit has
  * started, or why it is of no use, which lets it go. */
-static void read_news(struct prepared_program *p) {
+static void read_news(struct server *s, struct prepared_program *p) {
         char news[HS_MAX_TEXT];
         ssize_t n = recv(p->child->channel_fd, news, sizeof news - 1, MSG_DONTWAIT);
         if (n < 0)
                 return; /* nothing new */
+        if (n == 0) {
+                /* It ended: its pidfd tells how (prepared_child_gone); not watched until then. */
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->child->channel_fd, NULL);
+                return;
+        }
         news[n] = '\0';
         char *why = news;
-        if (n > 0 && *why == PREPARED_READY) {
+        if (*why == PREPARED_READY) {
                 p->ready = true;
                 why++;
-        }
-        if (n == 0) {
-                release(p); /* it is gone; the program's next launch prepares another */
-                return;
         }
         if (*why == '\0')
                 return;
@@ -332,13 +332,12 @@ static void read_news(struct prepared_program *p) {
                 retry_later(p);
         else
                 snprintf(p->failed, sizeof p->failed, "%s", why + 1);
-        release(p);
+        release(s, p);
 }
 
-void prepared_read_news(struct server *s) {
-        for (struct prepared_program *p = s->prepared; p; p = p->next)
-                if (p->child && p->child->channel_fd >= 0)
-                        read_news(p);
+void prepared_on_news(struct server *s, struct prepared_program *p) {
+        if (p->child && p->child->channel_fd >= 0) /* not let go earlier in this batch of events */
+                read_news(s, p);
 }
 
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
@@ -346,7 +345,7 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
         struct prepared_program *p = find(s, image->dev, image->ino);
         if (!p || !p->child || p->child->channel_fd < 0)
                 return NULL;
-        read_news(p);
+        read_news(s, p);
         /* One still starting its toolkit is not waited for: the launch would wait as long. */
         if (!p->child || !p->ready)
                 return NULL;
@@ -423,7 +422,7 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(p, c);
         if (changed)
-                release(p);
+                release(s, p);
         /* A pause after a failure that may pass holds for the same launch, not for another. */
         bool pausing = !changed && p->prepare_at > now_ms() + PREPARE_DELAY_MS;
         if (!p->child && p->has_shape && !p->failed[0] && could_match(p) && !pausing)

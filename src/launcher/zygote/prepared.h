@@ -12,6 +12,7 @@
 #include "prepare-toolkit.h"
 #include "protocol.h"
 #include "string-list.h"
+#include "watch.h"
 
 struct child;
 struct conn;
@@ -19,6 +20,7 @@ struct image_entry;
 struct server;
 
 struct prepared_program {
+        struct watch watch; /* first: its child's channel, in the epoll set while the child may speak */
         struct prepared_program *next;
         dev_t dev;
         ino_t ino;
@@ -50,8 +52,8 @@ int prepared_init(struct server *s, const struct string_list *names);
 /* A launch of the program image was started: if --prepare-display names it, the next child for it
  * is prepared with this request (c's payload). */
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image);
-/* Reads what each prepared child said (started, or of no use), for --status. */
-void prepared_read_news(struct server *s);
+/* p's child said something on its channel (started, or of no use): read as it comes. */
+void prepared_on_news(struct server *s, struct prepared_program *p);
 /* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */
 int prepared_fill_in_ms(const struct server *s);
 /* Forks the prepared children that are due. */

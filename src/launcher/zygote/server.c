@@ -251,6 +251,9 @@ int server_run(struct server *s) {
                         case WATCH_FILES:
                                 on_files_changed(s);
                                 break;
+                        case WATCH_PREPARED:
+                                prepared_on_news(s, (struct prepared_program *) w);
+                                break;
                         }
                 }
                 conn_free_closed(s);

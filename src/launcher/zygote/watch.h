@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES };
+enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES, WATCH_PREPARED };
 
 struct watch {
         enum watch_kind kind;
