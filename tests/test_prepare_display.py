@@ -37,8 +37,11 @@ def compositor() -> Iterator[dict[str, str]]:
         yield found
 
 
-def prepared_daemon(compositor: dict[str, str], *programs: str) -> AbstractContextManager[RunningDaemon]:
+def prepared_daemon(
+    compositor: dict[str, str], *programs: str, extra: list[str] | None = None
+) -> AbstractContextManager[RunningDaemon]:
     args = [a for p in programs for a in ("--warm", p, "--prepare-display", p)] + ["--pool", "1", "--no-learn"]
+    args += extra or []
     return private_daemon([], extra_args=args, env=dict(os.environ, **compositor))
 
 
@@ -107,6 +110,44 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
             assert taken_ahead(d) == before, d.log_text()
             assert f"not the prepared child: {why}" in d.log_text()
             assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+
+
+def test_a_launch_unlike_the_last_only_in_what_a_service_start_sets_is_taken_with_its_own(compositor):
+    env = base_env(**compositor, INVOCATION_ID="1" * 32, JOURNAL_STREAM="8:1")
+    argv = [str(GTK3), "env:INVOCATION_ID", "env:JOURNAL_STREAM"]
+    with prepared_daemon(compositor, str(GTK3)) as d:
+        run_served(d, argv, env=env)
+        later = dict(env, INVOCATION_ID="2" * 32)
+        del later["JOURNAL_STREAM"]
+        expected = run_exec(argv, env=later)
+        assert f"INVOCATION_ID={'2' * 32}".encode() in expected.stdout and b"JOURNAL_STREAM=(unset)" in expected.stdout
+        wait_prepared(d, str(GTK3))
+        before = taken_ahead(d)
+        got = run_served(d, argv, env=later)
+        assert taken_ahead(d) == before + 1, d.log_text()
+        assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+
+
+def test_a_restarted_daemon_prepares_the_last_launch_before_its_first(compositor, tmp_path):
+    env = base_env(**compositor)
+    argv = [str(GTK3), "kept"]
+    expected = run_exec(argv, env=env)
+    state = tmp_path / "state"
+    state.mkdir()
+    args = ["--learn-file", str(state / "learned")]
+    with prepared_daemon(compositor, str(GTK3), extra=args) as d:
+        run_served(d, argv, env=env)
+    kept = state / "prepared"
+    assert kept.stat().st_mode & 0o777 == 0o600  # it holds the launch's environment
+    with prepared_daemon(compositor, str(GTK3), extra=args) as d:
+        wait_prepared(d, str(GTK3))  # before any launch
+        got = run_served(d, argv, env=env)
+        assert taken_ahead(d) == 1, d.log_text()
+        assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+    kept.chmod(0o622)  # another user could have chosen what it holds: not used
+    with prepared_daemon(compositor, str(GTK3), extra=args) as d:
+        assert f"{kept}: writable by other users" in d.log_text()
+        assert prepared_state(d, str(GTK3)).startswith("unlaunched"), prepared_state(d, str(GTK3))
 
 
 def test_what_gtk_says_as_it_starts_ahead_reaches_the_launch(compositor):

@@ -4,6 +4,8 @@
  * screen once mapped; on Wayland mapping comes before anything is drawn, so it quits after its
  * first frame was committed to the compositor instead (what headstart's Wayland watch waits for). */
 #include <gtk/gtk.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef GDK_WINDOWING_WAYLAND
 #include <gdk/gdkwayland.h>
 #endif
@@ -47,8 +49,13 @@ int main(int argc, char *argv[]) {
         headstart_mark_main();
         printf("gtk-hello: GTK %u.%u.%u, %d argument(s)\n", gtk_get_major_version(), gtk_get_minor_version(),
                gtk_get_micro_version(), argc - 1);
-        for (int i = 1; i < argc; i++)
+        for (int i = 1; i < argc; i++) {
                 printf("  argv[%d] = %s\n", i, argv[i]);
+                /* "env:NAME": the variable as the program sees it, for tests to compare. */
+                const char *value = strncmp(argv[i], "env:", 4) == 0 ? getenv(argv[i] + 4) : NULL;
+                if (strncmp(argv[i], "env:", 4) == 0)
+                        printf("  %s=%s\n", argv[i] + 4, value ? value : "(unset)");
+        }
         if (!gtk_init_check(&argc, &argv)) {
                 printf("no display: initialised without a window\n");
                 return 0;

@@ -212,3 +212,35 @@ const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_req
         (void) !send(*channel, why, strlen(why), MSG_NOSIGNAL);
         return why + 1;
 }
+
+/* Set by systemd for each start of a unit (systemd.exec(5)); none is named in GTK's, GLib's,
+ * Pango's or fontconfig's libraries. */
+static const char *const per_start_variables[] = { "INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID",
+                                                   "MANAGERPID" };
+
+static const char *per_start_name(const char *entry, size_t *ret_len) {
+        for (size_t i = 0; i < sizeof per_start_variables / sizeof per_start_variables[0]; i++) {
+                size_t len = strlen(per_start_variables[i]);
+                if (strncmp(entry, per_start_variables[i], len) == 0 && entry[len] == '=') {
+                        *ret_len = len;
+                        return per_start_variables[i];
+                }
+        }
+        return NULL;
+}
+
+bool prepared_per_start_variable(const char *entry) {
+        size_t len;
+        return per_start_name(entry, &len) != NULL;
+}
+
+void prepared_take_per_start_variables(char *const *envp) {
+        for (size_t i = 0; i < sizeof per_start_variables / sizeof per_start_variables[0]; i++)
+                (void) unsetenv(per_start_variables[i]);
+        for (; *envp; envp++) {
+                size_t len;
+                const char *name = per_start_name(*envp, &len);
+                if (name)
+                        (void) setenv(name, *envp + len + 1, 1);
+        }
+}

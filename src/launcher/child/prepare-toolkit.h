@@ -53,6 +53,14 @@ const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_req
  * again what the toolkit holds, as its threads may have opened or closed some meanwhile. */
 bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *shape, int channel);
 
+/* Whether the environment entry ("NAME=value") is one that the service manager gives each start of
+ * a service anew (INVOCATION_ID...), which no toolkit reads as it starts: a launch whose environment
+ * differs from the prepared child's only in those takes it (a launcher started as a service has new
+ * ones at each boot), and gets its own (prepared_take_per_start_variables). */
+bool prepared_per_start_variable(const char *entry);
+/* Sets those variables as the launch's environment envp has them (or unsets them). */
+void prepared_take_per_start_variables(char *const *envp);
+
 /* Once the launch's fds are in place: writes what the toolkit printed while it was prepared to the
  * program's stdout and stderr, where exec's program would have printed it. */
 void prepared_replay_output(struct prepared_process *p);

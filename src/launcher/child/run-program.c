@@ -272,8 +272,10 @@ _Noreturn void child_run(const struct child_spec *spec) {
         const char *failed = NULL;
         if (prepared) {
                 /* The rest it took as it was prepared, from a request just like this one; its
-                 * environment stays as the toolkit left it (GTK takes DESKTOP_STARTUP_ID out). */
+                 * environment stays as the toolkit left it (GTK takes DESKTOP_STARTUP_ID out), but
+                 * for what the service manager set anew for this launch. */
                 set_names(req);
+                prepared_take_per_start_variables(req->envp);
                 prepared_replay_output(prepared);
         } else if ((failed = child_take_request_settings(req))) {
                 fail_errno(report_fd, failed);

@@ -22,7 +22,9 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "run-program.h"
 #include "pool.h"
+#include "prepared-store.h"
 #include "server.h"
 
 /* After a launch, the next child is prepared this much later, so that its toolkit's start does not
@@ -31,6 +33,9 @@
 /* After a failed fork or a failure that may pass (the display not there), doubling up to the most. */
 #define PREPARE_RETRY_MS 1000u
 #define PREPARE_RETRY_MAX_MS 60000u
+/* A zygote that starts with launches kept by the last (prepared-store.h) prepares their children
+ * this much later: at boot, after the programs started with it, which need the CPUs first. */
+#define PREPARE_AFTER_START_MS 1000u
 
 #define MAX_DIRECT_LIBRARIES 64
 
@@ -201,34 +206,6 @@ static const struct image_entry *image_of(struct server *s, const struct registe
         return e;
 }
 
-int prepared_init(struct server *s, const struct string_list *names) {
-        for (size_t i = 0; i < names->n; i++) {
-                const char *why;
-                const struct registered_file *reg = served_program(s, names->items[i], &why);
-                const struct image_entry *image = reg ? image_of(s, reg) : NULL;
-                struct prepared_program *p = calloc(1, sizeof *p);
-                if (!p || !(p->program = strdup(reg ? reg->path : names->items[i]))) {
-                        free(p);
-                        return log_error("out of memory");
-                }
-                p->watch.kind = WATCH_PREPARED;
-                p->next = s->prepared;
-                s->prepared = p;
-                if (reg && !image)
-                        why = "its file cannot be read";
-                if (image) {
-                        p->dev = image->dev;
-                        p->ino = image->ino;
-                        judge(s, p, image);
-                } else
-                        p->refusal = why;
-                if (p->refusal)
-                        log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
-                                    names->items[i], p->refusal);
-        }
-        return 0;
-}
-
 static struct prepared_program *find(const struct server *s, dev_t dev, ino_t ino) {
         for (struct prepared_program *p = s->prepared; p; p = p->next)
                 if (p->dev == dev && p->ino == ino)
@@ -236,11 +213,18 @@ static struct prepared_program *find(const struct server *s, dev_t dev, ino_t in
         return NULL;
 }
 
-static bool same_strings(char *const *a, char *const *b) {
-        for (; *a && *b; a++, b++)
+/* The same entries in the same order, but for those the service manager sets anew at each start. */
+static bool same_environment(char *const *a, char *const *b) {
+        for (;; a++, b++) {
+                while (*a && prepared_per_start_variable(*a))
+                        a++;
+                while (*b && prepared_per_start_variable(*b))
+                        b++;
+                if (!*a || !*b)
+                        return !*a && !*b;
                 if (strcmp(*a, *b) != 0)
                         return false;
-        return !*a && !*b;
+        }
 }
 
 /* GTK 3's own options, which gtk_init takes out of argv: a prepared GTK 3 has parsed none. */
@@ -276,7 +260,7 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
                 return "another working directory";
         if (strcmp(a->argv[0], req->argv[0]) != 0)
                 return "another argv[0]";
-        if (!same_strings(a->envp, req->envp))
+        if (!same_environment(a->envp, req->envp))
                 return "another environment";
         if (a->fixed.umask != req->fixed.umask || a->fixed.sigmask != req->fixed.sigmask ||
             a->fixed.sigignore != req->fixed.sigignore ||
@@ -373,24 +357,24 @@ static void forget_shape(struct prepared_program *p) {
         p->has_shape = false;
 }
 
-/* Keeps c's request as what the next child is prepared with. Returns whether it differs from the one
- * kept before (false also when it cannot be kept). */
-static bool keep_shape(struct prepared_program *p, const struct conn *c) {
-        void *payload = malloc(c->header.size);
-        int cwd_fd = fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3);
+/* Whether a launch could ever take a child prepared with p's shape: the matching's own conditions. */
+static bool could_match(const struct prepared_program *p) {
+        return same_targets(&p->shape, &p->shape) &&
+               !(p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv));
+}
+
+/* Makes the request (payload, size bytes, with nfds fds; ours to keep or free) in the working
+ * directory cwd_fd (ours too) what the next child is prepared with. Returns whether it differs from
+ * the one kept before; false also when it cannot be kept. */
+static bool adopt_shape(struct prepared_program *p, void *payload, size_t size, size_t nfds, int cwd_fd) {
         struct hs_launch_request shape;
         struct stat cwd;
         const char *what;
-        if (!payload || cwd_fd < 0 || fstat(cwd_fd, &cwd) < 0) {
+        if (!payload || cwd_fd < 0 || fstat(cwd_fd, &cwd) < 0 || !S_ISDIR(cwd.st_mode) ||
+            hs_launch_parse(payload, size, nfds, &shape, &what) < 0) {
                 free(payload);
                 if (cwd_fd >= 0)
                         close(cwd_fd);
-                return false;
-        }
-        memcpy(payload, c->payload, c->header.size);
-        if (hs_launch_parse(payload, c->header.size, c->nfds, &shape, &what) < 0) {
-                free(payload);
-                close(cwd_fd);
                 return false;
         }
         bool changed = !p->has_shape || mismatch(p, &shape, cwd_fd);
@@ -400,6 +384,7 @@ static bool keep_shape(struct prepared_program *p, const struct conn *c) {
         }
         forget_shape(p);
         p->payload = payload;
+        p->payload_size = size;
         p->shape = shape;
         p->has_shape = true;
         p->cwd_fd = cwd_fd;
@@ -408,10 +393,87 @@ static bool keep_shape(struct prepared_program *p, const struct conn *c) {
         return changed;
 }
 
-/* Whether a launch could ever take a child prepared with p's shape: the matching's own conditions. */
-static bool could_match(const struct prepared_program *p) {
-        return same_targets(&p->shape, &p->shape) &&
-               !(p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv));
+/* Keeps c's request as what the next child is prepared with; whether it differs from the last. */
+static bool keep_shape(struct prepared_program *p, const struct conn *c) {
+        void *payload = malloc(c->header.size);
+        if (payload)
+                memcpy(payload, c->payload, c->header.size);
+        return adopt_shape(p, payload, c->header.size, c->nfds, fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3));
+}
+
+/* Writes each program's last launch to the store (prepared-store.h), for the zygotes that come after. */
+static void save_shapes(const struct server *s) {
+        struct prepared_record records[64];
+        char cwds[64][PATH_MAX];
+        size_t n = 0;
+        for (const struct prepared_program *p = s->prepared; p && n < ELEMENTSOF(records); p = p->next) {
+                char fd_path[64];
+                snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", p->cwd_fd);
+                ssize_t len = p->has_shape ? readlink(fd_path, cwds[n], sizeof cwds[n] - 1) : -1;
+                if (len <= 0 || (size_t) len >= sizeof cwds[n] - 1)
+                        continue;
+                cwds[n][len] = '\0';
+                /* A folder removed since, or a name the file's lines cannot hold, is not kept. */
+                if (cwds[n][0] != '/' || strchr(cwds[n], '\n') || strchr(p->program, '\n'))
+                        continue;
+                records[n] = (struct prepared_record){ .program = p->program, .cwd = cwds[n],
+                                                       .nfds = p->shape.fixed.nfds + HS_FD_FIRST_PASSED,
+                                                       .request = p->payload, .size = p->payload_size };
+                n++;
+        }
+        int r = prepared_store_save(s->prepared_file, records, n);
+        if (r < 0)
+                log_warning_errno(r, "%s: cannot save the launches prepared for; the next zygote prepares none "
+                                  "before each program's first launch", s->prepared_file);
+}
+
+/* What the store kept of the last zygote's launches: each prepared program's next child prepared
+ * with its last launch, a while after this zygote starts. */
+static void load_shapes(struct server *s) {
+        struct prepared_record *records;
+        size_t n = prepared_store_load(s->prepared_file, &records);
+        for (size_t i = 0; i < n; i++) {
+                struct prepared_program *p = s->prepared;
+                while (p && (p->toolkit == TOOLKIT_NONE || p->has_shape || strcmp(p->program, records[i].program) != 0))
+                        p = p->next;
+                if (!p)
+                        continue;
+                int cwd_fd = open(records[i].cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (adopt_shape(p, records[i].request, records[i].size, records[i].nfds, cwd_fd) && could_match(p))
+                        p->prepare_at = now_ms() + PREPARE_AFTER_START_MS;
+                records[i].request = NULL; /* adopt_shape took it */
+        }
+        prepared_records_free(records, n);
+}
+
+int prepared_init(struct server *s, const struct string_list *names) {
+        for (size_t i = 0; i < names->n; i++) {
+                const char *why;
+                const struct registered_file *reg = served_program(s, names->items[i], &why);
+                const struct image_entry *image = reg ? image_of(s, reg) : NULL;
+                struct prepared_program *p = calloc(1, sizeof *p);
+                if (!p || !(p->program = strdup(reg ? reg->path : names->items[i]))) {
+                        free(p);
+                        return log_error("out of memory");
+                }
+                p->watch.kind = WATCH_PREPARED;
+                p->next = s->prepared;
+                s->prepared = p;
+                if (reg && !image)
+                        why = "its file cannot be read";
+                if (image) {
+                        p->dev = image->dev;
+                        p->ino = image->ino;
+                        judge(s, p, image);
+                } else
+                        p->refusal = why;
+                if (p->refusal)
+                        log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
+                                    names->items[i], p->refusal);
+        }
+        if (names->n)
+                load_shapes(s);
+        return 0;
 }
 
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image) {
@@ -421,8 +483,10 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(p, c);
-        if (changed)
+        if (changed) {
                 release(s, p);
+                save_shapes(s);
+        }
         /* A pause after a failure that may pass holds for the same launch, not for another. */
         bool pausing = !changed && p->prepare_at > now_ms() + PREPARE_DELAY_MS;
         if (!p->child && p->has_shape && !p->failed[0] && could_match(p) && !pausing)

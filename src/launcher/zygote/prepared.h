@@ -29,6 +29,7 @@ struct prepared_program {
         const char *refusal;
         void *payload; /* its last launch's request as received, and parsed (shape): what a child is
                         * prepared with */
+        size_t payload_size;
         struct hs_launch_request shape;
         bool has_shape;
         int cwd_fd;           /* that launch's working directory (O_PATH), which the child enters */
@@ -47,7 +48,9 @@ struct prepared_program {
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd);
 /* At the zygote's start, once its programs are registered and loaded: which toolkit to prepare for
- * each program --prepare-display names (names), or why none, as --status tells. Returns 0 or -ENOMEM. */
+ * each program --prepare-display names (names), or why none, as --status tells; and the launches
+ * the last zygote kept (s->prepared_file, prepared-store.h), which children are prepared with
+ * before any launch. Returns 0 or -ENOMEM. */
 int prepared_init(struct server *s, const struct string_list *names);
 /* A launch of the program image was started: if --prepare-display names it, the next child for it
  * is prepared with this request (c's payload). */

@@ -4,6 +4,7 @@
  * child it forked (children.h). struct server is the zygote's whole state. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -59,6 +60,7 @@ struct server {
         unsigned npool;
         uint64_t pool_retry_at; /* CLOCK_MONOTONIC ms; no refill before */
         struct prepared_program *prepared; /* --prepare-display, by program */
+        char prepared_file[PATH_MAX + 16]; /* where the launches prepared for are kept (prepared-store.h) */
         uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         uint64_t signal_logged_ms;    /* when an ignored signal was last logged (ms) */
         uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */

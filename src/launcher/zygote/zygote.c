@@ -344,7 +344,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
-        char copy[PATH_MAX], learn_file[PATH_MAX + 16];
+        char copy[PATH_MAX], learn_file[PATH_MAX + 16], learn_dir[PATH_MAX + 16];
         snprintf(copy, sizeof copy, "%s", path);
         const char *dir = dirname(copy);
         snprintf(cache_dir, sizeof cache_dir, "%s/cache", dir);
@@ -353,6 +353,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 snprintf(cache_dir, sizeof cache_dir, "%s", o->cache_dir);
         if (o->learn_file)
                 snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
+        snprintf(learn_dir, sizeof learn_dir, "%s", learn_file);
 
         /* Every signal into the signalfd from the start, except a stop, which ends us at once
          * until we are about to serve. */
@@ -397,6 +398,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
                 log_warning("some programs copy a C++ stream whose pointers cannot be found; they will be exec'd");
+        snprintf(s.prepared_file, sizeof s.prepared_file, "%s/prepared", dirname(learn_dir));
         if ((r = prepared_init(&s, &o->prepare_display)) < 0)
                 goto out;
         if (!o->no_learn) {
