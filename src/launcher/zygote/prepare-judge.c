@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+#include "prepare-judge.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elf-info.h"
+#include "image-cache.h"
+#include "macro.h"
+#include "server.h"
+
+#define MAX_DIRECT_LIBRARIES 64
+
+struct needs {
+        enum toolkit toolkit;
+        const char *refusal;
+        char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
+        size_t nlibraries;
+        bool sets_environment; /* it imports setenv or the like */
+};
+
+/* What a program may call before its toolkit starts that a prepared toolkit would not see. */
+static const struct {
+        const char *symbol, *why;
+} refused_imports[] = {
+        { "gdk_set_allowed_backends", "it picks the display backend itself before its toolkit starts" },
+        { "gtk_disable_setlocale", "it keeps its toolkit from setting the locale" },
+        { "gtk_init_with_args", "it gives its toolkit options of its own as it starts" },
+        { "gtk_parse_args", "it gives its toolkit options of its own as it starts" },
+        { "gdk_init", "it starts the display layer itself" },
+        { "gdk_init_check", "it starts the display layer itself" },
+        { "gdk_parse_args", "it starts the display layer itself" },
+        { "g_set_prgname", "it names itself (g_set_prgname), which its toolkit reads as it opens the display" },
+};
+
+/* Functions that change the environment, and the variables read as a toolkit starts: a program that
+ * has both may set one before its toolkit starts, which a prepared toolkit would not see. */
+static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
+                                                   "g_unsetenv" };
+static const char *const toolkit_variables[] = { "GDK_", "GTK_", "GSK_", "NO_AT_BRIDGE", "DISPLAY", "LANG", "LC_ALL",
+                                                 "LC_MESSAGES", "XDG_" };
+
+/* Whether the file names a variable its toolkit reads as it starts (a string, wherever it is). */
+static bool names_toolkit_variable(int fd) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return true;
+        char *data = malloc((size_t) st.st_size + 1);
+        bool found = !data || pread(fd, data, (size_t) st.st_size, 0) != st.st_size;
+        for (size_t i = 0; !found && i < ELEMENTSOF(toolkit_variables); i++)
+                found = memmem(data, (size_t) st.st_size, toolkit_variables[i], strlen(toolkit_variables[i])) != NULL;
+        free(data);
+        return found;
+}
+
+static void on_library(const char *name, void *data) {
+        struct needs *n = data;
+        if (strcmp(name, "libgtk-3.so.0") == 0)
+                n->toolkit = TOOLKIT_GTK3;
+        else if (strcmp(name, "libgtk-4.so.1") == 0)
+                n->toolkit = TOOLKIT_GTK4;
+        else if (n->nlibraries < MAX_DIRECT_LIBRARIES && (n->libraries[n->nlibraries] = strdup(name)))
+                n->nlibraries++;
+}
+
+static void ignore(const char *name, void *data) {
+        (void) name;
+        (void) data;
+}
+
+/* The toolkit of a program that links it through a library of its own (mousepad: libmousepad),
+ * from the libraries it needs as the daemon loaded them. */
+static enum toolkit toolkit_of_libraries(const struct needs *n) {
+        struct needs inner = { 0 };
+        for (size_t i = 0; !inner.toolkit && i < n->nlibraries; i++) {
+                void *h = dlopen(n->libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+                struct link_map *map;
+                if (!h)
+                        continue;
+                int fd = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 ? open(map->l_name, O_RDONLY | O_CLOEXEC) : -1;
+                if (fd >= 0) {
+                        (void) elf_needs_read(fd, on_library, ignore, &inner);
+                        close(fd);
+                }
+                dlclose(h);
+        }
+        for (size_t i = 0; i < inner.nlibraries; i++)
+                free(inner.libraries[i]);
+        return inner.toolkit;
+}
+
+static void on_import(const char *name, void *data) {
+        struct needs *n = data;
+        for (size_t i = 0; i < ELEMENTSOF(environment_setters); i++)
+                if (strcmp(name, environment_setters[i]) == 0)
+                        n->sets_environment = true;
+        for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
+                if (strcmp(name, refused_imports[i].symbol) == 0)
+                        n->refusal = refused_imports[i].why;
+}
+
+/* Whether the launch's binding only points the libraries at the program's copies of their own
+ * variables (stdout, optind...), which take the values the toolkit left in the originals. */
+static bool binds_copies_only(const struct bind_plan *plan) {
+        if (plan->nrebinds)
+                return false;
+        for (uint32_t i = 0; i < plan->nslots; i++) {
+                const struct bind_slot *slot = &plan->slots[i];
+                bool copy = false;
+                for (uint32_t j = 0; !slot->absolute && !copy && j < plan->ncopies; j++)
+                        copy = slot->value - plan->copies[j].offset < plan->copies[j].size;
+                if (!copy)
+                        return false;
+        }
+        return true;
+}
+
+/* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
+static const char *refusal(const struct server *s, const struct needs *n, const struct elf_info *info,
+                           const struct image_entry *image) {
+        if (n->refusal)
+                return n->refusal;
+        if (schedule_for(s->schedules, s->nschedules, image->dev, image->ino))
+                return "it has a --schedule, which the threads its toolkit starts early would not all get";
+        if (n->toolkit == TOOLKIT_NONE)
+                return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
+        if (n->sets_environment && names_toolkit_variable(image->fd))
+                return "it may set a variable its toolkit reads (it changes its environment and names one)";
+        if (info->has_tls)
+                return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
+        if (!binds_copies_only(&image->plan))
+                return "its libraries' references go to functions it defines or another library interposes, "
+                       "which its toolkit would not reach before the launch binds them";
+        return NULL;
+}
+
+enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, const char **ret_refusal) {
+        struct needs n = { 0 };
+        struct elf_info info = { 0 };
+        if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
+                n.refusal = "its file cannot be read";
+        else if (!n.toolkit)
+                n.toolkit = toolkit_of_libraries(&n);
+        for (size_t i = 0; i < n.nlibraries; i++)
+                free(n.libraries[i]);
+        *ret_refusal = refusal(s, &n, &info, image);
+        return *ret_refusal ? TOOLKIT_NONE : n.toolkit;
+}
+

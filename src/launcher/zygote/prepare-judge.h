@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* --prepare-display: which toolkit to start ahead for a program, read from its file once as the zygote
+ * starts, or why none (docs/limitations.md lists the reasons): a program that sets its toolkit up
+ * itself before it starts, may set a variable the toolkit reads, has thread-local variables or a
+ * --schedule, or whose libraries bind to functions it defines, would notice. */
+#pragma once
+
+#include "prepare-toolkit.h"
+
+struct image_entry;
+struct server;
+
+/* The toolkit the program image links (itself or through a library it needs), or TOOLKIT_NONE with
+ * *ret_refusal saying why it is not prepared. */
+enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, const char **ret_refusal);
