@@ -48,7 +48,7 @@ BUILD := build
 BUILD_SAN := build-sanitize
 BUILD_A64 := build-aarch64
 BUILD_FUZZ := build-fuzz
-FUZZ_TARGETS := request elf config schedule pin-plan
+FUZZ_TARGETS := request elf config schedule pin-plan prepared-store
 # Inputs each target runs in `make test` (seconds each), and seconds each runs in `make fuzz-long`.
 FUZZ_RUNS := 20000
 FUZZ_SECONDS := 600

@@ -85,7 +85,7 @@ static int parse_record(const char **at, const char *end, struct prepared_record
         return 0;
 }
 
-static int parse(const char *data, size_t size, struct prepared_record **ret, size_t *ret_n) {
+int prepared_store_parse(const char *data, size_t size, struct prepared_record **ret, size_t *ret_n) {
         const char *at = data, *end = data + size;
         size_t len = strlen(HEADER);
         if (size < len || memcmp(data, HEADER, len) != 0)
@@ -109,7 +109,7 @@ size_t prepared_store_load(const char *file, struct prepared_record **ret) {
         size_t size, n = 0;
         _cleanup_free_ char *data = read_own_file(file, &size, &why);
         *ret = NULL;
-        int r = data ? parse(data, size, ret, &n) : 0;
+        int r = data ? prepared_store_parse(data, size, ret, &n) : 0;
         if (why || r < 0) {
                 log_warning("%s: %s; no child is prepared before each program's first launch", file,
                             why ? why : r == -ENOMEM ? "out of memory" : "malformed");

@@ -22,6 +22,9 @@ struct prepared_record {
 
 /* The records in file; 0 when it is missing, and when it cannot be used (said in one line). */
 size_t prepared_store_load(const char *file, struct prepared_record **ret);
+/* The records in the file's text (size bytes): 0, or -EBADMSG or -ENOMEM with what was read so far
+ * in *ret (*ret_n of them; *ret NULL and *ret_n 0 at the start). */
+int prepared_store_parse(const char *data, size_t size, struct prepared_record **ret, size_t *ret_n);
 /* Replaces file with these records (a complete file renamed into place). Returns 0 or a negative errno. */
 int prepared_store_save(const char *file, const struct prepared_record *records, size_t n);
 void prepared_records_free(struct prepared_record *records, size_t n);
