@@ -229,6 +229,7 @@ test-deb: deb
 # checkout's packages (cached in build-device/ARCH/), booted by QEMU with an eMMC-like disk.
 device:
 	$(call install_missing,$(DEVICE_PACKAGES))
+	$(if $(filter arm64,$(DEVICE_ARCH)),$(SUDO) cross/binfmt-aarch64.sh)
 	$(MAKE) deb DEB_ARCH=$(DEVICE_ARCH)
 	$(MAKE) deps
 	$(PY) device/image.py --arch $(DEVICE_ARCH) --debs $(if $(filter $(HOST_ARCH),$(DEVICE_ARCH)),build-deb,build-deb-$(DEVICE_ARCH))

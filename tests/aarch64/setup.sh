@@ -10,16 +10,7 @@ set -euo pipefail
 
 dest=$1
 programs=(gzip sed grep coreutils diffutils bzip2 xz-utils libjpeg-turbo-progs lame sqlite3 jq)
-binfmt=/proc/sys/fs/binfmt_misc
-qemu=/usr/bin/qemu-aarch64-static
-
-if [ ! -e "$binfmt/qemu-aarch64" ]; then
-	[ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt"
-	# The ELF header of an aarch64 executable; F: qemu is opened now, P: argv[0] is kept.
-	magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
-	mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
-	printf '%s' ":qemu-aarch64:M::$magic:$mask:$qemu:FP" >"$binfmt/register"
-fi
+"$(dirname "$0")/../../cross/binfmt-aarch64.sh"
 
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	echo "adding the arm64 architecture to apt, to download its packages"
