@@ -260,30 +260,48 @@ static bool keep_shape(struct prepared_program *p, const struct conn *c) {
         return adopt_shape(p, payload, c->header.size, c->nfds, fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3));
 }
 
+/* The path of the working directory open at fd, malloc'ed; NULL when it is gone or its name would not
+ * fit a line of the store. */
+static char *directory_path(int fd) {
+        char fd_path[64], path[PATH_MAX];
+        snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(fd_path, path, sizeof path - 1);
+        if (len <= 0 || (size_t) len >= sizeof path - 1)
+                return NULL;
+        path[len] = '\0';
+        /* A folder removed since reads "/... (deleted)", which names another or none. */
+        struct stat named, held;
+        if (path[0] != '/' || strchr(path, '\n') || stat(path, &named) < 0 || fstat(fd, &held) < 0 ||
+            named.st_dev != held.st_dev || named.st_ino != held.st_ino)
+                return NULL;
+        return strdup(path);
+}
+
 /* Writes each program's last launch to the store (prepared-store.h), for the zygotes that come after. */
 static void save_shapes(const struct server *s) {
-        struct prepared_record records[64];
-        char cwds[64][PATH_MAX];
-        size_t n = 0;
-        for (const struct prepared_program *p = s->prepared; p && n < ELEMENTSOF(records); p = p->next) {
-                char fd_path[64];
-                snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", p->cwd_fd);
-                ssize_t len = p->has_shape ? readlink(fd_path, cwds[n], sizeof cwds[n] - 1) : -1;
-                if (len <= 0 || (size_t) len >= sizeof cwds[n] - 1)
-                        continue;
-                cwds[n][len] = '\0';
-                /* A folder removed since, or a name the file's lines cannot hold, is not kept. */
-                if (cwds[n][0] != '/' || strchr(cwds[n], '\n') || strchr(p->program, '\n'))
-                        continue;
-                records[n] = (struct prepared_record){ .program = p->program, .cwd = cwds[n],
-                                                       .nfds = p->shape.fixed.nfds + HS_FD_FIRST_PASSED,
-                                                       .request = p->payload, .size = p->payload_size };
-                n++;
+        static bool warned; /* once: a launcher whose launches all differ would have us say it at each */
+        size_t n = 0, most = 0;
+        for (const struct prepared_program *p = s->prepared; p; p = p->next)
+                most++;
+        struct prepared_record *records = calloc(most ? most : 1, sizeof *records);
+        int r = records ? 0 : -ENOMEM;
+        for (const struct prepared_program *p = s->prepared; r == 0 && p; p = p->next) {
+                char *cwd = p->has_shape && !strchr(p->program, '\n') ? directory_path(p->cwd_fd) : NULL;
+                if (cwd)
+                        records[n++] = (struct prepared_record){ .program = p->program, .cwd = cwd,
+                                                                 .nfds = p->shape.fixed.nfds + HS_FD_FIRST_PASSED,
+                                                                 .request = p->payload, .size = p->payload_size };
         }
-        int r = prepared_store_save(s->prepared_file, records, n);
-        if (r < 0)
+        if (r == 0)
+                r = prepared_store_save(s->prepared_file, records, n);
+        for (size_t i = 0; i < n; i++)
+                free(records[i].cwd);
+        free(records);
+        if (r < 0 && !warned) {
+                warned = true;
                 log_warning_errno(r, "%s: cannot save the launches prepared for; the next zygote prepares none "
                                   "before each program's first launch", s->prepared_file);
+        }
 }
 
 /* What the store kept of the last zygote's launches: each prepared program's next child prepared
