@@ -86,6 +86,7 @@ def test_a_second_launch_like_the_first_is_taken_prepared_and_behaves_as_exec(co
             with Served(d):
                 got = run_served(d, argv, env=env)
             assert taken_ahead(d) == before + 1, d.log_text()
+            assert d.status()["launches-prepared"] == [str(before + 1)]
             assert (got.returncode, got.stdout, without_times(got.stderr)) == (
                 0,
                 expected.stdout,
@@ -99,7 +100,7 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
         run_served(d, [str(GTK3)], env=env)
         other = dict(env, EXTRA="1")
         for argv, launch_env, why in (
-            ([str(GTK3)], other, "another environment"),
+            ([str(GTK3)], other, "another environment (first difference: EXTRA)"),
             ([str(GTK3), "--name", "other"], other, "a GTK option among its arguments"),
         ):
             wait_prepared(d, str(GTK3))
@@ -110,6 +111,10 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
             assert taken_ahead(d) == before, d.log_text()
             assert f"not the prepared child: {why}" in d.log_text()
             assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+        # The last launch had a GTK option: no child is prepared for it, and the status says why.
+        assert prepared_state(d, str(GTK3)).startswith("idle gtk3"), prepared_state(d, str(GTK3))
+        assert "a GTK option among its arguments" in prepared_state(d, str(GTK3))
+        assert d.status()["launches-prepared"] == ["0"]
 
 
 def test_a_launch_unlike_the_last_only_in_what_a_service_start_sets_is_taken_with_its_own(compositor):
@@ -176,6 +181,10 @@ def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
         while "was closed while it waited" not in d.log_text():
             assert time.monotonic() < deadline, d.log_text()
             time.sleep(0.05)
+        # Tried again (no display now: a failure that may pass), the status says why.
+        while not prepared_state(d, str(GTK3)).startswith("retrying gtk3"):
+            assert time.monotonic() < deadline, prepared_state(d, str(GTK3))
+            time.sleep(0.05)
         with display.private_display("wayland") as second:
             env = base_env(**second)
             expected = run_exec([str(GTK3)], env=env)
@@ -197,7 +206,8 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
     unregistered = shutil.which("true")
     assert unregistered
     args = ["--warm", str(QT), "--prepare-display", str(QT), "--warm", str(GTK3), "--prepare-display", str(GTK3),
-            "--prepare-display", unregistered, "--pool", "1", "--no-learn"]  # fmt: skip
+            "--prepare-display", unregistered, "--warm", str(GTK4), "--prepare-display", str(GTK4),
+            "--schedule", f"{GTK4} nice=3", "--pool", "1", "--no-learn"]  # fmt: skip
     with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
         # Judged as the zygote starts, before any launch.
         state = prepared_state(d, str(QT))
@@ -205,6 +215,8 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
         state = prepared_state(d, unregistered)
         assert state.startswith("refused none") and "it is not registered" in state, state
         assert prepared_state(d, str(GTK3)).startswith("unlaunched gtk3"), prepared_state(d, str(GTK3))
+        state = prepared_state(d, str(GTK4))  # refused, and which toolkit it links
+        assert state.startswith("refused gtk4") and "it has a --schedule" in state, state
         assert f"--prepare-display {unregistered}: its toolkit is not prepared" in d.log_text()
         expected = run_exec([str(QT)], env=env)
         with Served(d):

@@ -12,7 +12,7 @@ import time
 from conftest import bin_path
 from headstart.daemon import private_daemon
 
-LISTS = {"program", "preload", "learned", "warm-up", "declined", "schedule"}
+LISTS = {"program", "preload", "learned", "warm-up", "declined", "schedule", "prepared"}
 
 
 def status(daemon, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -23,7 +23,8 @@ def status(daemon, *extra: str) -> subprocess.CompletedProcess[str]:
 def test_the_json_status_holds_every_line_of_the_text_one(tmp_path):
     odd = tmp_path / 'a "quoted" \\ name'
     shutil.copy(bin_path("observe"), odd)
-    with private_daemon([odd], extra_args=["--schedule", f"{bin_path('observe')} nice=1", "--pool", "1"]) as d:
+    args = ["--schedule", f"{bin_path('observe')} nice=1", "--pool", "1", "--prepare-display", str(odd)]
+    with private_daemon([odd], extra_args=args) as d:
         subprocess.run([str(bin_path("headstart-run")), "--socket", str(d.socket), str(odd), "exit", "0"],
                        capture_output=True, timeout=30, start_new_session=True)  # fmt: skip
         # The pool refills and the child's record goes just after the launch: the two answers are
@@ -47,6 +48,8 @@ def test_the_json_status_holds_every_line_of_the_text_one(tmp_path):
             assert data[key] == values[0], key
     assert data["program"] == [f"preload {odd}"] and data["launches"] == 1
     assert isinstance(data["pool-size"], int) and data["schedule"][0].endswith("-- nice 1")
+    (prepared,) = data["prepared"]
+    assert prepared.startswith(f"refused none {odd} 0 -- it does not link GTK 3 or GTK 4"), prepared
 
 
 def wait_settled(daemon, timeout: float = 30) -> None:

@@ -35,8 +35,9 @@ class RunningDaemon:
         return self.log_text().count("]: started ")
 
     def launches_prepared(self) -> int:
-        """Launches taken by a child whose toolkit was started ahead (--prepare-display)."""
-        return self.log_text().count(", prepared ahead)")
+        """Launches taken by a child whose toolkit was started ahead (--prepare-display), over all
+        the daemon's zygotes."""
+        return int(self.status().get("launches-prepared", ["0"])[0])
 
     def status(self) -> dict[str, list[str]]:
         """The daemon's answer to `headstart-run --status`: each key with its values in order."""

@@ -29,10 +29,12 @@ void launch_counts_unmap(struct launch_counts *c) {
                 (void) munmap(c, sizeof *c);
 }
 
-void launch_counts_launched(struct launch_counts *c, bool pooled) {
+void launch_counts_launched(struct launch_counts *c, enum launch_source source) {
         __atomic_add_fetch(&c->launches, 1, __ATOMIC_RELAXED);
-        if (pooled)
+        if (source == LAUNCH_POOLED)
                 __atomic_add_fetch(&c->launches_pooled, 1, __ATOMIC_RELAXED);
+        else if (source == LAUNCH_PREPARED)
+                __atomic_add_fetch(&c->launches_prepared, 1, __ATOMIC_RELAXED);
 }
 
 void launch_counts_declined(struct launch_counts *c, enum hs_decline_reason code, const char *text) {

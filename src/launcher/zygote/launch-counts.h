@@ -10,7 +10,7 @@
 #include "protocol.h"
 
 struct launch_counts {
-        uint64_t launches, launches_pooled, declines;
+        uint64_t launches, launches_pooled, launches_prepared, declines;
         uint64_t declined[HS_DECLINE_COUNT];
         char last_decline[HS_DECLINE_COUNT][160]; /* the last text of each reason, NUL-terminated */
 };
@@ -22,6 +22,8 @@ int launch_counts_create(void);
 struct launch_counts *launch_counts_map(int fd);
 void launch_counts_unmap(struct launch_counts *c);
 
+enum launch_source { LAUNCH_FORKED, LAUNCH_POOLED, LAUNCH_PREPARED };
+
 /* Zygotes side by side count at once: each count is one atomic add. */
-void launch_counts_launched(struct launch_counts *c, bool pooled);
+void launch_counts_launched(struct launch_counts *c, enum launch_source source);
 void launch_counts_declined(struct launch_counts *c, enum hs_decline_reason code, const char *text);

@@ -185,10 +185,9 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
                 return decline(c, HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);
 
         struct child *ch = prepared_take(s, c, req, image, report[1]);
-        bool prepared = ch != NULL;
-        if (!ch)
-                ch = pool_take(s, c, image, report[1]);
-        bool pooled = ch != NULL;
+        enum launch_source source = ch ? LAUNCH_PREPARED : LAUNCH_FORKED;
+        if (!ch && (ch = pool_take(s, c, image, report[1])))
+                source = LAUNCH_POOLED;
         if (!ch)
                 ch = fork_child(s, c, req, image, report[1]);
         close(report[1]);
@@ -202,12 +201,14 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         child_list_push(&s->children, ch);
         s->nchildren++;
         s->launches++;
-        launch_counts_launched(s->counts, pooled);
+        launch_counts_launched(s->counts, source);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
         prepared_note_launch(s, c, image);
         if (s->options->verbose)
                 log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
-                         prepared ? ", prepared ahead" : pooled ? ", from the pool" : "");
+                         source == LAUNCH_PREPARED ? ", prepared ahead"
+                         : source == LAUNCH_POOLED ? ", from the pool"
+                                                   : "");
         *ret = (struct launch_verdict){
                 .outcome = LAUNCH_STARTED,
                 .child = ch,

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 struct needs {
         enum toolkit toolkit;
         const char *refusal;
+        const char *refused_import; /* the import refusal names, or NULL */
         char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
         size_t nlibraries;
         bool sets_environment; /* it imports setenv or the like */
@@ -35,7 +37,7 @@ static const struct {
         { "gdk_init", "it starts the display layer itself" },
         { "gdk_init_check", "it starts the display layer itself" },
         { "gdk_parse_args", "it starts the display layer itself" },
-        { "g_set_prgname", "it names itself (g_set_prgname), which its toolkit reads as it opens the display" },
+        { "g_set_prgname", "it names itself, which its toolkit reads as it opens the display" },
 };
 
 /* Functions that change the environment, and the variables read as a toolkit starts: a program that
@@ -100,8 +102,10 @@ static void on_import(const char *name, void *data) {
                 if (strcmp(name, environment_setters[i]) == 0)
                         n->sets_environment = true;
         for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
-                if (strcmp(name, refused_imports[i].symbol) == 0)
+                if (strcmp(name, refused_imports[i].symbol) == 0) {
                         n->refusal = refused_imports[i].why;
+                        n->refused_import = refused_imports[i].symbol;
+                }
 }
 
 /* Whether the launch's binding only points the libraries at the program's copies of their own
@@ -139,7 +143,7 @@ static const char *refusal(const struct server *s, const struct needs *n, const 
         return NULL;
 }
 
-enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, const char **ret_refusal) {
+enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, char *why, size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
@@ -148,7 +152,13 @@ enum toolkit prepare_judge(const struct server *s, const struct image_entry *ima
                 n.toolkit = toolkit_of_libraries(&n);
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
-        *ret_refusal = refusal(s, &n, &info, image);
-        return *ret_refusal ? TOOLKIT_NONE : n.toolkit;
+        const char *refused = refusal(s, &n, &info, image);
+        if (!refused)
+                why[0] = '\0';
+        else if (n.refused_import && refused == n.refusal)
+                snprintf(why, size, "%s (it imports %s)", refused, n.refused_import);
+        else
+                snprintf(why, size, "%s", refused);
+        return n.toolkit;
 }
 

@@ -5,11 +5,13 @@
  * --schedule, or whose libraries bind to functions it defines, would notice. */
 #pragma once
 
+#include <stddef.h>
+
 #include "prepare-toolkit.h"
 
 struct image_entry;
 struct server;
 
-/* The toolkit the program image links (itself or through a library it needs), or TOOLKIT_NONE with
- * *ret_refusal saying why it is not prepared. */
-enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, const char **ret_refusal);
+/* The toolkit the program image links (itself or through a library it needs: TOOLKIT_NONE when
+ * none), and in why (size bytes) why it is not prepared, or "" when it is. */
+enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, char *why, size_t size);

@@ -72,17 +72,25 @@ static struct prepared_program *find(const struct server *s, dev_t dev, ino_t in
         return NULL;
 }
 
-/* The same entries in the same order, but for those the service manager sets anew at each start. */
-static bool same_environment(char *const *a, char *const *b) {
+/* NULL when a and b have the same entries in the same order, but for those the service manager sets
+ * anew at each start; else which differs first, by name only (a value may be a secret, and this goes
+ * to the log). */
+static const char *environment_difference(char *const *a, char *const *b) {
+        static char text[160];
         for (;; a++, b++) {
                 while (*a && prepared_per_start_variable(*a))
                         a++;
                 while (*b && prepared_per_start_variable(*b))
                         b++;
-                if (!*a || !*b)
-                        return !*a && !*b;
-                if (strcmp(*a, *b) != 0)
-                        return false;
+                if (!*a && !*b)
+                        return NULL;
+                if (*a && *b && strcmp(*a, *b) == 0)
+                        continue;
+                const char *entry = *b ? *b : *a;
+                int len = (int) strcspn(entry, "=");
+                snprintf(text, sizeof text, "another environment (first difference: %.*s)", len > 64 ? 64 : len,
+                         entry);
+                return text;
         }
 }
 
@@ -119,8 +127,9 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
                 return "another working directory";
         if (strcmp(a->argv[0], req->argv[0]) != 0)
                 return "another argv[0]";
-        if (!same_environment(a->envp, req->envp))
-                return "another environment";
+        const char *environment = environment_difference(a->envp, req->envp);
+        if (environment)
+                return environment;
         if (a->fixed.umask != req->fixed.umask || a->fixed.sigmask != req->fixed.sigmask ||
             a->fixed.sigignore != req->fixed.sigignore ||
             memcmp(a->fixed.rlimits, req->fixed.rlimits, sizeof a->fixed.rlimits) != 0)
@@ -166,14 +175,16 @@ static void read_news(struct server *s, struct prepared_program *p) {
         char *why = news;
         if (*why == PREPARED_READY) {
                 p->ready = true;
+                p->retrying[0] = '\0';
                 why++;
         }
         if (*why == '\0')
                 return;
         log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, why + 1);
-        if (*why == PREPARED_RETRY)
+        if (*why == PREPARED_RETRY) {
                 retry_later(p);
-        else
+                snprintf(p->retrying, sizeof p->retrying, "%s", why + 1);
+        } else
                 snprintf(p->failed, sizeof p->failed, "%s", why + 1);
         release(s, p);
 }
@@ -239,6 +250,7 @@ static bool adopt_shape(struct prepared_program *p, void *payload, size_t size, 
         bool changed = !p->has_shape || mismatch(p, &shape, cwd_fd);
         if (changed) {
                 p->failed[0] = '\0'; /* another launch: worth trying again */
+                p->retrying[0] = '\0';
                 p->retry_ms = 0;
         }
         forget_shape(p);
@@ -311,7 +323,7 @@ static void load_shapes(struct server *s) {
         size_t n = prepared_store_load(s->prepared_file, &records);
         for (size_t i = 0; i < n; i++) {
                 struct prepared_program *p = s->prepared;
-                while (p && (p->toolkit == TOOLKIT_NONE || p->has_shape || strcmp(p->program, records[i].program) != 0))
+                while (p && (p->refusal[0] || p->has_shape || strcmp(p->program, records[i].program) != 0))
                         p = p->next;
                 if (!p)
                         continue;
@@ -341,10 +353,10 @@ int prepared_init(struct server *s, const struct string_list *names) {
                 if (image) {
                         p->dev = image->dev;
                         p->ino = image->ino;
-                        p->toolkit = prepare_judge(s, image, &p->refusal);
+                        p->toolkit = prepare_judge(s, image, p->refusal, sizeof p->refusal);
                 } else
-                        p->refusal = why;
-                if (p->refusal)
+                        snprintf(p->refusal, sizeof p->refusal, "%s", why);
+                if (p->refusal[0])
                         log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
                                     names->items[i], p->refusal);
         }
@@ -355,7 +367,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
 
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image) {
         struct prepared_program *p = find(s, image->dev, image->ino);
-        if (!p || p->toolkit == TOOLKIT_NONE)
+        if (!p || p->refusal[0])
                 return;
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
@@ -419,4 +431,24 @@ void prepared_done(struct server *s) {
                 free(p->program);
                 free(p);
         }
+}
+
+const char *prepared_state(const struct prepared_program *p, const char **ret_why) {
+        *ret_why = NULL;
+        if (p->refusal[0])
+                return *ret_why = p->refusal, "refused";
+        if (p->failed[0])
+                return *ret_why = p->failed, "failed";
+        if (p->child)
+                return p->ready ? "ready" : "starting";
+        if (!p->has_shape)
+                return "unlaunched";
+        if (!could_match(p))
+                return *ret_why = p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv)
+                                          ? "its last launch had a GTK option among its arguments"
+                                          : "its last launch did not pass stdin, stdout and stderr",
+                       "idle";
+        if (p->retrying[0])
+                return *ret_why = p->retrying, "retrying";
+        return "due";
 }

@@ -25,8 +25,8 @@ struct prepared_program {
         dev_t dev;
         ino_t ino;
         char *program;        /* its registered path (or the name given, when refused for not being one) */
-        enum toolkit toolkit; /* TOOLKIT_NONE: never prepared, refusal says why */
-        const char *refusal;
+        enum toolkit toolkit; /* the one it links; TOOLKIT_NONE: none */
+        char refusal[HS_MAX_TEXT]; /* why it is never prepared; "": it is */
         void *payload; /* its last launch's request as received, and parsed (shape): what a child is
                         * prepared with */
         size_t payload_size;
@@ -40,6 +40,7 @@ struct prepared_program {
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
         unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
+        char retrying[HS_MAX_TEXT]; /* why the last try failed, when it may pass: tried again after retry_ms */
         uint64_t taken;       /* launches a prepared child took */
 };
 
@@ -65,3 +66,7 @@ void prepared_fill(struct server *s);
  * it waited (not prepared again with the same launch). */
 void prepared_child_gone(struct server *s, struct child *ch);
 void prepared_done(struct server *s);
+
+/* p's state in a word for --status ("ready", "starting", "due", "retrying", "idle", "unlaunched",
+ * "failed", "refused"), and why, when there is a why (else NULL). */
+const char *prepared_state(const struct prepared_program *p, const char **ret_why);

@@ -79,13 +79,7 @@ static void compose_learned(const struct server *s, struct text *t) {
 /* --prepare-display: each program it names, and its prepared child. */
 static void compose_prepared(const struct server *s, struct text *t) {
         for (const struct prepared_program *p = s->prepared; p; p = p->next) {
-                const char *state = p->toolkit == TOOLKIT_NONE ? "refused"
-                                    : p->failed[0]             ? "failed"
-                                    : p->child && p->ready     ? "ready"
-                                    : p->child                 ? "starting"
-                                    : p->has_shape             ? "due"
-                                                               : "unlaunched";
-                const char *why = p->toolkit == TOOLKIT_NONE ? p->refusal : p->failed[0] ? p->failed : NULL;
+                const char *why, *state = prepared_state(p, &why);
                 add(t, "prepared: %s %s %s %llu%s%s\n", state, toolkit_name(p->toolkit), p->program,
                     (unsigned long long) p->taken, why ? " -- " : "", why ? why : "");
         }
@@ -125,6 +119,7 @@ static void compose(const struct server *s, struct text *t) {
         const struct launch_counts *n = s->counts;
         add(t, "launches: %llu\n", (unsigned long long) n->launches);
         add(t, "launches-from-pool: %llu\n", (unsigned long long) n->launches_pooled);
+        add(t, "launches-prepared: %llu\n", (unsigned long long) n->launches_prepared);
         add(t, "declines: %llu\n", (unsigned long long) n->declines);
         for (int code = 1; code < HS_DECLINE_COUNT; code++)
                 if (n->declined[code])
