@@ -18,11 +18,11 @@
 #include "image-cache.h"
 #include "log.h"
 #include "macro.h"
-#include "preload.h"
-#include "run-program.h"
 #include "pool.h"
+#include "preload.h"
 #include "prepare-judge.h"
 #include "prepared-store.h"
+#include "run-program.h"
 #include "server.h"
 
 /* After a launch, the next child is prepared this much later, so that its toolkit's start does not
