@@ -193,6 +193,8 @@ def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
                 got = run_served(d, [str(GTK3)], env=env)
             assert taken_ahead(d) == before
             assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+            # The launch ended the pause between tries: the next try comes now, not up to 10 s later.
+            assert not prepared_state(d, str(GTK3)).startswith("retrying"), prepared_state(d, str(GTK3))
             # The next launch like this one is prepared again, on the compositor now running.
             wait_prepared(d, str(GTK3))
             with Served(d):

@@ -28,9 +28,11 @@
 /* After a launch, the next child is prepared this much later, so that its toolkit's start does not
  * compete for a CPU with the program just started (50 to 500 ms of its own). */
 #define PREPARE_DELAY_MS 100u
-/* After a failed fork or a failure that may pass (the display not there), doubling up to the most. */
+/* After a failed fork or a failure that may pass (the display not there), doubling up to the most:
+ * a try costs a fork and a toolkit's start that fails, and at boot the display comes a while after
+ * us, so the first launch must not find a minute's pause (a device's did). */
 #define PREPARE_RETRY_MS 1000u
-#define PREPARE_RETRY_MAX_MS 60000u
+#define PREPARE_RETRY_MAX_MS 10000u
 /* A zygote that starts with launches kept by the last (prepared-store.h) prepares their children
  * this much later: at boot, after the programs started with it, which need the CPUs first. */
 #define PREPARE_AFTER_START_MS 1000u
@@ -376,10 +378,13 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
                 release(s, p);
                 save_shapes(s);
         }
-        /* A pause after a failure that may pass holds for the same launch, not for another. */
-        bool pausing = !changed && p->prepare_at > now_ms() + PREPARE_DELAY_MS;
-        if (!p->child && p->has_shape && !p->failed[0] && could_match(p) && !pausing)
+        /* A pause after a failure that may pass ends at a launch: one that started shows that what
+         * failed (no display yet, at boot) may have passed, and launches bound the tries. */
+        if (!p->child && p->has_shape && !p->failed[0] && could_match(p)) {
                 p->prepare_at = now_ms() + PREPARE_DELAY_MS;
+                p->retry_ms = 0;
+                p->retrying[0] = '\0';
+        }
 }
 
 int prepared_fill_in_ms(const struct server *s) {
