@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,5 +30,24 @@ int private_dir_open(const char *path, const char **ret_why) {
                 *ret_why = "it belongs to another user";
         else if (st.st_mode & (S_IWGRP | S_IWOTH))
                 *ret_why = "it is writable by other users (chmod 700 it)";
+        return *ret_why ? -EPERM : TAKE_FD(fd);
+}
+
+int private_file_open(const char *path, const char **ret_why) {
+        *ret_why = NULL;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0) {
+                int r = -errno;
+                if (r != -ENOENT)
+                        *ret_why = strerror(errno);
+                return r;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                *ret_why = "not a regular file";
+        else if (st.st_uid != geteuid())
+                *ret_why = "owned by another user";
+        else if (st.st_mode & (S_IWGRP | S_IWOTH))
+                *ret_why = "writable by other users";
         return *ret_why ? -EPERM : TAKE_FD(fd);
 }

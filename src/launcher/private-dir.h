@@ -7,3 +7,9 @@
  * one), owned by our effective user, and writable by nobody else. Returns the directory fd, or a
  * negative errno; -EPERM with *ret_why saying what is wrong. */
 int private_dir_open(const char *path, const char **ret_why);
+
+/* Opens the state file `path` for reading if it is ours: a regular file (not a symlink), owned by our
+ * effective user and writable by nobody else, since another user's could choose what we load or
+ * run. Returns the fd; -ENOENT when it is missing; another negative errno with *ret_why saying
+ * what is wrong. */
+int private_file_open(const char *path, const char **ret_why);

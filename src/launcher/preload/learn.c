@@ -15,6 +15,7 @@
 #include "elf-info.h"
 #include "log.h"
 #include "macro.h"
+#include "private-dir.h"
 #include "trusted-path.h"
 
 #define STATE_HEADER "# headstart: objects loaded after main, learned by headstartd (version 1)"
@@ -117,25 +118,12 @@ static int parse_state(FILE *f, struct learned *l, unsigned *ret_line) {
         return r;
 }
 
-/* Opens the state file if it is ours: a file another user can write could make us load anything. */
+/* Opens the state file if it is ours (private_file_open): NULL when it is missing, or with *ret_why. */
 static FILE *open_state(const char *file, const char **ret_why) {
-        _cleanup_close_ int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        *ret_why = NULL;
-        if (fd < 0) {
-                if (errno != ENOENT)
-                        *ret_why = strerror(errno);
-                return NULL;
-        }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                *ret_why = "not a regular file";
-        else if (st.st_uid != geteuid())
-                *ret_why = "owned by another user";
-        else if (st.st_mode & (S_IWGRP | S_IWOTH))
-                *ret_why = "writable by other users";
-        FILE *f = *ret_why ? NULL : fdopen(fd, "re");
-        if (f)
-                (void) TAKE_FD(fd);
+        int fd = private_file_open(file, ret_why);
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+        if (fd >= 0 && !f)
+                close(fd);
         return f;
 }
 

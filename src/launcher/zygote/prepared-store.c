@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "private-dir.h"
 #include "protocol.h"
 
 #define HEADER "headstart-prepared 1\n"
@@ -29,19 +30,12 @@ void prepared_records_free(struct prepared_record *records, size_t n) {
 
 /* The file's bytes if it is ours: one another user could write would choose what we prepare. */
 static char *read_own_file(const char *file, size_t *ret_size, const char **ret_why) {
-        _cleanup_close_ int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = private_file_open(file, ret_why);
         struct stat st;
-        *ret_why = NULL;
-        if (fd < 0) {
-                *ret_why = errno == ENOENT ? NULL : strerror(errno);
+        if (fd < 0)
                 return NULL;
-        }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-                *ret_why = "not a regular file";
-        else if (st.st_uid != geteuid())
-                *ret_why = "owned by another user";
-        else if (st.st_mode & (S_IWGRP | S_IWOTH))
-                *ret_why = "writable by other users";
+        if (fstat(fd, &st) < 0)
+                *ret_why = "cannot be read";
         else if (st.st_size > MAX_FILE_SIZE)
                 *ret_why = "too large";
         char *data = *ret_why ? NULL : malloc((size_t) st.st_size + 1);
