@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +33,20 @@ int private_dir_open(const char *path, const char **ret_why) {
         else if (st.st_mode & (S_IWGRP | S_IWOTH))
                 *ret_why = "it is writable by other users (chmod 700 it)";
         return *ret_why ? -EPERM : TAKE_FD(fd);
+}
+
+int private_file_replace(const char *path, int (*fill)(int fd, const void *data), const void *data) {
+        char temp[PATH_MAX + 32];
+        snprintf(temp, sizeof temp, "%s.tmp-%d", path, (int) getpid());
+        _cleanup_close_ int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = fill(fd, data);
+        if (r >= 0 && rename(temp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(temp);
+        return r < 0 ? r : 0;
 }
 
 int private_file_open(const char *path, const char **ret_why) {

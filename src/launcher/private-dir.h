@@ -13,3 +13,8 @@ int private_dir_open(const char *path, const char **ret_why);
  * run. Returns the fd; -ENOENT when it is missing; another negative errno with *ret_why saying
  * what is wrong. */
 int private_file_open(const char *path, const char **ret_why);
+
+/* Replaces the state file `path` whole: fill(fd, data) writes a new file (0600, beside it), which is
+ * renamed over it, so that a reader never sees half of one. Returns 0, or a negative errno (from
+ * fill, which returns one too); the new file is removed then. */
+int private_file_replace(const char *path, int (*fill)(int fd, const void *data), const void *data);

@@ -319,7 +319,8 @@ int learned_note(struct learned *l, const char *program, const char *path, const
         return r;
 }
 
-static int write_state(int fd, const struct learned *l) {
+static int write_state(int fd, const void *data) {
+        const struct learned *l = data;
         if (dprintf(fd, "%s\n", STATE_HEADER) < 0)
                 return -errno;
         for (size_t i = 0; i < l->nprograms; i++) {
@@ -354,17 +355,8 @@ int learned_save(const struct learned *l) {
                 r = merge(&merged, l);
         if (r >= 0 && memory)
                 (void) save_memory(memory, &merged); /* a memfd fails only for want of memory */
-        char temp[4096];
-        snprintf(temp, sizeof temp, "%s.tmp-%d", l->file, (int) getpid());
-        _cleanup_close_ int fd = r < 0 ? -1 : open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (r >= 0 && fd < 0)
-                r = -errno;
         if (r >= 0)
-                r = write_state(fd, &merged);
-        if (r >= 0 && rename(temp, l->file) < 0)
-                r = -errno;
-        if (r < 0 && fd >= 0)
-                (void) unlink(temp);
+                r = private_file_replace(l->file, write_state, &merged);
         free_programs(&merged);
         return r;
 }

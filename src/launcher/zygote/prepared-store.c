@@ -114,36 +114,32 @@ size_t prepared_store_load(const char *file, struct prepared_record **ret) {
         return n;
 }
 
-static int write_records(FILE *f, const struct prepared_record *records, size_t n) {
+struct records {
+        const struct prepared_record *records;
+        size_t n;
+};
+
+static int write_records(int fd, const void *data) {
+        const struct records *all = data;
+        int own = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* the FILE's, closed with it; fd stays the caller's */
+        FILE *f = own >= 0 ? fdopen(own, "we") : NULL;
+        if (!f) {
+                if (own >= 0)
+                        close(own);
+                return -ENOMEM;
+        }
         fputs(HEADER, f);
-        for (size_t i = 0; i < n; i++) {
-                const struct prepared_record *r = &records[i];
+        for (size_t i = 0; i < all->n; i++) {
+                const struct prepared_record *r = &all->records[i];
                 fprintf(f, "program %s\ncwd %s\nrequest %u %zu\n", r->program, r->cwd, r->nfds, r->size);
                 fwrite(r->request, 1, r->size, f);
                 fputc('\n', f);
         }
         fputs("end\n", f);
-        return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+        int r = fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+        return fclose(f) == 0 ? r : -EIO;
 }
 
 int prepared_store_save(const char *file, const struct prepared_record *records, size_t n) {
-        char temp[PATH_MAX + 32];
-        snprintf(temp, sizeof temp, "%s.tmp-%d", file, (int) getpid());
-        int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        FILE *f = fdopen(fd, "we");
-        if (!f) {
-                close(fd);
-                (void) unlink(temp);
-                return -ENOMEM;
-        }
-        int r = write_records(f, records, n);
-        if (fclose(f) != 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(temp, file) < 0)
-                r = -errno;
-        if (r < 0)
-                (void) unlink(temp);
-        return r;
+        return private_file_replace(file, write_records, &(struct records){ records, n });
 }
