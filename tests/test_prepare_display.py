@@ -11,11 +11,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import jsonschema
@@ -153,6 +154,113 @@ def test_a_restarted_daemon_prepares_the_last_launch_before_its_first(compositor
     with prepared_daemon(compositor, str(GTK3), extra=args) as d:
         assert f"{kept}: writable by other users" in d.log_text()
         assert prepared_state(d, str(GTK3)).startswith("unlaunched"), prepared_state(d, str(GTK3))
+
+
+def compositor_pid(found: dict[str, str]) -> int:
+    """The weston serving found's display: the one started with its XDG_RUNTIME_DIR."""
+    mark = f"XDG_RUNTIME_DIR={found['XDG_RUNTIME_DIR']}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc / "comm").read_text().strip() == "weston" and mark in (proc / "environ").read_bytes().split(b"\0"):
+                return int(proc.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no weston for {found}")
+
+
+@contextmanager
+def starting_child(tmp_path: Path) -> Iterator[tuple[RunningDaemon, dict[str, str], int]]:
+    """A daemon whose prepared child for GTK3 is still starting: restarted with a kept launch while
+    its compositor is stopped (SIGSTOP), so the child's first round trip waits until SIGCONT. Yields
+    the daemon, the launch's environment and the compositor's pid, stopped."""
+    args = ["--learn-file", str(tmp_path / "learned")]
+    with display.private_display("wayland") as found:
+        env = base_env(**found)
+        with prepared_daemon(found, str(GTK3), extra=args) as d:
+            run_served(d, [str(GTK3)], env=env)
+        weston = compositor_pid(found)
+        os.kill(weston, signal.SIGSTOP)
+        try:
+            with prepared_daemon(found, str(GTK3), extra=[*args, "--verbose"]) as d:
+                deadline = time.monotonic() + WAIT_S
+                while not prepared_state(d, str(GTK3)).startswith("starting"):
+                    assert time.monotonic() < deadline, prepared_state(d, str(GTK3))
+                    time.sleep(0.05)
+                yield d, env, weston
+        finally:
+            os.kill(weston, signal.SIGCONT)
+
+
+def served_in_background(d: RunningDaemon, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+    return subprocess.Popen(client + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+
+
+def wait_logged(d: RunningDaemon, text: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while text not in d.log_text():
+        assert time.monotonic() < deadline, d.log_text()
+        time.sleep(0.05)
+
+
+def test_a_launch_waits_for_its_prepared_child_still_starting(tmp_path):
+    with starting_child(tmp_path) as (d, env, weston):
+        expected_argv = [str(GTK3)]
+        launch = served_in_background(d, expected_argv, env)
+        wait_logged(d, "waiting up to")
+        # Ready only once its compositor answers: the launch is then handed to it, not to a fork.
+        os.kill(weston, signal.SIGCONT)
+        out, err = launch.communicate(timeout=WAIT_S)
+        expected = run_exec(expected_argv, env=env)
+        assert (launch.returncode, out) == (expected.returncode, expected.stdout), err
+        assert taken_ahead(d) == 1, d.log_text()
+        assert d.status()["launches-prepared"] == ["1"]
+
+
+def test_a_prepared_child_never_ready_costs_launches_a_bounded_wait(tmp_path):
+    with starting_child(tmp_path) as (d, env, weston):
+        forked = time.monotonic()
+        first = served_in_background(d, [str(GTK3)], env)
+        # 1.5 s at most, within the client's 2 s: then an ordinary child (as the client would exec
+        # it), which runs once the compositor answers again.
+        wait_logged(d, "waiting up to")
+        wait_logged(d, "started ")
+        # A launch 5 s after the child's fork (none was ever ready to say how long it takes) lets it
+        # go: it may be stopped, or its compositor hung; no launch waits for it again.
+        time.sleep(max(0.0, forked + 5.5 - time.monotonic()))
+        second = served_in_background(d, [str(GTK3)], env)
+        wait_logged(d, "its child was not ready 5000 ms after its fork")
+        os.kill(weston, signal.SIGCONT)
+        expected = run_exec([str(GTK3)], env=env)
+        for launch in (first, second):
+            out, err = launch.communicate(timeout=WAIT_S)
+            assert (launch.returncode, out) == (expected.returncode, expected.stdout), err
+        assert d.log_text().count("waiting up to") == 1, d.log_text()
+        assert taken_ahead(d) == 0, d.log_text()
+        assert d.status()["launches-prepared"] == ["0"]
+        assert d.status()["launches"] == ["2"]
+
+
+def test_a_display_that_appears_ends_the_pause_between_tries(compositor, tmp_path):
+    # The display a launcher names at every boot, there only once its compositor is: a link to it
+    # (as on the device), made while the child waits between tries.
+    link = tmp_path / "wayland-link"
+    env = base_env(**dict(compositor, WAYLAND_DISPLAY=str(link)))
+    with prepared_daemon(compositor, str(GTK3), extra=["--verbose"]) as d:
+        run_served(d, [str(GTK3)], env=env)  # fails: no display yet
+        deadline = time.monotonic() + WAIT_S
+        while not prepared_state(d, str(GTK3)).startswith("retrying"):
+            assert time.monotonic() < deadline, prepared_state(d, str(GTK3))
+            time.sleep(0.05)
+        link.symlink_to(Path(compositor["XDG_RUNTIME_DIR"]) / compositor["WAYLAND_DISPLAY"])
+        wait_logged(d, "its display appeared; preparing its toolkit now")
+        wait_prepared(d, str(GTK3))
+        expected = run_exec([str(GTK3)], env=env)
+        with Served(d):
+            got = run_served(d, [str(GTK3)], env=env)
+        assert taken_ahead(d) == 1, d.log_text()
+        assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
 
 
 def test_what_gtk_says_as_it_starts_ahead_reaches_the_launch(compositor):

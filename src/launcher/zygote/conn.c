@@ -16,6 +16,7 @@
 #include "launch-counts.h"
 #include "launch.h"
 #include "log.h"
+#include "prepared.h"
 #include "server.h"
 #include "status.h"
 #include "wire.h"
@@ -55,6 +56,7 @@ static unsigned count_conns(const struct server *s) {
 void conn_close(struct server *s, struct conn *c) {
         if (c->child)
                 c->child->conn = NULL;
+        prepared_stop_waiting(c);
         (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         c->fd = -1;
@@ -255,12 +257,15 @@ static bool handle_request(struct server *s, struct conn *c) {
         case LAUNCH_DECLINED:
                 decline(s, c, v.code, v.text);
                 return false;
+        case LAUNCH_WAITING:
+                c->stage = CONN_WAITING;
+                return false;
         case LAUNCH_STARTED:
                 break;
         }
         /* The child says LAUNCHED itself, right before main (run-program.c); the client's fds are
          * its business now. */
-        c->launched = true;
+        c->stage = CONN_LAUNCHED;
         c->child = v.child;
         v.child->conn = c;
         hs_close_fds(c->fds, c->nfds);
@@ -271,7 +276,7 @@ static bool handle_request(struct server *s, struct conn *c) {
 bool conn_on_event(struct server *s, struct conn *c, uint32_t events) {
         if (c->fd < 0)
                 return false; /* closed earlier in this batch */
-        if (!c->launched) {
+        if (c->stage == CONN_READING) {
                 if (conn_read(s, c) != 1)
                         return false;
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
@@ -279,7 +284,7 @@ bool conn_on_event(struct server *s, struct conn *c, uint32_t events) {
                 (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, c->fd, &ev);
                 return handle_request(s, c);
         }
-        /* After the launch the client only listens; a hang-up means it is gone. Its program would
+        /* After its request the client only listens; a hang-up means it is gone. Its program would
          * have died with it under exec (SIGKILL cannot be forwarded), so it dies now. */
         if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
                 if (c->child)
@@ -303,14 +308,25 @@ void conn_report_end(struct server *s, struct conn *c, const struct child_end *e
         conn_close(s, c);
 }
 
-/* Drops connections whose request did not arrive in time; returns the ms until the next deadline. */
+/* A launch that waited for a prepared child, now ready, gone or late, is tried again; it does not
+ * wait twice. */
+static void launch_again(struct server *s, struct conn *c) {
+        prepared_stop_waiting(c);
+        c->waited = true;
+        c->stage = CONN_READING;
+        if (handle_request(s, c))
+                server_request_refresh(s, "--refresh-launches reached");
+}
+
 int conn_expire_requests(struct server *s) {
         uint64_t now = now_ms(), next = UINT64_MAX;
         for (struct conn *c = s->conns, *n; c; c = n) {
                 n = c->next;
-                if (c->launched)
+                if (c->stage == CONN_LAUNCHED)
                         continue;
-                if (c->deadline <= now)
+                if (c->deadline <= now && c->stage == CONN_WAITING)
+                        launch_again(s, c);
+                else if (c->deadline <= now)
                         conn_fail(s, c, ETIMEDOUT, "request not complete in time");
                 else if (c->deadline < next)
                         next = c->deadline;
@@ -318,3 +334,8 @@ int conn_expire_requests(struct server *s) {
         return next == UINT64_MAX ? -1 : (int) (next - now);
 }
 
+
+void conn_wake(struct conn *c) {
+        c->awaiting = NULL;
+        c->deadline = 0;
+}

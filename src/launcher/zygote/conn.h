@@ -13,15 +13,25 @@
 
 struct child;
 struct child_end;
+struct prepared_program;
 struct schedule;
 struct server;
+
+enum conn_stage {
+        CONN_READING,  /* its request is not whole yet */
+        CONN_WAITING,  /* its LAUNCH waits for a prepared child still starting (prepared.h) */
+        CONN_LAUNCHED, /* its LAUNCH was served; now waiting for the program to end */
+};
 
 struct conn {
         struct watch watch; /* first: epoll data points here */
         struct conn *prev, *next;
         int fd;
-        bool launched;      /* a LAUNCH was served; now waiting for the program to end */
-        uint64_t deadline;  /* CLOCK_MONOTONIC ms by which the request must be complete */
+        enum conn_stage stage;
+        uint64_t deadline;  /* CLOCK_MONOTONIC ms by which the request must be complete (CONN_READING),
+                             * or its launch tried again (CONN_WAITING) */
+        struct prepared_program *awaiting; /* whose child it waits for (CONN_WAITING); or NULL */
+        bool waited;        /* its launch waited once: it is not made to wait again */
         struct hs_header header;
         size_t header_got;
         char *payload;
@@ -43,8 +53,11 @@ int conn_resume_accepting_in(struct server *s);
 bool conn_on_event(struct server *s, struct conn *c, uint32_t events);
 /* Tells the client how its program ended (or that it failed before main), and closes. */
 void conn_report_end(struct server *s, struct conn *c, const struct child_end *end);
-/* Fails the requests not whole by their deadline; returns the ms until the next one (-1: none). */
+/* Fails the requests not whole by their deadline, and tries again the launches that waited until
+ * theirs; returns the ms until the next deadline (-1: none). */
 int conn_expire_requests(struct server *s);
+/* c's launch waited for a prepared child, now ready or gone: it is tried again at once. */
+void conn_wake(struct conn *c);
 
 /* Unlinks c at once; it is freed by conn_free_closed, after the batch of events in hand. */
 void conn_close(struct server *s, struct conn *c);

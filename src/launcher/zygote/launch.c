@@ -180,6 +180,10 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
 
 static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
                   const struct image_entry *image, struct launch_verdict *ret) {
+        if (prepared_wait_for_child(s, c, req, image)) {
+                *ret = (struct launch_verdict){ .outcome = LAUNCH_WAITING };
+                return;
+        }
         int report[2];
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
                 return decline(c, HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);

@@ -15,6 +15,7 @@ enum launch_outcome {
         LAUNCH_STARTED,   /* the program runs in verdict.child, in s->children */
         LAUNCH_DECLINED,  /* the client execs it: verdict.code and .text say why */
         LAUNCH_MALFORMED, /* not a valid request: ERROR verdict.error, .text */
+        LAUNCH_WAITING,   /* it waits for its prepared child (prepared_wait_for_child): tried again later */
 };
 
 struct launch_verdict {

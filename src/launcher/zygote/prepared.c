@@ -36,6 +36,13 @@
 /* A zygote that starts with launches kept by the last (prepared-store.h) prepares their children
  * this much later: at boot, after the programs started with it, which need the CPUs first. */
 #define PREPARE_AFTER_START_MS 1000u
+/* How long after its fork a child still starting is waited for by a launch, before any child of
+ * its program was ready to tell how long it takes: long, as a GTK start takes 0.1 s here but far
+ * longer on a slow board at boot; what it bounds is the cost of a stuck child. */
+#define PREPARE_WAIT_FIRST_MS 5000u
+/* A launch waits this long at most, well within a client's wait for its answer (2 s by default,
+ * HS_LAUNCH_DEFAULT_TIMEOUT_MS), after which the client execs the program itself. */
+#define PREPARE_WAIT_MAX_MS 1500u
 
 /* The program a --prepare-display names, as the zygote registered and loaded it; or NULL. */
 static const struct registered_file *served_program(const struct server *s, const char *name,
@@ -143,11 +150,27 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
         return NULL;
 }
 
+/* The launch waiting for p's child, if any, is tried again: the child is ready or gone. */
+static void wake_waiting(struct prepared_program *p) {
+        if (!p->waiting)
+                return;
+        conn_wake(p->waiting);
+        p->waiting = NULL;
+}
+
+void prepared_stop_waiting(struct conn *c) {
+        if (!c->awaiting)
+                return;
+        c->awaiting->waiting = NULL;
+        c->awaiting = NULL;
+}
+
 /* Lets p's child go: killed, as it may be inside its toolkit's start; reaped as any waiting child. */
 static void release(struct server *s, struct prepared_program *p) {
         struct child *ch = p->child;
         p->child = NULL;
         p->ready = false;
+        wake_waiting(p);
         if (!ch)
                 return;
         child_close_channel(s, ch);
@@ -178,6 +201,9 @@ static void read_news(struct server *s, struct prepared_program *p) {
         if (*why == PREPARED_READY) {
                 p->ready = true;
                 p->retrying[0] = '\0';
+                display_watch_stop(&p->display, s->epoll_fd);
+                p->prepare_ms = (unsigned) (now_ms() - p->forked_ms);
+                wake_waiting(p);
                 why++;
         }
         if (*why == '\0')
@@ -186,9 +212,24 @@ static void read_news(struct server *s, struct prepared_program *p) {
         if (*why == PREPARED_RETRY) {
                 retry_later(p);
                 snprintf(p->retrying, sizeof p->retrying, "%s", why + 1);
+                int r = display_watch_start(&p->display, s->epoll_fd, p->shape.envp);
+                if (r < 0 && s->options->verbose)
+                        log_info("%s: cannot watch for its display to appear (%s); trying again in %u ms",
+                                 p->program, strerror(-r), p->retry_ms);
         } else
                 snprintf(p->failed, sizeof p->failed, "%s", why + 1);
         release(s, p);
+}
+
+void prepared_on_display(struct server *s, struct display_watch *w) {
+        struct prepared_program *p = s->prepared;
+        while (p && &p->display != w)
+                p = p->next;
+        if (!p || !display_watch_read(w) || p->child || !p->prepare_at)
+                return;
+        if (s->options->verbose)
+                log_info("%s: its display appeared; preparing its toolkit now", p->program);
+        p->prepare_at = now_ms();
 }
 
 void prepared_on_news(struct server *s, struct prepared_program *p) {
@@ -196,14 +237,54 @@ void prepared_on_news(struct server *s, struct prepared_program *p) {
                 read_news(s, p);
 }
 
-struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
-                            const struct image_entry *image, int report_fd) {
-        struct prepared_program *p = find(s, image->dev, image->ino);
+/* When a launch stops waiting for p's child (CLOCK_MONOTONIC ms): it takes twice as long as the
+ * last one did, which a child forked for the launch would take at least once. */
+static uint64_t wait_deadline(const struct prepared_program *p) {
+        return p->forked_ms + (p->prepare_ms ? 2ull * p->prepare_ms : PREPARE_WAIT_FIRST_MS);
+}
+
+/* A child still starting later than a launch waits for is let go, and another tried after a pause:
+ * it may be stopped, or its compositor hung, and no launch must wait for it again. */
+static bool let_go_if_late(struct server *s, struct prepared_program *p) {
+        if (!p->child || p->ready || now_ms() < wait_deadline(p))
+                return false;
+        snprintf(p->retrying, sizeof p->retrying, "its child was not ready %llu ms after its fork",
+                 (unsigned long long) (wait_deadline(p) - p->forked_ms));
+        log_warning("cannot prepare %s's toolkit for its launches: %s", p->program, p->retrying);
+        retry_later(p);
+        release(s, p);
+        return true;
+}
+
+/* p's child, with what it said read, if it may take a launch now or soon. */
+static struct child *current_child(struct server *s, struct prepared_program *p) {
         if (!p || !p->child || p->child->channel_fd < 0)
                 return NULL;
         read_news(s, p);
-        /* One still starting its toolkit is not waited for: the launch would wait as long. */
-        if (!p->child || !p->ready)
+        if (!p->child || let_go_if_late(s, p))
+                return NULL;
+        return p->child;
+}
+
+bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
+                             const struct image_entry *image) {
+        struct prepared_program *p = find(s, image->dev, image->ino);
+        if (c->waited || !current_child(s, p) || p->ready || p->waiting || mismatch(p, req, c->fds[HS_FD_CWD]))
+                return false;
+        p->waiting = c;
+        c->awaiting = p;
+        uint64_t latest = now_ms() + PREPARE_WAIT_MAX_MS;
+        c->deadline = wait_deadline(p) < latest ? wait_deadline(p) : latest;
+        if (s->options->verbose)
+                log_info("%s: waiting up to %llu ms for the prepared child, still starting", p->program,
+                         (unsigned long long) (c->deadline - now_ms()));
+        return true;
+}
+
+struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
+                            const struct image_entry *image, int report_fd) {
+        struct prepared_program *p = find(s, image->dev, image->ino);
+        if (!current_child(s, p) || !p->ready)
                 return NULL;
         const char *why = mismatch(p, req, c->fds[HS_FD_CWD]);
         if (why) {
@@ -219,7 +300,8 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
         return ch;
 }
 
-static void forget_shape(struct prepared_program *p) {
+static void forget_shape(struct server *s, struct prepared_program *p) {
+        display_watch_stop(&p->display, s->epoll_fd); /* the next shape's display may be another */
         if (!p->has_shape)
                 return;
         hs_launch_request_done(&p->shape);
@@ -238,7 +320,8 @@ static bool could_match(const struct prepared_program *p) {
 /* Makes the request (payload, size bytes, with nfds fds; ours to keep or free) in the working
  * directory cwd_fd (ours too) what the next child is prepared with. Returns whether it differs from
  * the one kept before; false also when it cannot be kept. */
-static bool adopt_shape(struct prepared_program *p, void *payload, size_t size, size_t nfds, int cwd_fd) {
+static bool adopt_shape(struct server *s, struct prepared_program *p, void *payload, size_t size, size_t nfds,
+                        int cwd_fd) {
         struct hs_launch_request shape;
         struct stat cwd;
         const char *what;
@@ -255,7 +338,7 @@ static bool adopt_shape(struct prepared_program *p, void *payload, size_t size, 
                 p->retrying[0] = '\0';
                 p->retry_ms = 0;
         }
-        forget_shape(p);
+        forget_shape(s, p);
         p->payload = payload;
         p->payload_size = size;
         p->shape = shape;
@@ -267,11 +350,11 @@ static bool adopt_shape(struct prepared_program *p, void *payload, size_t size, 
 }
 
 /* Keeps c's request as what the next child is prepared with; whether it differs from the last. */
-static bool keep_shape(struct prepared_program *p, const struct conn *c) {
+static bool keep_shape(struct server *s, struct prepared_program *p, const struct conn *c) {
         void *payload = malloc(c->header.size);
         if (payload)
                 memcpy(payload, c->payload, c->header.size);
-        return adopt_shape(p, payload, c->header.size, c->nfds, fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3));
+        return adopt_shape(s, p, payload, c->header.size, c->nfds, fcntl(c->fds[HS_FD_CWD], F_DUPFD_CLOEXEC, 3));
 }
 
 /* The path of the working directory open at fd, malloc'ed; NULL when it is gone or its name would not
@@ -330,7 +413,7 @@ static void load_shapes(struct server *s) {
                 if (!p)
                         continue;
                 int cwd_fd = open(records[i].cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (adopt_shape(p, records[i].request, records[i].size, records[i].nfds, cwd_fd) && could_match(p))
+                if (adopt_shape(s, p, records[i].request, records[i].size, records[i].nfds, cwd_fd) && could_match(p))
                         p->prepare_at = now_ms() + PREPARE_AFTER_START_MS;
                 records[i].request = NULL; /* adopt_shape took it */
         }
@@ -348,6 +431,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         return log_error("out of memory");
                 }
                 p->watch.kind = WATCH_PREPARED;
+                p->display = (struct display_watch){ .watch.kind = WATCH_DISPLAY, .fd = -1 };
                 p->next = s->prepared;
                 s->prepared = p;
                 if (reg && !image)
@@ -373,7 +457,7 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
                 return;
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
-        bool changed = keep_shape(p, c);
+        bool changed = keep_shape(s, p, c);
         if (changed) {
                 release(s, p);
                 save_shapes(s);
@@ -403,6 +487,7 @@ void prepared_fill(struct server *s) {
                 if (!p->prepare_at || p->child || p->prepare_at > now)
                         continue;
                 p->prepare_at = 0;
+                p->forked_ms = now;
                 int r = pool_add_prepared(s, p);
                 if (r < 0) {
                         log_warning_errno(r, "cannot fork a child to prepare %s; retrying in %u ms", p->program,
@@ -418,6 +503,7 @@ void prepared_child_gone(struct server *s, struct child *ch) {
                 return; /* one we let go */
         p->child = NULL;
         p->ready = false;
+        wake_waiting(p);
         if (ch->channel_fd >= 0) {
                 /* Ended on its own while its toolkit started or waited (a crash in gtk_init): it
                  * would again with the same launch. */
@@ -432,7 +518,7 @@ void prepared_done(struct server *s) {
         while (s->prepared) {
                 struct prepared_program *p = s->prepared;
                 s->prepared = p->next;
-                forget_shape(p);
+                forget_shape(s, p);
                 free(p->program);
                 free(p);
         }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "display-watch.h"
 #include "prepare-toolkit.h"
 #include "protocol.h"
 #include "string-list.h"
@@ -37,13 +38,30 @@ struct prepared_program {
         ino_t cwd_ino;
         struct child *child;  /* waiting, prepared with shape; or NULL */
         bool ready;           /* its toolkit has started (it said PREPARED_READY) */
+        uint64_t forked_ms;   /* when child was forked (CLOCK_MONOTONIC ms) */
+        unsigned prepare_ms;  /* how long the last child took from its fork to ready; 0: none yet */
+        struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
         unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
-        char retrying[HS_MAX_TEXT]; /* why the last try failed, when it may pass: tried again after retry_ms */
+        char retrying[HS_MAX_TEXT]; /* why the last try failed, when it may pass: tried again after retry_ms,
+                                     * or as soon as display sees the display appear */
+        struct display_watch display;
         uint64_t taken;       /* launches a prepared child took */
 };
 
+/* Whether the launch c (its request req) is to wait for the prepared child of the program image:
+ * one that matches the request exactly but is still starting its toolkit, which is nearer ready
+ * than a child forked now would be. It is waited for until it has taken twice as long as the last
+ * one took from its fork (PREPARE_WAIT_FIRST_MS before one has), for PREPARE_WAIT_MAX_MS at most,
+ * never by a launch that waited once (c's waited), nor by two launches; one later than that is let
+ * go. When it waits, c's awaiting and
+ * deadline are set, and the launch is tried again (conn.h) once the child is ready or gone, or at
+ * the deadline. */
+bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
+                             const struct image_entry *image);
+/* c, waiting, is gone before its prepared child was ready. */
+void prepared_stop_waiting(struct conn *c);
 /* The prepared child of the program that c's request (req) launches, handed the request as
  * pool_take hands one, if its preparation matches the request exactly; else NULL. */
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
@@ -58,6 +76,9 @@ int prepared_init(struct server *s, const struct string_list *names);
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image);
 /* p's child said something on its channel (started, or of no use): read as it comes. */
 void prepared_on_news(struct server *s, struct prepared_program *p);
+/* w, the display watch of one of s's programs, has news: a child is prepared at once if the display
+ * it waited for appeared. */
+void prepared_on_display(struct server *s, struct display_watch *w);
 /* Milliseconds until a prepared child is due: 0 now, -1 none wanted. */
 int prepared_fill_in_ms(const struct server *s);
 /* Forks the prepared children that are due. */

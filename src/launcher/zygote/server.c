@@ -254,6 +254,9 @@ int server_run(struct server *s) {
                         case WATCH_PREPARED:
                                 prepared_on_news(s, (struct prepared_program *) w);
                                 break;
+                        case WATCH_DISPLAY:
+                                prepared_on_display(s, (struct display_watch *) w);
+                                break;
                         }
                 }
                 conn_free_closed(s);

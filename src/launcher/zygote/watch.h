@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES, WATCH_PREPARED };
+enum watch_kind { WATCH_LISTEN, WATCH_SIGNAL, WATCH_CONN, WATCH_CHILD, WATCH_CONTROL, WATCH_FILES, WATCH_PREPARED,
+                  WATCH_DISPLAY };
 
 struct watch {
         enum watch_kind kind;
