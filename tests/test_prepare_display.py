@@ -335,6 +335,27 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
         assert prepared_state(d, str(QT)).startswith("refused none")
 
 
+def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
+    programs = [str(GTK3), str(QT), str(GTK4)]
+    done = subprocess.run([str(bin_path("headstartd")), "--check", *programs], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    verdicts = {v["path"]: v for v in map(json.loads, done.stdout.splitlines())}
+    assert (verdicts[str(GTK3)]["toolkit"], verdicts[str(GTK3)]["prepare_display_reason"]) == ("gtk3", None)
+    assert verdicts[str(QT)]["toolkit"] == "none"
+    assert "does not link GTK 3 or GTK 4" in verdicts[str(QT)]["prepare_display_reason"]
+    # The zygote's own judgment of the same files, as --status gives it.
+    args = [a for p in programs for a in ("--warm", p, "--prepare-display", p)] + ["--no-learn"]
+    with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
+        for program in programs:
+            state, toolkit, _path, *_ = prepared_state(d, program).split(" ", 3)
+            verdict = verdicts[program]
+            assert toolkit == verdict["toolkit"]
+            assert (state == "refused") == (verdict["prepare_display_reason"] is not None), (state, verdict)
+    table = subprocess.run([sys.executable, "-m", "headstart", "check", str(GTK3)], capture_output=True, text=True,
+                           env=dict(os.environ, COLUMNS="200"))  # fmt: skip
+    assert "yes (gtk3)" in table.stdout, table.stdout
+
+
 @pytest.mark.skipif(SANITIZED, reason="bench: as in test_bench.py, the normal pass")
 def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
     done = subprocess.run(

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "prepare-judge.h"
 
 static void print_json_string(const char *s) {
         putchar('"');
@@ -31,44 +32,57 @@ static void print_json_string(const char *s) {
         putchar('"');
 }
 
-/* One line: {"program": ..., "path": ..., "mode": ..., "modes": [...], "reason": ...}. */
-static void print_verdict(const char *program, const char *path, const char *mode, const char *reason,
-                          const char *warm_reason) {
+struct verdict {
+        const char *program, *path; /* as given, and as found (NULL: not found) */
+        const char *mode;           /* "exec", "preload" or "warm" */
+        const char *reason;         /* exec: why */
+        const char *warm_reason;    /* preload: why not warm */
+        enum toolkit toolkit;       /* the GTK it links, which --prepare-display would start ahead */
+        const char *prepare_reason; /* served: why --prepare-display would not (NULL: it would) */
+};
+
+static void print_field(const char *name, const char *value) {
+        printf(", \"%s\": ", name);
+        if (value)
+                print_json_string(value);
+        else
+                printf("null");
+}
+
+/* One line: {"program": ..., "path": ..., "mode": ..., "modes": [...], "reason": ..., ...}. */
+static void print_verdict(const struct verdict *v) {
+        bool exec = strcmp(v->mode, "exec") == 0;
         printf("{\"program\": ");
-        print_json_string(program);
-        if (path) {
+        print_json_string(v->program);
+        if (v->path) {
                 printf(", \"path\": ");
-                print_json_string(path);
+                print_json_string(v->path);
         }
-        printf(", \"mode\": \"%s\", \"modes\": [", mode);
-        if (strcmp(mode, "exec") != 0)
-                printf(strcmp(mode, "warm") == 0 ? "\"preload\", \"warm\"" : "\"preload\"");
-        printf("], \"reason\": ");
-        if (reason)
-                print_json_string(reason);
-        else
-                printf("null");
-        printf(", \"warm_reason\": ");
-        if (warm_reason)
-                print_json_string(warm_reason);
-        else
-                printf("null");
+        printf(", \"mode\": \"%s\", \"modes\": [", v->mode);
+        if (!exec)
+                printf(strcmp(v->mode, "warm") == 0 ? "\"preload\", \"warm\"" : "\"preload\"");
+        printf("]");
+        print_field("reason", v->reason);
+        print_field("warm_reason", v->warm_reason);
+        print_field("toolkit", exec ? NULL : toolkit_name(v->toolkit));
+        print_field("prepare_display_reason", exec ? "it is exec'd, not served" : v->prepare_reason);
         printf("}\n");
         fflush(stdout);
+}
+
+static _Noreturn void exec_verdict(const char *program, const char *path, const char *reason) {
+        print_verdict(&(struct verdict){ .program = program, .path = path, .mode = "exec", .reason = reason });
+        _exit(2);
 }
 
 /* In a child of its own: preload as a zygote would for --warm PROGRAM, then judge. */
 static _Noreturn void judge(const char *program, const char *interp, const char *cache_dir) {
         char path[PATH_MAX];
-        if (preload_find_program(program, path) < 0) {
-                print_verdict(program, NULL, "exec", "cannot find the program", NULL);
-                _exit(2);
-        }
+        if (preload_find_program(program, path) < 0)
+                exec_verdict(program, NULL, "cannot find the program");
         const char *problem = preload_program_problem(path);
-        if (problem) {
-                print_verdict(program, path, "exec", problem, NULL);
-                _exit(2);
-        }
+        if (problem)
+                exec_verdict(program, path, problem);
         /* Its kind may make this fail (a static program); the rules below then say why it is exec. */
         struct string_list libs = { 0 };
         size_t loaded, failed;
@@ -79,33 +93,35 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         struct stat st;
         const char *why;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0 || image_cache_init(&cache, cache_dir, interp, &why) < 0) {
-                print_verdict(program, path, "exec", "cannot read the program", NULL);
-                _exit(2);
-        }
+        if (fd < 0 || fstat(fd, &st) < 0 || image_cache_init(&cache, cache_dir, interp, &why) < 0)
+                exec_verdict(program, path, "cannot read the program");
         struct image_entry *e;
         int r = image_cache_get(&cache, fd, &st, path, true, &e);
+        struct verdict v = { .program = program, .path = path, .mode = "exec" };
         if (r < 0)
-                print_verdict(program, path, "exec", strerror(-r), NULL);
+                v.reason = strerror(-r);
         else if (!preloaded && unloaded[0])
                 /* First: the binding plan's reason would only be that a library is not loaded. */
-                print_verdict(program, path, "exec", unloaded, NULL);
+                v.reason = unloaded;
         else if (e->reason)
-                print_verdict(program, path, "exec", e->reason, NULL);
+                v.reason = e->reason;
         else if (!preloaded)
-                print_verdict(program, path, "exec", "its libraries cannot be preloaded (see the message above)",
-                              NULL);
-        else {
-                char image[64];
+                v.reason = "its libraries cannot be preloaded (see the message above)";
+        char image[64], not_warm_why[512], not_prepared_why[512];
+        if (!v.reason) {
                 image_entry_load_name(e, image, sizeof image);
-                char why[512];
                 const char *not_warm = image_entry_warm_refusal(e);
                 char *const argv[] = { (char *) path, NULL };
                 int w = not_warm ? -ENOTSUP
-                                 : preload_warm_program(path, image, &e->start.constructors, argv, why, sizeof why);
-                print_verdict(program, path, w == 0 ? "warm" : "preload", NULL,
-                              w == 0 ? NULL : not_warm ? not_warm : why);
+                                 : preload_warm_program(path, image, &e->start.constructors, argv, not_warm_why,
+                                                        sizeof not_warm_why);
+                v.mode = w == 0 ? "warm" : "preload";
+                v.warm_reason = w == 0 ? NULL : not_warm ? not_warm : not_warm_why;
+                /* As a zygote judges it without a --schedule: --status says when one refuses it. */
+                v.toolkit = prepare_judge(e, false, not_prepared_why, sizeof not_prepared_why);
+                v.prepare_reason = not_prepared_why[0] ? not_prepared_why : NULL;
         }
+        print_verdict(&v);
         image_cache_done(&cache);
         _exit(r < 0 ? 2 : 0);
 }
@@ -133,7 +149,8 @@ int check_run(const struct daemon_options *o) {
                 while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                         ;
                 if (WIFSIGNALED(status))
-                        print_verdict(o->check.items[i], NULL, "exec", "judging it crashed the checker", NULL);
+                        print_verdict(&(struct verdict){ .program = o->check.items[i], .mode = "exec",
+                                                         .reason = "judging it crashed the checker" });
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                         result = -EINVAL;
         }

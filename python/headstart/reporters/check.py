@@ -18,11 +18,24 @@ def shown(text: str) -> str:
     return os.fsencode(text).decode(errors="backslashreplace")
 
 
+def prepared(verdict: dict[str, Any]) -> str:
+    """Whether --prepare-display would start its toolkit ahead; for a program that links none (or is
+    exec'd), nothing."""
+    toolkit = verdict.get("toolkit")
+    if toolkit in (None, "none"):
+        return ""
+    reason = verdict.get("prepare_display_reason")
+    return f"yes ({toolkit})" if reason is None else f"no: {reason}"
+
+
 def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
     table = Table(show_lines=False)
     table.add_column("program")
     table.add_column("served")
     table.add_column("why")
+    with_toolkit = any(prepared(v) for v in verdicts)
+    if with_toolkit:
+        table.add_column("--prepare-display")
     for v in verdicts:
         if v["mode"] == "exec":
             served, why = "[red]no, exec[/red]", v["reason"]
@@ -30,7 +43,8 @@ def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
             served, why = "[green]preload, warm[/green]", ""
         else:
             served, why = "[yellow]preload[/yellow]", f"not warm: {v['warm_reason']}"
-        table.add_row(Text(shown(v.get("path") or v["program"])), served, Text(shown(why)))
+        row = [Text(shown(v.get("path") or v["program"])), served, Text(shown(why))]
+        table.add_row(*row, *([Text(shown(prepared(v)))] if with_toolkit else []))
     Console(file=file).print(table)
     served = sum(v["mode"] != "exec" for v in verdicts)
     print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)", file=file)

@@ -334,7 +334,6 @@ int conn_expire_requests(struct server *s) {
         return next == UINT64_MAX ? -1 : (int) (next - now);
 }
 
-
 void conn_wake(struct conn *c) {
         c->awaiting = NULL;
         c->deadline = 0;

@@ -13,7 +13,6 @@
 #include "elf-info.h"
 #include "image-cache.h"
 #include "macro.h"
-#include "server.h"
 
 #define MAX_DIRECT_LIBRARIES 64
 
@@ -125,11 +124,11 @@ static bool binds_copies_only(const struct bind_plan *plan) {
 }
 
 /* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
-static const char *refusal(const struct server *s, const struct needs *n, const struct elf_info *info,
-                           const struct image_entry *image) {
+static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image,
+                           bool has_schedule) {
         if (n->refusal)
                 return n->refusal;
-        if (schedule_for(s->schedules, s->nschedules, image->dev, image->ino))
+        if (has_schedule)
                 return "it has a --schedule, which the threads its toolkit starts early would not all get";
         if (n->toolkit == TOOLKIT_NONE)
                 return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
@@ -143,7 +142,7 @@ static const char *refusal(const struct server *s, const struct needs *n, const 
         return NULL;
 }
 
-enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, char *why, size_t size) {
+enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, char *why, size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
@@ -152,7 +151,7 @@ enum toolkit prepare_judge(const struct server *s, const struct image_entry *ima
                 n.toolkit = toolkit_of_libraries(&n);
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
-        const char *refused = refusal(s, &n, &info, image);
+        const char *refused = refusal(&n, &info, image, has_schedule);
         if (!refused)
                 why[0] = '\0';
         else if (n.refused_import && refused == n.refusal)

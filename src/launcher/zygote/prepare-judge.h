@@ -5,13 +5,14 @@
  * --schedule, or whose libraries bind to functions it defines, would notice. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "prepare-toolkit.h"
 
 struct image_entry;
-struct server;
 
 /* The toolkit the program image links (itself or through a library it needs: TOOLKIT_NONE when
- * none), and in why (size bytes) why it is not prepared, or "" when it is. */
-enum toolkit prepare_judge(const struct server *s, const struct image_entry *image, char *why, size_t size);
+ * none), and in why (size bytes) why it is not prepared, or "" when it is. has_schedule: the
+ * daemon gives it a --schedule. */
+enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, char *why, size_t size);
