@@ -132,8 +132,9 @@ static int add_one(struct server *s, struct prepared_program *p) {
         }
         ch->channel_fd = sv[0];
         /* What a prepared child says (started, or of no use) is read as it comes. */
-        if (p && watch_fd(s->epoll_fd, sv[0], &p->watch, EPOLLIN) < 0)
-                log_warning_errno(errno, "cannot watch the child preparing %s; read when a launch comes", p->program);
+        int r = p ? watch_fd(s->epoll_fd, sv[0], &p->watch, EPOLLIN) : 0;
+        if (r < 0)
+                log_warning_errno(r, "cannot watch the child preparing %s; read when a launch comes", p->program);
         ch->after_main = page;
         ch->waiting = true;
         ch->prepared = p;
