@@ -164,6 +164,8 @@ def install_headstart(root: Path, debs: Path) -> None:
     # time the compositor is ready. The user manager's own headstart.service starts only after the
     # compositor's login session has begun, and the home screen then waited for its zygote.
     run(["systemctl", f"--root={root}", "enable", "headstart@kiosk.socket", "headstart@kiosk.service"])
+    # The app agent (the kiosk) reads the daemon's log for the benchmark (app-agent's daemon-log).
+    run(["chroot", str(root), "usermod", "--append", "--groups", "systemd-journal", "kiosk"])
     # Prefetch at boot and pinning, once provisioning has made the plan on the device.
     run(["systemctl", f"--root={root}", "enable", "headstart-pind.service", "headstart-pind-prefetch.service"])
 

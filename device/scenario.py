@@ -64,6 +64,8 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
                 result.launches.append(_launch(boot, mode, cold=False))
         if "served" in {plan.cold_mode, *plan.warm_modes}:
             result.status = _lines(boot, "status", 120)
+            daemon_log = _lines(boot, "daemon-log", 120)
+            log.with_suffix(".daemon.txt").write_text("".join(line + "\n" for line in daemon_log))
         boot.wait_for("^done$", 60, after=boot.send("done"))
     return result
 
