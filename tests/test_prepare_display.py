@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource as resource_module
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -116,6 +117,45 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
         assert prepared_state(d, str(GTK3)).startswith("idle gtk3"), prepared_state(d, str(GTK3))
         assert "a GTK option among its arguments" in prepared_state(d, str(GTK3))
         assert d.status()["launches-prepared"] == ["0"]
+
+
+def lowered(resource: int) -> Callable[[], None]:
+    """A client (and so its launch) with the soft limit of resource one below its hard one."""
+
+    def lower() -> None:
+        _soft, hard = resource_module.getrlimit(resource)
+        resource_module.setrlimit(resource, (hard - 1 if hard != resource_module.RLIM_INFINITY else 1000, hard))
+
+    return lower
+
+
+def test_a_launch_with_other_process_and_signal_limits_is_taken_with_its_own(compositor):
+    # What the kernel derives from the memory at boot (a device's boots with another initramfs had
+    # other ones) and checks only at use: set as the child is handed the launch. A limit that shaped
+    # the toolkit's start (its fds) is not.
+    env = base_env(**compositor)
+    argv = [str(GTK3), "limits"]
+    with prepared_daemon(compositor, str(GTK3), extra=["--verbose"]) as d:
+        run_served(d, [str(GTK3)], env=env)
+        for resource in (resource_module.RLIMIT_NPROC, resource_module.RLIMIT_SIGPENDING):
+            wait_prepared(d, str(GTK3))
+            expected = run_exec(argv, env=env, preexec_fn=lowered(resource))
+            before = taken_ahead(d)
+            got = run_served(d, argv, env=env, preexec_fn=lowered(resource))
+            assert taken_ahead(d) == before + 1, d.log_text()
+            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+            assert b"nproc " in got.stdout
+            # The next child is prepared like this launch; the launch after it, with the limits as
+            # before, is taken too and sets them back (under the same hard limit).
+            wait_prepared(d, str(GTK3))
+            run_served(d, [str(GTK3)], env=env)
+        wait_prepared(d, str(GTK3))
+        before = taken_ahead(d)
+        expected = run_exec(argv, env=env, preexec_fn=lowered(resource_module.RLIMIT_NOFILE))
+        got = run_served(d, argv, env=env, preexec_fn=lowered(resource_module.RLIMIT_NOFILE))
+        assert taken_ahead(d) == before, d.log_text()
+        assert "not the prepared child: another resource limit (RLIMIT_NOFILE)" in d.log_text()
+        assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
 
 
 def test_a_launch_unlike_the_last_only_in_what_a_service_start_sets_is_taken_with_its_own(compositor):

@@ -6,6 +6,7 @@
 #include <gtk/gtk.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #ifdef GDK_WINDOWING_WAYLAND
 #include <gdk/gdkwayland.h>
 #endif
@@ -55,6 +56,13 @@ int main(int argc, char *argv[]) {
                 const char *value = strncmp(argv[i], "env:", 4) == 0 ? getenv(argv[i] + 4) : NULL;
                 if (strncmp(argv[i], "env:", 4) == 0)
                         printf("  %s=%s\n", argv[i] + 4, value ? value : "(unset)");
+                /* "limits": the resource limits a prepared child sets as it is handed the launch. */
+                struct rlimit nproc, sigpending;
+                if (strcmp(argv[i], "limits") == 0 && getrlimit(RLIMIT_NPROC, &nproc) == 0 &&
+                    getrlimit(RLIMIT_SIGPENDING, &sigpending) == 0)
+                        printf("  nproc %llu %llu, sigpending %llu %llu\n", (unsigned long long) nproc.rlim_cur,
+                               (unsigned long long) nproc.rlim_max, (unsigned long long) sigpending.rlim_cur,
+                               (unsigned long long) sigpending.rlim_max);
         }
         if (!gtk_init_check(&argc, &argv)) {
                 printf("no display: initialised without a window\n");

@@ -276,6 +276,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
                  * for what the service manager set anew for this launch. */
                 set_names(req);
                 prepared_take_per_start_variables(req->envp);
+                /* Those the zygote let differ (prepared.c): set under the hard limits it had. */
+                if (apply_rlimits(req->fixed.rlimits) < 0)
+                        fail_errno(report_fd, "cannot apply the resource limits");
                 prepared_replay_output(prepared);
         } else if ((failed = child_take_request_settings(req))) {
                 fail_errno(report_fd, failed);

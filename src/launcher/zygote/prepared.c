@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,6 +129,41 @@ static bool same_targets(const struct hs_launch_request *a, const struct hs_laun
         return stdio == 7;
 }
 
+/* Limits the kernel checks only as a process uses them (processes, queued signals, locks...), which
+ * the child sets to the launch's as it is handed it: what the toolkit did meanwhile is as under
+ * exec. Two of them derive from the memory the kernel found at boot, and differ from one boot to
+ * the next with another kernel or initramfs (RLIMIT_NPROC, RLIMIT_SIGPENDING; the device's boots
+ * with the small initramfs found another). The others shaped the toolkit's start (its fds, memory,
+ * stacks, files, CPU time). */
+static bool set_at_hand_over(unsigned resource) {
+        switch (resource) {
+        case RLIMIT_NPROC:
+        case RLIMIT_SIGPENDING:
+        case RLIMIT_MSGQUEUE:
+        case RLIMIT_NICE:
+        case RLIMIT_RTPRIO:
+        case RLIMIT_RTTIME:
+        case RLIMIT_LOCKS:
+        case RLIMIT_CORE:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The first resource limit in which a launch's (b) differs from the prepared child's (a) so that
+ * the child cannot take it: one it could not set (its hard limit is above the child's), or one
+ * that shaped the toolkit's start. -1: none. */
+static int limit_difference(const struct hs_rlimit *a, const struct hs_rlimit *b) {
+        for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
+                if (a[i].cur == b[i].cur && a[i].max == b[i].max)
+                        continue;
+                if (!set_at_hand_over(i) || b[i].max > a[i].max)
+                        return (int) i;
+        }
+        return -1;
+}
+
 /* Why a launch with the request req in the working directory cwd_fd is not one p's child was
  * prepared for, or NULL. */
 static const char *mismatch(const struct prepared_program *p, const struct hs_launch_request *req, int cwd_fd) {
@@ -139,10 +176,20 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
         const char *environment = environment_difference(a->envp, req->envp);
         if (environment)
                 return environment;
-        if (a->fixed.umask != req->fixed.umask || a->fixed.sigmask != req->fixed.sigmask ||
-            a->fixed.sigignore != req->fixed.sigignore ||
-            memcmp(a->fixed.rlimits, req->fixed.rlimits, sizeof a->fixed.rlimits) != 0)
-                return "another umask, resource limits or signal settings";
+        if (a->fixed.umask != req->fixed.umask)
+                return "another umask";
+        if (a->fixed.sigmask != req->fixed.sigmask || a->fixed.sigignore != req->fixed.sigignore)
+                return "other blocked or ignored signals";
+        int limit = limit_difference(a->fixed.rlimits, req->fixed.rlimits);
+        if (limit >= 0) {
+                static const char *const names[HS_RLIMIT_COUNT] = {
+                        "CPU",     "FSIZE", "DATA",  "STACK",      "CORE",     "RSS",  "NPROC",  "NOFILE",
+                        "MEMLOCK", "AS",    "LOCKS", "SIGPENDING", "MSGQUEUE", "NICE", "RTPRIO", "RTTIME",
+                };
+                static char text[64];
+                snprintf(text, sizeof text, "another resource limit (RLIMIT_%s)", names[limit]);
+                return text;
+        }
         if (!same_targets(a, req))
                 return "other file descriptors passed (or not stdin, stdout and stderr)";
         if (p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(req->argv))
