@@ -120,35 +120,33 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
 
 
 def lowered(resource: int) -> Callable[[], None]:
-    """A client (and so its launch) with the soft limit of resource one below its hard one."""
+    """A client (and so its launch) with the limit of resource one lower, soft and hard."""
 
     def lower() -> None:
         _soft, hard = resource_module.getrlimit(resource)
-        resource_module.setrlimit(resource, (hard - 1 if hard != resource_module.RLIM_INFINITY else 1000, hard))
+        limit = hard - 1 if hard != resource_module.RLIM_INFINITY else 1000
+        resource_module.setrlimit(resource, (limit, limit))
 
     return lower
 
 
 def test_a_launch_with_other_process_and_signal_limits_is_taken_with_its_own(compositor):
-    # What the kernel derives from the memory at boot (a device's boots with another initramfs had
-    # other ones) and checks only at use: set as the child is handed the launch. A limit that shaped
-    # the toolkit's start (its fds) is not.
+    # What the kernel derives from the memory at boot, and checks only at use: the child prepared
+    # with a launch kept from a boot that had lower ones (the device's, with another initramfs)
+    # takes the launch, and sets its limits then, the hard one higher too. A limit that shaped the
+    # toolkit's start (its fds) is not let differ.
     env = base_env(**compositor)
     argv = [str(GTK3), "limits"]
     with prepared_daemon(compositor, str(GTK3), extra=["--verbose"]) as d:
-        run_served(d, [str(GTK3)], env=env)
         for resource in (resource_module.RLIMIT_NPROC, resource_module.RLIMIT_SIGPENDING):
+            run_served(d, [str(GTK3)], env=env, preexec_fn=lowered(resource))
             wait_prepared(d, str(GTK3))
-            expected = run_exec(argv, env=env, preexec_fn=lowered(resource))
+            expected = run_exec(argv, env=env)
             before = taken_ahead(d)
-            got = run_served(d, argv, env=env, preexec_fn=lowered(resource))
+            got = run_served(d, argv, env=env)
             assert taken_ahead(d) == before + 1, d.log_text()
-            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
             assert b"nproc " in got.stdout
-            # The next child is prepared like this launch; the launch after it, with the limits as
-            # before, is taken too and sets them back (under the same hard limit).
-            wait_prepared(d, str(GTK3))
-            run_served(d, [str(GTK3)], env=env)
+            assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
         wait_prepared(d, str(GTK3))
         before = taken_ahead(d)
         expected = run_exec(argv, env=env, preexec_fn=lowered(resource_module.RLIMIT_NOFILE))

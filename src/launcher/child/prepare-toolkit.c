@@ -134,7 +134,7 @@ int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int 
                 return say_why(PREPARED_FAILED, why, size, "cannot set up its stdio: %s", strerror(errno));
 
         child_reset_signals(shape);
-        const char *failed = child_take_request_settings(shape);
+        const char *failed = child_take_request_settings(shape, true);
         if (failed)
                 return say_why(PREPARED_FAILED, why, size, "%s", failed);
         failed = init_toolkit(tk, shape->argv[0]);

@@ -152,14 +152,34 @@ static int place_fds(const uint32_t *targets, int *fds, uint32_t n, int *own[OWN
         return 0;
 }
 
-static int apply_rlimits(const struct hs_rlimit *limits) {
+bool child_rlimit_checked_at_use(unsigned resource) {
+        switch (resource) {
+        case RLIMIT_NPROC:
+        case RLIMIT_SIGPENDING:
+        case RLIMIT_MSGQUEUE:
+        case RLIMIT_NICE:
+        case RLIMIT_RTPRIO:
+        case RLIMIT_RTTIME:
+        case RLIMIT_LOCKS:
+        case RLIMIT_CORE:
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The limits the request gives: those checked at use (at_use), the others (others), or both. */
+static int apply_rlimits(const struct hs_launch_request *req, bool at_use, bool others) {
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
-                struct rlimit rl = { .rlim_cur = limits[i].cur, .rlim_max = limits[i].max };
+                if (!(child_rlimit_checked_at_use(i) ? at_use : others))
+                        continue;
+                struct rlimit rl = { .rlim_cur = req->fixed.rlimits[i].cur, .rlim_max = req->fixed.rlimits[i].max };
                 if (setrlimit((int) i, &rl) < 0)
                         return -errno;
         }
         return 0;
 }
+
 
 static const char *base_name(const char *path) {
         const char *s = strrchr(path, '/');
@@ -222,9 +242,9 @@ static hs_main_fn find_main(void *handle, uintptr_t base, const struct image_sta
         return main_fn;
 }
 
-const char *child_take_request_settings(const struct hs_launch_request *req) {
+const char *child_take_request_settings(const struct hs_launch_request *req, bool preparing) {
         umask((mode_t) req->fixed.umask);
-        if (apply_rlimits(req->fixed.rlimits) < 0)
+        if (apply_rlimits(req, !preparing, true) < 0)
                 return "cannot apply the resource limits";
         set_names(req);
         environ = req->envp;
@@ -276,11 +296,11 @@ _Noreturn void child_run(const struct child_spec *spec) {
                  * for what the service manager set anew for this launch. */
                 set_names(req);
                 prepared_take_per_start_variables(req->envp);
-                /* Those the zygote let differ (prepared.c): set under the hard limits it had. */
-                if (apply_rlimits(req->fixed.rlimits) < 0)
+                /* Those it kept as the zygote's (child_take_request_settings): the launch's now. */
+                if (apply_rlimits(req, true, false) < 0)
                         fail_errno(report_fd, "cannot apply the resource limits");
                 prepared_replay_output(prepared);
-        } else if ((failed = child_take_request_settings(req))) {
+        } else if ((failed = child_take_request_settings(req, false))) {
                 fail_errno(report_fd, failed);
         }
 

@@ -44,8 +44,17 @@ struct child_spec {
 };
 
 /* What exec carries over from the client besides fds and the working directory: umask, limits,
- * names, environment, blocked signals. NULL, or what failed (errno set). */
-const char *child_take_request_settings(const struct hs_launch_request *req);
+ * names, environment, blocked signals. NULL, or what failed (errno set). preparing: for a child
+ * preparing its toolkit ahead of a launch, which keeps the limits checked at use (below) as the
+ * zygote's, to set the launch's own as it takes it. */
+const char *child_take_request_settings(const struct hs_launch_request *req, bool preparing);
+/* The resource limits (RLIMIT_*) that the kernel checks only as a process uses them (processes,
+ * queued signals, locks...), not ones that shape what a toolkit's start does (its fds, memory,
+ * stacks, files, CPU time). A child prepared ahead sets them as it takes its launch, so they may
+ * differ from the launch it was prepared with: two of them derive from the memory the kernel finds
+ * at boot, and differ between boots with another kernel or initramfs (RLIMIT_NPROC,
+ * RLIMIT_SIGPENDING; the device's boots with the small initramfs had others). */
+bool child_rlimit_checked_at_use(unsigned resource);
 /* Signal dispositions as exec leaves them: handled back to default, the client's ignored ones ignored. */
 void child_reset_signals(const struct hs_launch_request *req);
 

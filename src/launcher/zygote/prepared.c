@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,38 +128,13 @@ static bool same_targets(const struct hs_launch_request *a, const struct hs_laun
         return stdio == 7;
 }
 
-/* Limits the kernel checks only as a process uses them (processes, queued signals, locks...), which
- * the child sets to the launch's as it is handed it: what the toolkit did meanwhile is as under
- * exec. Two of them derive from the memory the kernel found at boot, and differ from one boot to
- * the next with another kernel or initramfs (RLIMIT_NPROC, RLIMIT_SIGPENDING; the device's boots
- * with the small initramfs found another). The others shaped the toolkit's start (its fds, memory,
- * stacks, files, CPU time). */
-static bool set_at_hand_over(unsigned resource) {
-        switch (resource) {
-        case RLIMIT_NPROC:
-        case RLIMIT_SIGPENDING:
-        case RLIMIT_MSGQUEUE:
-        case RLIMIT_NICE:
-        case RLIMIT_RTPRIO:
-        case RLIMIT_RTTIME:
-        case RLIMIT_LOCKS:
-        case RLIMIT_CORE:
-                return true;
-        default:
-                return false;
-        }
-}
-
-/* The first resource limit in which a launch's (b) differs from the prepared child's (a) so that
- * the child cannot take it: one it could not set (its hard limit is above the child's), or one
- * that shaped the toolkit's start. -1: none. */
+/* The first resource limit in which a launch's (b) differs from the prepared child's (a) and that
+ * shaped its toolkit's start; those checked at use it sets as it takes the launch
+ * (child_rlimit_checked_at_use). -1: none. */
 static int limit_difference(const struct hs_rlimit *a, const struct hs_rlimit *b) {
-        for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
-                if (a[i].cur == b[i].cur && a[i].max == b[i].max)
-                        continue;
-                if (!set_at_hand_over(i) || b[i].max > a[i].max)
+        for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++)
+                if ((a[i].cur != b[i].cur || a[i].max != b[i].max) && !child_rlimit_checked_at_use(i))
                         return (int) i;
-        }
         return -1;
 }
 
