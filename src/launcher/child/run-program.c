@@ -180,7 +180,6 @@ static int apply_rlimits(const struct hs_launch_request *req, bool at_use, bool 
         return 0;
 }
 
-
 static const char *base_name(const char *path) {
         const char *s = strrchr(path, '/');
         return s ? s + 1 : path;
