@@ -96,6 +96,57 @@ def test_a_second_launch_like_the_first_is_taken_prepared_and_behaves_as_exec(co
             )
 
 
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def thread_names(pid: int) -> set[str]:
+    names = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            names.add((task / "comm").read_text().strip())
+        except OSError:
+            pass
+    return names
+
+
+def gl_threads_of_children(d: RunningDaemon) -> list[str]:
+    """llvmpipe's worker threads (Mesa's only driver on these machines), started by the first GL
+    context a process makes."""
+    return sorted(n for pid in descendants(d.zygote_pid()) for n in thread_names(pid) if n.startswith("llvmpipe"))
+
+
+@pytest.mark.parametrize("renderer", ["", "cairo"], ids=["gl", "cairo"])
+def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(compositor, renderer):
+    env = base_env(**compositor, **({"GSK_RENDERER": renderer} if renderer else {}))
+    argv = [str(GTK4)]
+    expected = run_exec(argv, env=env)
+    with prepared_daemon(compositor, str(GTK4)) as d:
+        run_served(d, argv, env=env)
+        wait_prepared(d, str(GTK4))
+        threads = gl_threads_of_children(d)
+        assert bool(threads) == (renderer == ""), threads
+        with Served(d):
+            got = run_served(d, argv, env=env)
+        assert d.status()["launches-prepared"] == ["1"], d.log_text()
+        assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
 def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
     env = base_env(**compositor)
     with prepared_daemon(compositor, str(GTK3)) as d:

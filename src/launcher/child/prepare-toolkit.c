@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -58,10 +59,37 @@ static int hold_targets(const struct hs_launch_request *shape, int floor) {
         return r;
 }
 
+/* Whether GTK 4 will draw the program's first window with its GL renderer: its choice when
+ * GSK_RENDERER is unset on X11 and Wayland (gsk_renderer_new_for_surface). */
+static bool gtk4_renders_with_gl(void) {
+        const char *name = getenv("GSK_RENDERER");
+        return !name || strcasecmp(name, "gl") == 0 || strcasecmp(name, "opengl") == 0;
+}
+
+/* GTK 4's GL renderer compiles its shader programs once per display, into the display's shared GL
+ * context, and keeps them on the display (gsk_gl_driver_for_display): a renderer realized and let
+ * go here leaves them there for the program's first window. On a CPU renderer (llvmpipe) that
+ * compiling is the largest part of GTK 4's first frame. */
+static void compile_gl_programs(void *gtk) {
+        void *(*renderer_new)(void) = (void *(*)(void)) dlsym(gtk, "gsk_gl_renderer_new");
+        int (*realize)(void *, void *, void **) =
+                (int (*)(void *, void *, void **)) dlsym(gtk, "gsk_renderer_realize");
+        void (*unrealize)(void *) = (void (*)(void *)) dlsym(gtk, "gsk_renderer_unrealize");
+        void (*unref)(void *) = (void (*)(void *)) dlsym(gtk, "g_object_unref");
+        void (*clear_error)(void **) = (void (*)(void **)) dlsym(gtk, "g_clear_error");
+        if (!renderer_new || !realize || !unrealize || !unref || !clear_error)
+                return;
+        void *renderer = renderer_new(), *error = NULL;
+        /* Failing here, GL fails for the program's window too, which then says so itself. */
+        if (realize(renderer, NULL, &error))
+                unrealize(renderer);
+        clear_error(&error);
+        unref(renderer);
+}
+
 /* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
- * gtk_init_check(), each followed by its settings for the display, which read the theme. GTK 4's
- * GL set-up for the display (gdk_display_prepare_gl) was tried too and took nothing measurable from
- * gtk4-tiles' first frame (239 against 244 ms, 8 launches each): what GL costs there is per window. */
+ * gtk_init_check(), each followed by its settings for the display, which read the theme, and GTK
+ * 4's GL programs. */
 static const char *init_toolkit(enum toolkit tk, const char *argv0) {
         static char *args[2];
         static int argc = 1;
@@ -82,6 +110,8 @@ static const char *init_toolkit(enum toolkit tk, const char *argv0) {
         if (!ok)
                 return "the toolkit could not open the display";
         ((void *(*)(void)) settings)();
+        if (tk == TOOLKIT_GTK4 && gtk4_renders_with_gl())
+                compile_gl_programs(gtk);
         return NULL;
 }
 
