@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import jsonschema
@@ -29,6 +29,8 @@ from headstart.daemon import RunningDaemon, private_daemon
 pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
 
 GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-widgets")
+# The same samples naming themselves (g_set_prgname) before GTK starts, as gnome-2048 and gnome-clocks do.
+NAMED = {"gtk3": GTK3.parent / "gtk-hello-named", "gtk4": GTK4.parent / "gtk4-tiles-named"}
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -145,6 +147,32 @@ def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(composito
             got = run_served(d, argv, env=env)
         assert d.status()["launches-prepared"] == ["1"], d.log_text()
         assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
+@pytest.mark.parametrize("toolkit", ["gtk3", "gtk4"])
+def test_a_program_that_names_itself_is_prepared_on_wayland_only(compositor, toolkit):
+    program = str(NAMED[toolkit])
+    with prepared_daemon(compositor, program) as d:
+        for found in (compositor, None):
+            with display.private_display("x11") if found is None else nullcontext(found) as shown:
+                env = base_env(**shown)
+                expected = run_exec([program], env=env)
+                assert expected.returncode == 0 and b"named named-sample" in expected.stdout, expected
+                run_served(d, [program], env=env)
+                if found is None:
+                    # On X11 GTK reads the name as it opens the display: the child is let go.
+                    deadline = time.monotonic() + WAIT_S
+                    while not prepared_state(d, program).startswith("failed"):
+                        assert time.monotonic() < deadline, prepared_state(d, program)
+                        time.sleep(0.05)
+                    assert "names itself (g_set_prgname)" in prepared_state(d, program)
+                else:
+                    wait_prepared(d, program)
+                before = taken_ahead(d)
+                with Served(d):
+                    got = run_served(d, [program], env=env)
+                assert taken_ahead(d) == before + (found is not None), d.log_text()
+                assert (got.returncode, got.stdout) == (0, expected.stdout)
 
 
 def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
@@ -425,11 +453,13 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
 
 
 def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
-    programs = [str(GTK3), str(QT), str(GTK4)]
+    programs = [str(GTK3), str(QT), str(GTK4), str(NAMED["gtk4"])]
     done = subprocess.run([str(bin_path("headstartd")), "--check", *programs], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     verdicts = {v["path"]: v for v in map(json.loads, done.stdout.splitlines())}
     assert (verdicts[str(GTK3)]["toolkit"], verdicts[str(GTK3)]["prepare_display_reason"]) == ("gtk3", None)
+    assert verdicts[str(GTK3)]["prepare_display_only"] is None
+    assert "on Wayland" in verdicts[str(NAMED["gtk4"])]["prepare_display_only"]
     assert verdicts[str(QT)]["toolkit"] == "none"
     assert "does not link GTK 3 or GTK 4" in verdicts[str(QT)]["prepare_display_reason"]
     # The zygote's own judgment of the same files, as --status gives it.
@@ -440,9 +470,10 @@ def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
             verdict = verdicts[program]
             assert toolkit == verdict["toolkit"]
             assert (state == "refused") == (verdict["prepare_display_reason"] is not None), (state, verdict)
-    table = subprocess.run([sys.executable, "-m", "headstart", "check", str(GTK3)], capture_output=True, text=True,
-                           env=dict(os.environ, COLUMNS="200"))  # fmt: skip
+    table = subprocess.run([sys.executable, "-m", "headstart", "check", str(GTK3), str(NAMED["gtk4"])],
+                           capture_output=True, text=True, env=dict(os.environ, COLUMNS="250"))  # fmt: skip
     assert "yes (gtk3)" in table.stdout, table.stdout
+    assert "yes (gtk4, on Wayland" in table.stdout, table.stdout
 
 
 @pytest.mark.skipif(SANITIZED, reason="bench: as in test_bench.py, the normal pass")

@@ -64,10 +64,17 @@ int main(int argc, char *argv[]) {
                                (unsigned long long) nproc.rlim_max, (unsigned long long) sigpending.rlim_cur,
                                (unsigned long long) sigpending.rlim_max);
         }
+#ifdef NAMES_ITSELF
+        /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
+        g_set_prgname("named-sample");
+#endif
         if (!gtk_init_check(&argc, &argv)) {
                 printf("no display: initialised without a window\n");
                 return 0;
         }
+#ifdef NAMES_ITSELF
+        printf("named %s\n", g_get_prgname());
+#endif
         GtkWidget *window = gtk_window_new(GTK_WINDOW_TOPLEVEL);
         gtk_window_set_title(GTK_WINDOW(window), "headstart");
         gtk_container_add(GTK_CONTAINER(window), gtk_label_new("Hello from headstart"));

@@ -28,10 +28,17 @@ int main(int argc, char *argv[]) {
                gtk_get_micro_version(), argc - 1);
         for (int i = 1; i < argc; i++)
                 printf("  argv[%d] = %s\n", i, argv[i]);
+#ifdef NAMES_ITSELF
+        /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
+        g_set_prgname("named-sample");
+#endif
         if (!gtk_init_check()) {
                 printf("no display: initialised without a window\n");
                 return 0;
         }
+#ifdef NAMES_ITSELF
+        printf("named %s\n", g_get_prgname());
+#endif
         GMainLoop *loop = g_main_loop_new(NULL, FALSE);
         GtkWidget *window = gtk_window_new();
         gtk_window_set_title(GTK_WINDOW(window), "headstart");

@@ -39,6 +39,7 @@ struct verdict {
         const char *warm_reason;    /* preload: why not warm */
         enum toolkit toolkit;       /* the GTK it links, which --prepare-display would start ahead */
         const char *prepare_reason; /* served: why --prepare-display would not (NULL: it would) */
+        bool prepare_wayland_only;  /* ... and it would on a Wayland display only */
 };
 
 static void print_field(const char *name, const char *value) {
@@ -66,6 +67,10 @@ static void print_verdict(const struct verdict *v) {
         print_field("warm_reason", v->warm_reason);
         print_field("toolkit", exec ? NULL : toolkit_name(v->toolkit));
         print_field("prepare_display_reason", exec ? "it is exec'd, not served" : v->prepare_reason);
+        print_field("prepare_display_only",
+                    exec || v->prepare_reason || !v->prepare_wayland_only
+                            ? NULL
+                            : "on Wayland: it names itself (g_set_prgname), which GTK reads as it opens an X11 display");
         printf("}\n");
         fflush(stdout);
 }
@@ -118,7 +123,8 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 v.mode = w == 0 ? "warm" : "preload";
                 v.warm_reason = w == 0 ? NULL : not_warm ? not_warm : not_warm_why;
                 /* As a zygote judges it without a --schedule: --status says when one refuses it. */
-                v.toolkit = prepare_judge(e, false, not_prepared_why, sizeof not_prepared_why);
+                v.toolkit = prepare_judge(e, false, &v.prepare_wayland_only, not_prepared_why,
+                                          sizeof not_prepared_why);
                 v.prepare_reason = not_prepared_why[0] ? not_prepared_why : NULL;
         }
         print_verdict(&v);

@@ -24,8 +24,10 @@ def prepared(verdict: dict[str, Any]) -> str:
     toolkit = verdict.get("toolkit")
     if toolkit in (None, "none"):
         return ""
-    reason = verdict.get("prepare_display_reason")
-    return f"yes ({toolkit})" if reason is None else f"no: {reason}"
+    reason, only = verdict.get("prepare_display_reason"), verdict.get("prepare_display_only")
+    if reason is not None:
+        return f"no: {reason}"
+    return f"yes ({toolkit}, {only})" if only else f"yes ({toolkit})"
 
 
 def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:

@@ -87,19 +87,28 @@ static void compile_gl_programs(void *gtk) {
         unref(renderer);
 }
 
+/* Whether the display GTK opened is a Wayland one. */
+static bool on_wayland(void *gtk) {
+        void *(*display_default)(void) = (void *(*)(void)) dlsym(gtk, "gdk_display_get_default");
+        unsigned long (*wayland_type)(void) = (unsigned long (*)(void)) dlsym(gtk, "gdk_wayland_display_get_type");
+        int (*is_a)(void *, unsigned long) = (int (*)(void *, unsigned long)) dlsym(gtk, "g_type_check_instance_is_a");
+        void *display = display_default ? display_default() : NULL;
+        return display && wayland_type && is_a && is_a(display, wayland_type());
+}
+
 /* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
  * gtk_init_check(), each followed by its settings for the display, which read the theme, and GTK
- * 4's GL programs. */
-static const char *init_toolkit(enum toolkit tk, const char *argv0) {
+ * 4's GL programs. Returns 0, or PREPARED_RETRY or PREPARED_FAILED with *failed. */
+static int init_toolkit(enum toolkit tk, bool wayland_only, const char *argv0, const char **failed) {
         static char *args[2];
         static int argc = 1;
         static char **argv = args;
         void *gtk = dlopen(tk == TOOLKIT_GTK3 ? "libgtk-3.so.0" : "libgtk-4.so.1", RTLD_NOW | RTLD_NOLOAD);
         if (!gtk)
-                return "its toolkit is not loaded in the daemon";
+                return *failed = "its toolkit is not loaded in the daemon", PREPARED_FAILED;
         void *init = dlsym(gtk, "gtk_init_check"), *settings = dlsym(gtk, "gtk_settings_get_default");
         if (!init || !settings)
-                return "its toolkit has no gtk_init_check or gtk_settings_get_default";
+                return *failed = "its toolkit has no gtk_init_check or gtk_settings_get_default", PREPARED_FAILED;
         int ok;
         if (tk == TOOLKIT_GTK3) {
                 args[0] = (char *) argv0;
@@ -107,12 +116,16 @@ static const char *init_toolkit(enum toolkit tk, const char *argv0) {
         } else {
                 ok = ((int (*)(void)) init)();
         }
+        /* The display may not be there yet (a compositor restarting). */
         if (!ok)
-                return "the toolkit could not open the display";
+                return *failed = "the toolkit could not open the display", PREPARED_RETRY;
+        if (wayland_only && !on_wayland(gtk))
+                return *failed = "it names itself (g_set_prgname), which GTK reads as it opens an X11 display",
+                       PREPARED_FAILED;
         ((void *(*)(void)) settings)();
         if (tk == TOOLKIT_GTK4 && gtk4_renders_with_gl())
                 compile_gl_programs(gtk);
-        return NULL;
+        return 0;
 }
 
 /* Every fd open now but the targets and the channel: the toolkit's, and the captured output. */
@@ -152,7 +165,7 @@ static int say_why(int code, char *why, size_t size, const char *format, const c
         return code;
 }
 
-int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
+int toolkit_prepare(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape, int *channel,
                     struct prepared_process *ret, char *why, size_t size) {
         *ret = (struct prepared_process){ .output = { -1, -1 } };
         int floor = CHANNEL_FD_FLOOR;
@@ -167,13 +180,12 @@ int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int 
         const char *failed = child_take_request_settings(shape, true);
         if (failed)
                 return say_why(PREPARED_FAILED, why, size, "%s", failed);
-        failed = init_toolkit(tk, shape->argv[0]);
-        if (failed) {
+        int r = init_toolkit(tk, wayland_only, shape->argv[0], &failed);
+        if (r) {
                 char line[160], text[HS_MAX_TEXT];
                 first_error_line(line, sizeof line);
                 snprintf(text, sizeof text, "%s%s%s", failed, line[0] ? ": " : "", line);
-                /* The display may not be there yet (a compositor restarting); a toolkit missing stays so. */
-                return say_why(strstr(failed, "display") ? PREPARED_RETRY : PREPARED_FAILED, why, size, "%s", text);
+                return say_why(r, why, size, "%s", text);
         }
         /* glibc picks stdout's buffering at its first use, from whether fd 1 is a terminal: used now,
          * it would stay fully buffered on the client's terminal. */
@@ -181,7 +193,7 @@ int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int 
                 return say_why(PREPARED_FAILED, why, size, "%s", "the toolkit wrote to stdout through stdio as it started");
         ret->output[0] = fcntl(1, F_DUPFD_CLOEXEC, 3);
         ret->output[1] = fcntl(2, F_DUPFD_CLOEXEC, 3);
-        int r = ret->output[0] < 0 || ret->output[1] < 0 ? -errno : list_kept(shape, *channel, ret);
+        r = ret->output[0] < 0 || ret->output[1] < 0 ? -errno : list_kept(shape, *channel, ret);
         if (r < 0)
                 return say_why(PREPARED_FAILED, why, size, "cannot list the toolkit's fds: %s", strerror(-r));
         return 0;
@@ -225,10 +237,11 @@ void prepared_replay_output(struct prepared_process *p) {
         hs_close_fds(p->output, 2);
 }
 
-const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_request *shape, int cwd_error,
-                                     int *channel, struct prepared_process *ret, char *why, size_t size) {
+const char *toolkit_prepare_and_tell(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape,
+                                     int cwd_error, int *channel, struct prepared_process *ret, char *why,
+                                     size_t size) {
         char word = PREPARED_READY;
-        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(tk, shape, channel, ret, why + 1, size - 1);
+        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(tk, wayland_only, shape, channel, ret, why + 1, size - 1);
         if (cwd_error)
                 snprintf(why + 1, size - 1, "cannot enter the launch's working directory: %s", strerror(cwd_error));
         if (r == 0 && (send(*channel, &word, 1, MSG_NOSIGNAL) < 0 || !prepared_wait(ret, shape, *channel))) {

@@ -32,21 +32,23 @@ struct prepared_process {
 /* "gtk3", "gtk4", "none": a word, for --status. */
 const char *toolkit_name(enum toolkit tk);
 
-/* Initialises the toolkit tk in this waiting child, which takes the settings of the request shape
+/* Initialises the toolkit tk in this waiting child (only on a Wayland display when wayland_only:
+ * prepare-judge.h), which takes the settings of the request shape
  * (the program's last launch: environment, arguments, umask, limits, signals; the caller entered its
  * working directory) as it will for its launch, with the fds the launch places held meanwhile
  * (stdout and stderr captured; the shape has 0, 1 and 2 among them). *channel, the zygote's channel,
  * is moved out of the way of the toolkit's fds. Returns 0, or PREPARED_RETRY or PREPARED_FAILED
  * with why. */
-int toolkit_prepare(enum toolkit tk, const struct hs_launch_request *shape, int *channel,
+int toolkit_prepare(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape, int *channel,
                     struct prepared_process *ret, char *why, size_t size);
 
 /* toolkit_prepare, then tells the zygote on the channel whether this child can take a launch (and
  * waits for it with prepared_wait). cwd_error: errno of entering the launch's working directory, or
  * 0. Returns NULL, or why it cannot, in why (which it also sent); such a child still waits for the
  * request the zygote may have sent meanwhile, and fails that launch (the client then execs). */
-const char *toolkit_prepare_and_tell(enum toolkit tk, const struct hs_launch_request *shape, int cwd_error,
-                                     int *channel, struct prepared_process *ret, char *why, size_t size);
+const char *toolkit_prepare_and_tell(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape,
+                                     int cwd_error, int *channel, struct prepared_process *ret, char *why,
+                                     size_t size);
 
 /* Waits until the channel is readable. False when a connection the toolkit holds was closed by its
  * other end meanwhile (the compositor went away): the toolkit's state is then of no use. Then lists

@@ -23,6 +23,8 @@ struct needs {
         char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
         size_t nlibraries;
         bool sets_environment; /* it imports setenv or the like */
+        bool names_itself;     /* it imports g_set_prgname */
+        bool reads_class;      /* it imports gdk_get_program_class */
 };
 
 /* What a program may call before its toolkit starts that a prepared toolkit would not see. */
@@ -36,7 +38,6 @@ static const struct {
         { "gdk_init", "it starts the display layer itself" },
         { "gdk_init_check", "it starts the display layer itself" },
         { "gdk_parse_args", "it starts the display layer itself" },
-        { "g_set_prgname", "it names itself, which its toolkit reads as it opens the display" },
 };
 
 /* Functions that change the environment, and the variables read as a toolkit starts: a program that
@@ -100,6 +101,8 @@ static void on_import(const char *name, void *data) {
         for (size_t i = 0; i < ELEMENTSOF(environment_setters); i++)
                 if (strcmp(name, environment_setters[i]) == 0)
                         n->sets_environment = true;
+        n->names_itself |= strcmp(name, "g_set_prgname") == 0;
+        n->reads_class |= strcmp(name, "gdk_get_program_class") == 0;
         for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
                 if (strcmp(name, refused_imports[i].symbol) == 0) {
                         n->refusal = refused_imports[i].why;
@@ -128,6 +131,8 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
                            bool has_schedule) {
         if (n->refusal)
                 return n->refusal;
+        if (n->names_itself && n->reads_class)
+                return "it names itself and reads the class GTK 3 derives from its name as it starts";
         if (has_schedule)
                 return "it has a --schedule, which the threads its toolkit starts early would not all get";
         if (n->toolkit == TOOLKIT_NONE)
@@ -142,7 +147,8 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
         return NULL;
 }
 
-enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, char *why, size_t size) {
+enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, bool *ret_wayland_only, char *why,
+                           size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
@@ -152,6 +158,7 @@ enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, c
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
         const char *refused = refusal(&n, &info, image, has_schedule);
+        *ret_wayland_only = n.names_itself;
         if (!refused)
                 why[0] = '\0';
         else if (n.refused_import && refused == n.refusal)

@@ -461,7 +461,8 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         p->dev = image->dev;
                         p->ino = image->ino;
                         bool scheduled = schedule_for(s->schedules, s->nschedules, image->dev, image->ino);
-                        p->toolkit = prepare_judge(image, scheduled, p->refusal, sizeof p->refusal);
+                        p->toolkit = prepare_judge(image, scheduled, &p->wayland_only, p->refusal,
+                                                   sizeof p->refusal);
                 } else
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
                 if (p->refusal[0])
