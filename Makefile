@@ -294,10 +294,11 @@ corpus: build
 
 # The wider GUI set (issue 27, bench/programs/wider-gui.txt): unmodified Debian programs on GTK 3,
 # GTK 4, Qt 5 and Qt 6 that no test uses, installed here only (no test needs them), timed to their
-# first window in exec, pool, learned and warm-up, on X11 and Wayland. About an hour on 2 cores.
+# first window in exec, pool, learned, warm-up and prepared (--prepare-display), on X11 and Wayland. About
+# an hour and a half on 2 cores.
 WIDER_GUI_PACKAGES := mousepad gucharmap gnome-mines gnome-sudoku baobab gnome-clocks gnome-chess \
 	speedcrunch lximage-qt qpdfview qpwgraph qt6-tools-dev-tools
-WIDER_ARGS := --runs 20 --modes exec,pool,learned,warm-up --clients run --display both
+WIDER_ARGS := --runs 20 --modes exec,pool,learned,warm-up,prepared --clients run --display both
 bench-wider: build
 	$(call install_missing,$(WIDER_GUI_PACKAGES))
 	$(VENV)/bin/headstart bench --programs @bench/programs/wider-gui.txt --ready-window $(WIDER_ARGS) \

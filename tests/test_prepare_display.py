@@ -31,6 +31,8 @@ pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is no
 GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-widgets")
 # The same samples naming themselves (g_set_prgname) before GTK starts, as gnome-2048 and gnome-clocks do.
 NAMED = {"gtk3": GTK3.parent / "gtk-hello-named", "gtk4": GTK4.parent / "gtk4-tiles-named"}
+# The GTK 3 sample parsing an option of its own with GTK's (gtk_init_with_args), as gucharmap does.
+OPTIONS = GTK3.parent / "gtk-hello-options"
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -173,6 +175,27 @@ def test_a_program_that_names_itself_is_prepared_on_wayland_only(compositor, too
                     got = run_served(d, [program], env=env)
                 assert taken_ahead(d) == before + (found is not None), d.log_text()
                 assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
+def test_a_program_that_parses_its_own_options_is_prepared_for_launches_without_arguments(compositor):
+    program = str(OPTIONS)
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, program) as d:
+        run_served(d, [program], env=env)
+        for argv in ([program], [program, "--greeting", "hi", "x"]):
+            expected = run_exec(argv, env=env)
+            assert expected.returncode == 0 and b"greeting " in expected.stdout, expected
+            if len(argv) == 1:
+                wait_prepared(d, program)
+            before = taken_ahead(d)
+            with Served(d):
+                got = run_served(d, argv, env=env)
+            assert taken_ahead(d) == before + (len(argv) == 1), d.log_text()
+            assert (got.returncode, got.stdout) == (0, expected.stdout)
+        assert "not the prepared child: arguments, which it parses as GTK starts" in d.log_text()
+        # The last launch had arguments: no child is prepared for it, and the status says why.
+        assert prepared_state(d, program).startswith("idle gtk3"), prepared_state(d, program)
+        assert "its last launch had arguments" in prepared_state(d, program)
 
 
 def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
@@ -453,13 +476,14 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
 
 
 def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
-    programs = [str(GTK3), str(QT), str(GTK4), str(NAMED["gtk4"])]
+    programs = [str(GTK3), str(QT), str(GTK4), str(NAMED["gtk4"]), str(OPTIONS)]
     done = subprocess.run([str(bin_path("headstartd")), "--check", *programs], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     verdicts = {v["path"]: v for v in map(json.loads, done.stdout.splitlines())}
     assert (verdicts[str(GTK3)]["toolkit"], verdicts[str(GTK3)]["prepare_display_reason"]) == ("gtk3", None)
     assert verdicts[str(GTK3)]["prepare_display_only"] is None
     assert "on Wayland" in verdicts[str(NAMED["gtk4"])]["prepare_display_only"]
+    assert "launches without arguments" in verdicts[str(OPTIONS)]["prepare_display_only"]
     assert verdicts[str(QT)]["toolkit"] == "none"
     assert "does not link GTK 3 or GTK 4" in verdicts[str(QT)]["prepare_display_reason"]
     # The zygote's own judgment of the same files, as --status gives it.

@@ -68,12 +68,24 @@ int main(int argc, char *argv[]) {
         /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
         g_set_prgname("named-sample");
 #endif
+#ifdef PARSES_OPTIONS
+        /* As gucharmap does: options of its own, parsed with GTK's as GTK starts. */
+        static char *greeting;
+        static const GOptionEntry entries[] = {
+                { "greeting", 0, 0, G_OPTION_ARG_STRING, &greeting, "a greeting", "TEXT" }, { NULL }
+        };
+        if (!gtk_init_with_args(&argc, &argv, NULL, entries, NULL, NULL)) {
+#else
         if (!gtk_init_check(&argc, &argv)) {
+#endif
                 printf("no display: initialised without a window\n");
                 return 0;
         }
 #ifdef NAMES_ITSELF
         printf("named %s\n", g_get_prgname());
+#endif
+#ifdef PARSES_OPTIONS
+        printf("greeting %s, %d argument(s) left\n", greeting ? greeting : "(none)", argc - 1);
 #endif
         GtkWidget *window = gtk_window_new(GTK_WINDOW_TOPLEVEL);
         gtk_window_set_title(GTK_WINDOW(window), "headstart");

@@ -39,7 +39,7 @@ struct verdict {
         const char *warm_reason;    /* preload: why not warm */
         enum toolkit toolkit;       /* the GTK it links, which --prepare-display would start ahead */
         const char *prepare_reason; /* served: why --prepare-display would not (NULL: it would) */
-        bool prepare_wayland_only;  /* ... and it would on a Wayland display only */
+        struct prepare_terms prepare_terms; /* ... and on what terms */
 };
 
 static void print_field(const char *name, const char *value) {
@@ -67,10 +67,17 @@ static void print_verdict(const struct verdict *v) {
         print_field("warm_reason", v->warm_reason);
         print_field("toolkit", exec ? NULL : toolkit_name(v->toolkit));
         print_field("prepare_display_reason", exec ? "it is exec'd, not served" : v->prepare_reason);
-        print_field("prepare_display_only",
-                    exec || v->prepare_reason || !v->prepare_wayland_only
-                            ? NULL
-                            : "on Wayland: it names itself (g_set_prgname), which GTK reads as it opens an X11 display");
+        const struct prepare_terms *t = &v->prepare_terms;
+        char terms[256];
+        snprintf(terms, sizeof terms, "%s%s%s",
+                 t->wayland_only ? "on Wayland: it names itself (g_set_prgname), which GTK reads as it opens an X11 "
+                                   "display"
+                                 : "",
+                 t->wayland_only && t->no_arguments ? "; " : "",
+                 t->no_arguments ? "launches without arguments: it parses options of its own as GTK starts "
+                                   "(gtk_init_with_args)"
+                                 : "");
+        print_field("prepare_display_only", exec || v->prepare_reason || !terms[0] ? NULL : terms);
         printf("}\n");
         fflush(stdout);
 }
@@ -123,8 +130,7 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 v.mode = w == 0 ? "warm" : "preload";
                 v.warm_reason = w == 0 ? NULL : not_warm ? not_warm : not_warm_why;
                 /* As a zygote judges it without a --schedule: --status says when one refuses it. */
-                v.toolkit = prepare_judge(e, false, &v.prepare_wayland_only, not_prepared_why,
-                                          sizeof not_prepared_why);
+                v.toolkit = prepare_judge(e, false, &v.prepare_terms, not_prepared_why, sizeof not_prepared_why);
                 v.prepare_reason = not_prepared_why[0] ? not_prepared_why : NULL;
         }
         print_verdict(&v);

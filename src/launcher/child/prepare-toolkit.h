@@ -16,6 +16,17 @@
 
 enum toolkit { TOOLKIT_NONE, TOOLKIT_GTK3, TOOLKIT_GTK4 };
 
+/* What a program's launches must be like to take its prepared child, beyond being like the last
+ * (prepare-judge.c reads them from its file). */
+struct prepare_terms {
+        /* It names itself (g_set_prgname) before its toolkit starts, which GTK reads as it opens an
+         * X11 display but, on Wayland, only as it makes a window: prepared on Wayland only. */
+        bool wayland_only;
+        /* It gives GTK 3 options of its own as it starts (gtk_init_with_args, gtk_parse_args), which
+         * a started GTK no longer parses: only a launch without arguments, which has none to parse. */
+        bool no_arguments;
+};
+
 #define PREPARED_READY 'R'
 #define PREPARED_RETRY 'T'
 #define PREPARED_FAILED 'F'
@@ -32,8 +43,8 @@ struct prepared_process {
 /* "gtk3", "gtk4", "none": a word, for --status. */
 const char *toolkit_name(enum toolkit tk);
 
-/* Initialises the toolkit tk in this waiting child (only on a Wayland display when wayland_only:
- * prepare-judge.h), which takes the settings of the request shape
+/* Initialises the toolkit tk in this waiting child (only on a Wayland display when the terms say
+ * so), which takes the settings of the request shape
  * (the program's last launch: environment, arguments, umask, limits, signals; the caller entered its
  * working directory) as it will for its launch, with the fds the launch places held meanwhile
  * (stdout and stderr captured; the shape has 0, 1 and 2 among them). *channel, the zygote's channel,

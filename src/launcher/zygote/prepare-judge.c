@@ -25,6 +25,7 @@ struct needs {
         bool sets_environment; /* it imports setenv or the like */
         bool names_itself;     /* it imports g_set_prgname */
         bool reads_class;      /* it imports gdk_get_program_class */
+        bool parses_options;   /* it imports gtk_init_with_args or gtk_parse_args */
 };
 
 /* What a program may call before its toolkit starts that a prepared toolkit would not see. */
@@ -33,8 +34,6 @@ static const struct {
 } refused_imports[] = {
         { "gdk_set_allowed_backends", "it picks the display backend itself before its toolkit starts" },
         { "gtk_disable_setlocale", "it keeps its toolkit from setting the locale" },
-        { "gtk_init_with_args", "it gives its toolkit options of its own as it starts" },
-        { "gtk_parse_args", "it gives its toolkit options of its own as it starts" },
         { "gdk_init", "it starts the display layer itself" },
         { "gdk_init_check", "it starts the display layer itself" },
         { "gdk_parse_args", "it starts the display layer itself" },
@@ -45,7 +44,8 @@ static const struct {
 static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
                                                    "g_unsetenv" };
 static const char *const toolkit_variables[] = { "GDK_", "GTK_", "GSK_", "NO_AT_BRIDGE", "DISPLAY", "LANG", "LC_ALL",
-                                                 "LC_MESSAGES", "XDG_" };
+                                                 "LC_MESSAGES", "XDG_", "G_ENABLE_DIAGNOSTIC", "G_DEBUG", "G_SLICE",
+                                                 "G_MESSAGES_DEBUG" };
 
 /* Whether the file names a variable its toolkit reads as it starts (a string, wherever it is). */
 static bool names_toolkit_variable(int fd) {
@@ -102,6 +102,7 @@ static void on_import(const char *name, void *data) {
                 if (strcmp(name, environment_setters[i]) == 0)
                         n->sets_environment = true;
         n->names_itself |= strcmp(name, "g_set_prgname") == 0;
+        n->parses_options |= strcmp(name, "gtk_init_with_args") == 0 || strcmp(name, "gtk_parse_args") == 0;
         n->reads_class |= strcmp(name, "gdk_get_program_class") == 0;
         for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
                 if (strcmp(name, refused_imports[i].symbol) == 0) {
@@ -147,8 +148,8 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
         return NULL;
 }
 
-enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, bool *ret_wayland_only, char *why,
-                           size_t size) {
+enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, struct prepare_terms *ret_terms,
+                           char *why, size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
         if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
@@ -158,7 +159,7 @@ enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, b
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
         const char *refused = refusal(&n, &info, image, has_schedule);
-        *ret_wayland_only = n.names_itself;
+        *ret_terms = (struct prepare_terms){ .wayland_only = n.names_itself, .no_arguments = n.parses_options };
         if (!refused)
                 why[0] = '\0';
         else if (n.refused_import && refused == n.refusal)

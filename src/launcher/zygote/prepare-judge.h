@@ -13,9 +13,7 @@
 struct image_entry;
 
 /* The toolkit the program image links (itself or through a library it needs: TOOLKIT_NONE when
- * none), and in why (size bytes) why it is not prepared, or "" when it is. has_schedule: the
- * daemon gives it a --schedule. *ret_wayland_only: it is prepared on a Wayland display only, as it
- * names itself (g_set_prgname) before its toolkit starts, and GTK reads that name as it opens an
- * X11 display (the leader window's WM_CLASS) but, on Wayland, only as it makes a window. */
-enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, bool *ret_wayland_only, char *why,
-                           size_t size);
+ * none), and in why (size bytes) why it is not prepared, or "" when it is, on the terms *ret_terms.
+ * has_schedule: the daemon gives it a --schedule. */
+enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, struct prepare_terms *ret_terms,
+                           char *why, size_t size);

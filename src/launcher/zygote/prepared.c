@@ -115,6 +115,15 @@ static bool has_gtk3_option(char *const *argv) {
         return false;
 }
 
+/* Why the arguments argv rule out p's prepared child, or NULL. */
+static const char *unlike_arguments(const struct prepared_program *p, char *const *argv) {
+        if (p->terms.no_arguments && argv[0] && argv[1])
+                return "arguments, which it parses as GTK starts (gtk_init_with_args)";
+        if (p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(argv))
+                return "a GTK option among its arguments";
+        return NULL;
+}
+
 /* The prepared child held the same numbers while its toolkit opened its own, which therefore took
  * the numbers exec would give them. */
 static bool same_targets(const struct hs_launch_request *a, const struct hs_launch_request *b) {
@@ -166,9 +175,7 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
         }
         if (!same_targets(a, req))
                 return "other file descriptors passed (or not stdin, stdout and stderr)";
-        if (p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(req->argv))
-                return "a GTK option among its arguments";
-        return NULL;
+        return unlike_arguments(p, req->argv);
 }
 
 /* The launch waiting for p's child, if any, is tried again: the child is ready or gone. */
@@ -334,8 +341,7 @@ static void forget_shape(struct server *s, struct prepared_program *p) {
 
 /* Whether a launch could ever take a child prepared with p's shape: the matching's own conditions. */
 static bool could_match(const struct prepared_program *p) {
-        return same_targets(&p->shape, &p->shape) &&
-               !(p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv));
+        return same_targets(&p->shape, &p->shape) && !unlike_arguments(p, p->shape.argv);
 }
 
 /* Makes the request (payload, size bytes, with nfds fds; ours to keep or free) in the working
@@ -461,8 +467,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         p->dev = image->dev;
                         p->ino = image->ino;
                         bool scheduled = schedule_for(s->schedules, s->nschedules, image->dev, image->ino);
-                        p->toolkit = prepare_judge(image, scheduled, &p->wayland_only, p->refusal,
-                                                   sizeof p->refusal);
+                        p->toolkit = prepare_judge(image, scheduled, &p->terms, p->refusal, sizeof p->refusal);
                 } else
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
                 if (p->refusal[0])
@@ -557,11 +562,13 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
                 return p->ready ? "ready" : "starting";
         if (!p->has_shape)
                 return "unlaunched";
-        if (!could_match(p))
-                return *ret_why = p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(p->shape.argv)
-                                          ? "its last launch had a GTK option among its arguments"
-                                          : "its last launch did not pass stdin, stdout and stderr",
-                       "idle";
+        if (!could_match(p)) {
+                static char why[HS_MAX_TEXT];
+                const char *arguments = unlike_arguments(p, p->shape.argv);
+                snprintf(why, sizeof why, "its last launch %s%s", arguments ? "had " : "",
+                         arguments ? arguments : "did not pass stdin, stdout and stderr");
+                return *ret_why = why, "idle";
+        }
         if (p->retrying[0])
                 return *ret_why = p->retrying, "retrying";
         return "due";

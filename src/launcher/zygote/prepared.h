@@ -27,7 +27,7 @@ struct prepared_program {
         ino_t ino;
         char *program;        /* its registered path (or the name given, when refused for not being one) */
         enum toolkit toolkit; /* the one it links; TOOLKIT_NONE: none */
-        bool wayland_only;    /* prepared on a Wayland display only (prepare-judge.h) */
+        struct prepare_terms terms; /* what its launches must be like besides */
         char refusal[HS_MAX_TEXT]; /* why it is never prepared; "": it is */
         void *payload; /* its last launch's request as received, and parsed (shape): what a child is
                         * prepared with */
