@@ -33,6 +33,9 @@ GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-wid
 NAMED = {"gtk3": GTK3.parent / "gtk-hello-named", "gtk4": GTK4.parent / "gtk4-tiles-named"}
 # The GTK 3 sample parsing an option of its own with GTK's (gtk_init_with_args), as gucharmap does.
 OPTIONS = GTK3.parent / "gtk-hello-options"
+# The GTK 3 sample defining a function its library defines too (libhs-same-code.so calls it through
+# its PLT): weak, as C++ inline functions are (the same code), or a definition of its own.
+SAME_CODE, OTHER_CODE = GTK3.parent / "gtk-hello-same-code", GTK3.parent / "gtk-hello-other-code"
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -196,6 +199,23 @@ def test_a_program_that_parses_its_own_options_is_prepared_for_launches_without_
         # The last launch had arguments: no child is prepared for it, and the status says why.
         assert prepared_state(d, program).startswith("idle gtk3"), prepared_state(d, program)
         assert "its last launch had arguments" in prepared_state(d, program)
+
+
+def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(compositor):
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(SAME_CODE), str(OTHER_CODE)) as d:
+        assert prepared_state(d, str(SAME_CODE)).startswith("unlaunched"), prepared_state(d, str(SAME_CODE))
+        # A function of its own that replaces the library's: the toolkit would run the library's.
+        assert prepared_state(d, str(OTHER_CODE)).startswith("refused"), prepared_state(d, str(OTHER_CODE))
+        assert "go to functions it defines" in prepared_state(d, str(OTHER_CODE))
+        expected = run_exec([str(SAME_CODE)], env=env)
+        assert expected.returncode == 0 and b"same code 41" in expected.stdout, expected
+        run_served(d, [str(SAME_CODE)], env=env)
+        wait_prepared(d, str(SAME_CODE))
+        with Served(d):
+            got = run_served(d, [str(SAME_CODE)], env=env)
+        assert d.status()["launches-prepared"] == ["1"], d.log_text()
+        assert (got.returncode, got.stdout) == (0, expected.stdout)
 
 
 def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):

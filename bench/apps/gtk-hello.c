@@ -13,6 +13,18 @@
 
 #include "mark.h"
 
+#if defined(SAME_CODE) || defined(OTHER_CODE)
+/* The library's function again (same-code-lib.c), as a program defines a C++ inline function its
+ * libraries define too: weak, or (OTHER_CODE) a definition of its own that replaces the library's. */
+#ifdef SAME_CODE
+__attribute__((weak))
+#endif
+int hs_same_code(int x) {
+        return 2 * x + 1;
+}
+int hs_call_same_code(int x);
+#endif
+
 /* Wayland: the window was drawn into a buffer in this frame's paint phase... */
 static gboolean drawn;
 
@@ -83,6 +95,9 @@ int main(int argc, char *argv[]) {
         }
 #ifdef NAMES_ITSELF
         printf("named %s\n", g_get_prgname());
+#endif
+#if defined(SAME_CODE) || defined(OTHER_CODE)
+        printf("same code %d\n", hs_call_same_code(20));
 #endif
 #ifdef PARSES_OPTIONS
         printf("greeting %s, %d argument(s) left\n", greeting ? greeting : "(none)", argc - 1);

@@ -407,6 +407,8 @@ static int add_export(struct elf_exports *ex, const struct image *im, const stru
         struct elf_export *x = &ex->items[ex->n];
         *x = (struct elf_export){ .value = s->st_value, .size = s->st_size, .copied = copied != 0,
                                   .copy_only = copied == 1, .hidden = (v & 0x8000) != 0, .shndx = s->st_shndx,
+                                  .weak_function = ELF64_ST_BIND(s->st_info) == STB_WEAK &&
+                                                   ELF64_ST_TYPE(s->st_info) == STT_FUNC,
                                   .sym_offset = (uint64_t) ((const uint8_t *) s - im->data),
                                   .sym_addr = t->sym_addr + i * sizeof(Elf64_Sym) };
         x->name = strdup(name);

@@ -65,6 +65,7 @@ struct elf_export {
         uint64_t sym_offset; /* where its Elf64_Sym is in the file */
         uint64_t sym_addr;   /* ... and in memory, from the load address */
         bool hidden;   /* a non-default version (name@VERSION, not @@): no unversioned reference binds to it */
+        bool weak_function; /* STB_WEAK and STT_FUNC: as a rule a C++ inline function or template instance */
 };
 
 struct elf_exports {

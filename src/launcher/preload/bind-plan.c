@@ -90,7 +90,7 @@ static bool binds_to(const struct elf_export *x, const struct loaded_reloc *r) {
         return !r->version || strcmp(r->version, x->version) == 0;
 }
 
-static int add_slot(struct builder *b, const struct loaded_reloc *r, uint64_t value, bool absolute) {
+static int add_slot(struct builder *b, const struct loaded_reloc *r, uint64_t value, bool absolute, bool same_code) {
         if (b->nslots == b->cap) {
                 size_t cap = b->cap ? b->cap * 2 : 64;
                 if (cap > BIND_MAX_SLOTS)
@@ -107,12 +107,22 @@ static int add_slot(struct builder *b, const struct loaded_reloc *r, uint64_t va
                 .value = value + (uint64_t) r->addend,
                 .relro = a >= b->relro_start && a < b->relro_end,
                 .absolute = absolute,
+                .same_code = same_code,
         };
         return 0;
 }
 
 static bool redoable(const struct loaded_reloc *r) {
         return r->type == HS_R_GLOB_DAT || r->type == HS_R_ABS || r->type == HS_R_JUMP_SLOT;
+}
+
+/* Whether the word r filled, as the loader filled it without the program, points at the start of a
+ * symbol of the name it refers to (a lazy slot still pointing into its PLT does not). */
+static bool reaches_same_name(const struct loaded_reloc *r) {
+        Dl_info info;
+        void *target = (void *) (*r->slot + (uintptr_t) -r->addend);
+        return dladdr(target, &info) && info.dli_sname && info.dli_saddr == target &&
+               strcmp(info.dli_sname, r->name) == 0;
 }
 
 /* A reference that exec binds to the program, or to a library that defines a symbol of the C
@@ -127,7 +137,8 @@ static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
                 b->refused = r->name;
                 return -EPROTO;
         }
-        return found ? add_slot(b, r, (*found)->value, false) : add_slot(b, r, i->address, true);
+        return found ? add_slot(b, r, (*found)->value, false, (*found)->weak_function && reaches_same_name(r))
+                     : add_slot(b, r, i->address, true, false);
 }
 
 static int set_protection(uintptr_t page, size_t size, int prot) {

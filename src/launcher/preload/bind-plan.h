@@ -43,6 +43,10 @@ struct bind_slot {
         uint64_t value;    /* the value it gets, from the program's load address unless absolute */
         uint64_t relro;    /* the word is in a range the loader made read-only */
         uint64_t absolute; /* 1: value is an address in a library the daemon loaded (an interposer) */
+        /* 1: value is a weak function of the program, and without the program the word reached a
+         * function of the same name: two copies of one C++ inline function or template instance,
+         * the same code by the One Definition Rule (bound_alike_only in prepare-judge.c). */
+        uint64_t same_code;
 };
 
 struct bind_plan {

@@ -112,13 +112,15 @@ static void on_import(const char *name, void *data) {
 }
 
 /* Whether the launch's binding only points the libraries at the program's copies of their own
- * variables (stdout, optind...), which take the values the toolkit left in the originals. */
-static bool binds_copies_only(const struct bind_plan *plan) {
+ * variables (stdout, optind...), which take the values the toolkit left in the originals, and at
+ * the program's copies of C++ inline functions they also have (the same code, struct bind_slot):
+ * what the toolkit ran before the binding behaves as it would after. */
+static bool binds_alike_only(const struct bind_plan *plan) {
         if (plan->nrebinds)
                 return false;
         for (uint32_t i = 0; i < plan->nslots; i++) {
                 const struct bind_slot *slot = &plan->slots[i];
-                bool copy = false;
+                bool copy = slot->same_code;
                 for (uint32_t j = 0; !slot->absolute && !copy && j < plan->ncopies; j++)
                         copy = slot->value - plan->copies[j].offset < plan->copies[j].size;
                 if (!copy)
@@ -142,7 +144,7 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
                 return "it may set a variable its toolkit reads (it changes its environment and names one)";
         if (info->has_tls)
                 return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
-        if (!binds_copies_only(&image->plan))
+        if (!binds_alike_only(&image->plan))
                 return "its libraries' references go to functions it defines or another library interposes, "
                        "which its toolkit would not reach before the launch binds them";
         return NULL;
