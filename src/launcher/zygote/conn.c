@@ -318,7 +318,7 @@ static void launch_again(struct server *s, struct conn *c) {
                 server_request_refresh(s, "--refresh-launches reached");
 }
 
-int conn_expire_requests(struct server *s) {
+int conn_handle_deadlines(struct server *s) {
         uint64_t now = now_ms(), next = UINT64_MAX;
         for (struct conn *c = s->conns, *n; c; c = n) {
                 n = c->next;

@@ -55,7 +55,7 @@ bool conn_on_event(struct server *s, struct conn *c, uint32_t events);
 void conn_report_end(struct server *s, struct conn *c, const struct child_end *end);
 /* Fails the requests not whole by their deadline, and tries again the launches that waited until
  * theirs; returns the ms until the next deadline (-1: none). */
-int conn_expire_requests(struct server *s);
+int conn_handle_deadlines(struct server *s);
 /* c's launch waited for a prepared child, now ready or gone: it is tried again at once. */
 void conn_wake(struct conn *c);
 

@@ -194,7 +194,7 @@ int server_run(struct server *s) {
                 if (s->force_exit || (s->shutting_down && idle) || (s->retiring && idle && !s->conns))
                         break;
                 /* The pool is refilled only when no event is waiting: a request never waits for it. */
-                int timeout = conn_expire_requests(s);
+                int timeout = conn_handle_deadlines(s);
                 int refill_in = pool_refill_in_ms(s);
                 bool refill = refill_in == 0;
                 if (refill_in >= 0 && (timeout < 0 || refill_in < timeout))
