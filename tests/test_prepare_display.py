@@ -188,8 +188,7 @@ def test_a_program_that_parses_its_own_options_is_prepared_for_launches_without_
         for argv in ([program], [program, "--greeting", "hi", "x"]):
             expected = run_exec(argv, env=env)
             assert expected.returncode == 0 and b"greeting " in expected.stdout, expected
-            if len(argv) == 1:
-                wait_prepared(d, program)
+            wait_prepared(d, program)
             before = taken_ahead(d)
             with Served(d):
                 got = run_served(d, argv, env=env)
