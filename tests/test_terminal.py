@@ -17,6 +17,7 @@ import termios
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from conftest import SANITIZED, bin_path
@@ -84,6 +85,20 @@ def shell(daemon: RunningDaemon) -> Iterator[Shell]:
         sh.close()
 
 
+def job_states(shell_pid: int) -> list[str]:
+    """The states (R, S, T...) of the shell's children and of every process named observe."""
+    states = []
+    for entry in Path("/proc").iterdir():
+        try:
+            comm, rest = (entry / "stat").read_text().rsplit(")", 1)
+        except (OSError, ValueError):
+            continue
+        state, ppid = rest.split()[:2]
+        if int(ppid) == shell_pid or comm.endswith("(observe"):
+            states.append(state)
+    return states
+
+
 def run_client(*args: str) -> str:
     return " ".join([str(bin_path("headstart-run")), *args])
 
@@ -137,6 +152,11 @@ def test_ctrl_z_stops_the_job_fg_continues_it_and_ctrl_c_ends_it(daemon):
         assert sh.run("jobs -l").count("Stopped") == 1
         sh.send("fg\n")
         sh.expect("sleep 30")
+        # As a user presses Ctrl-C once the job runs again: the client and its program both continued.
+        deadline = time.monotonic() + 10
+        while any(state == "T" for state in job_states(sh.pid)):
+            assert time.monotonic() < deadline, job_states(sh.pid)
+            time.sleep(0.02)
         time.sleep(0.2)
         sh.send("\x03")  # Ctrl-C
         sh.expect(PROMPT)
