@@ -109,6 +109,12 @@ def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def proc_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat's fields after the command's name, which may hold spaces or ')': state,
+    ppid, pgrp... (fields 3 on; utime is [11])."""
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
 def daemon_fd_count(daemon: RunningDaemon, expect: int | None = None, timeout: float = 5.0) -> int:
     """The daemon's open fds once it has settled. The daemon finishes its clean-up of a launch (or
     of a connection a test dropped) just after the client has its answer, so we wait up to

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import base_env, bin_path, helper_path, run_served
+from conftest import base_env, bin_path, helper_path, proc_fields, run_served
 from elftools.elf.elffile import ELFFile
 from headstart.daemon import private_daemon
 
@@ -195,8 +195,7 @@ def test_a_copy_swapped_in_the_cache_is_never_loaded(tmp_path):
 
 
 def zygote_state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2]
+    return proc_fields(pid)[0]
 
 
 def test_a_stopped_daemon_gets_its_clients_execd_after_the_deadline_and_nothing_runs_twice(tmp_path):

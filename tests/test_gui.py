@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Served, base_env, bin_path, run_exec, run_served
+from conftest import Served, base_env, bin_path, proc_fields, run_exec, run_served
 from headstart.benchmark.display import x_display
 from headstart.daemon import RunningDaemon, private_daemon
 
@@ -99,7 +99,7 @@ def maps_at_main(d: RunningDaemon, env: dict[str, str]) -> str:
     try:
         assert select.select([read_end], [], [], 30)[0], "gtk-hello did not mark main"
         pid = int(os.read(read_end, 64).split()[1])
-        while Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "T":
+        while proc_fields(pid)[0] != "T":
             time.sleep(0.001)
         maps = Path(f"/proc/{pid}/maps").read_text()
         os.kill(pid, signal.SIGCONT)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, bin_path
+from conftest import SANITIZED, bin_path, proc_fields
 
 
 def timer(*args: str) -> list[str]:
@@ -23,7 +23,7 @@ def timer(*args: str) -> list[str]:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of /proc/PID/stat (fields 14 and 15; the name in parentheses may hold spaces)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = proc_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -34,7 +34,7 @@ def children(pid: int) -> list[int]:
 def alive(pid: int) -> bool:
     """Running, not ended nor a zombie waiting for a reaper."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        return proc_fields(pid)[0] != "Z"
     except FileNotFoundError:
         return False
 

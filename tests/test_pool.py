@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import base_env, bin_path, run_served
+from conftest import base_env, bin_path, proc_fields, run_served
 from headstart.daemon import RunningDaemon, private_daemon
 
 
@@ -104,4 +104,4 @@ def test_stopping_the_daemon_lets_the_waiting_children_go():
         kids = waiting_children(d, 4)
         assert len(kids) == 4
     for pid in kids:
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert not Path(f"/proc/{pid}").exists() or proc_fields(pid)[0] == "Z"

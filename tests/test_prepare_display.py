@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import SANITIZED, Served, base_env, bin_path, run_exec, run_served
+from conftest import SANITIZED, Served, base_env, bin_path, proc_fields, run_exec, run_served
 from headstart.benchmark import display
 from headstart.daemon import RunningDaemon, private_daemon
 
@@ -36,6 +36,9 @@ OPTIONS = GTK3.parent / "gtk-hello-options"
 # The GTK 3 sample defining a function its library defines too (libhs-same-code.so calls it through
 # its PLT): weak, as C++ inline functions are (the same code), or a definition of its own.
 SAME_CODE, OTHER_CODE = GTK3.parent / "gtk-hello-same-code", GTK3.parent / "gtk-hello-other-code"
+# The GTK 3 sample setting GTK_THEME before GTK starts, and one setting a variable of its own beside
+# an assertion whose text begins like a GTK variable's name ("GTK_IS_WIDGET(window)").
+SETS_THEME, SETS_OTHER = GTK3.parent / "gtk-hello-sets-theme", GTK3.parent / "gtk-hello-sets-other"
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -109,7 +112,7 @@ def descendants(pid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            ppid = int(proc_fields(entry.name)[1])
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry.name))
@@ -213,6 +216,23 @@ def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(c
         wait_prepared(d, str(SAME_CODE))
         with Served(d):
             got = run_served(d, [str(SAME_CODE)], env=env)
+        assert d.status()["launches-prepared"] == ["1"], d.log_text()
+        assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
+def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(compositor):
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(SETS_THEME), str(SETS_OTHER)) as d:
+        state = prepared_state(d, str(SETS_THEME))
+        assert state.startswith("refused gtk3") and "may set a variable its toolkit reads" in state, state
+        # GTK_IS_WIDGET(window) is an assertion's text, not a variable: taken, and it prints as exec.
+        assert prepared_state(d, str(SETS_OTHER)).startswith("unlaunched"), prepared_state(d, str(SETS_OTHER))
+        expected = run_exec([str(SETS_OTHER)], env=env)
+        assert expected.returncode == 0, expected
+        run_served(d, [str(SETS_OTHER)], env=env)
+        wait_prepared(d, str(SETS_OTHER))
+        with Served(d):
+            got = run_served(d, [str(SETS_OTHER)], env=env)
         assert d.status()["launches-prepared"] == ["1"], d.log_text()
         assert (got.returncode, got.stdout) == (0, expected.stdout)
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from conftest import base_env, bin_path, helper_path, run_exec, run_served
+from conftest import base_env, bin_path, helper_path, proc_fields, run_exec, run_served
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
 
@@ -165,7 +165,7 @@ def wait_for(what: Callable[[], T], d: RunningDaemon, timeout: float = 60.0) -> 
 
 def alive(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+        return proc_fields(pid)[0] != "Z"
     except FileNotFoundError:
         return False
 
@@ -267,7 +267,7 @@ def test_a_stopped_program_outlives_its_zygote():
         zygote = d.zygote_pid()
         (program,) = [int(p) for p in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()]
         os.kill(program, signal.SIGSTOP)
-        while Path(f"/proc/{program}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+        while proc_fields(program)[0] != "T":
             assert time.monotonic() < deadline
             time.sleep(0.02)
         os.kill(zygote, signal.SIGKILL)

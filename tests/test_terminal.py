@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, bin_path
+from conftest import SANITIZED, bin_path, proc_fields
 from headstart.daemon import RunningDaemon, private_daemon
 
 PROMPT = "PROMPT> "
@@ -98,12 +98,14 @@ def job_states(shell_pid: int) -> list[str]:
     """The states (R, S, T...) of the shell's children and of every process named observe."""
     states = []
     for entry in Path("/proc").iterdir():
-        try:
-            comm, rest = (entry / "stat").read_text().rsplit(")", 1)
-        except (OSError, ValueError):
+        if not entry.name.isdigit():
             continue
-        state, ppid = rest.split()[:2]
-        if int(ppid) == shell_pid or comm.endswith("(observe"):
+        try:
+            state, ppid = proc_fields(entry.name)[:2]
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if int(ppid) == shell_pid or comm == "observe":
             states.append(state)
     return states
 

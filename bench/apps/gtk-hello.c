@@ -80,6 +80,14 @@ int main(int argc, char *argv[]) {
         /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
         g_set_prgname("named-sample");
 #endif
+#ifdef SETS_THEME
+        /* A variable GTK reads as it starts, set before it starts: a GTK started ahead would not see it. */
+        setenv("GTK_THEME", "Adwaita:dark", 1);
+#endif
+#ifdef SETS_OTHER
+        /* A variable of its own: GTK never reads it. */
+        setenv("HELLO_STARTED", "1", 1);
+#endif
 #ifdef PARSES_OPTIONS
         /* As gucharmap does: options of its own, parsed with GTK's as GTK starts. */
         static char *greeting;
@@ -103,6 +111,10 @@ int main(int argc, char *argv[]) {
         printf("greeting %s, %d argument(s) left\n", greeting ? greeting : "(none)", argc - 1);
 #endif
         GtkWidget *window = gtk_window_new(GTK_WINDOW_TOPLEVEL);
+#ifdef SETS_OTHER
+        /* Its text begins like a GTK variable's name, as assertions in most GTK programs do. */
+        g_assert(GTK_IS_WIDGET(window));
+#endif
         gtk_window_set_title(GTK_WINDOW(window), "headstart");
         gtk_container_add(GTK_CONTAINER(window), gtk_label_new("Hello from headstart"));
         g_signal_connect(window, "map-event", G_CALLBACK(on_mapped), NULL);

@@ -517,6 +517,31 @@ static int read_needs(const struct image *im, void (*on_library)(const char *nam
         return r;
 }
 
+static int search_loaded(const struct image *im, bool (*match)(const char *bytes, size_t size, void *data),
+                         void *data) {
+        struct image m;
+        int r = map_headers(im, &m);
+        for (unsigned i = 0; r >= 0 && i < m.ehdr->e_phnum; i++) {
+                const char *bytes = m.phdr[i].p_type == PT_LOAD
+                                            ? elf_at(&m, m.phdr[i].p_offset, m.phdr[i].p_filesz, 1)
+                                            : NULL;
+                if (bytes && match(bytes, m.phdr[i].p_filesz, data))
+                        return 1;
+        }
+        return r;
+}
+
+int elf_search_loaded(int fd, bool (*match)(const char *bytes, size_t size, void *data), void *data) {
+        struct image im;
+        int r = load_elf64(fd, &im);
+        if (r < 0)
+                return r;
+        if (im.data)
+                r = search_loaded(&im, match, data);
+        free((void *) im.data);
+        return r;
+}
+
 int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
                    void (*on_import)(const char *name, void *data), void *data) {
         struct image im;

@@ -52,6 +52,12 @@ int elf_info_read(int fd, struct elf_info *ret);
 int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
                    void (*on_import)(const char *name, void *data), void *data);
 
+/* Calls match with the file's bytes that are loaded into memory (each PT_LOAD segment's: code,
+ * read-only data, data), where the text a program uses at run time is, until it returns true; not
+ * debugging information or symbol tables, which it never reads. Returns 1 then, 0 when none matched,
+ * or a negative errno. */
+int elf_search_loaded(int fd, bool (*match)(const char *bytes, size_t size, void *data), void *data);
+
 /* A symbol the file defines in its dynamic symbol table: under exec, the libraries' references to
  * this name bind to it. */
 struct elf_export {

@@ -70,13 +70,9 @@ static void print_verdict(const struct verdict *v) {
         const struct prepare_terms *t = &v->prepare_terms;
         char terms[256];
         snprintf(terms, sizeof terms, "%s%s%s",
-                 t->wayland_only ? "on Wayland: it names itself (g_set_prgname), which GTK reads as it opens an X11 "
-                                   "display"
-                                 : "",
+                 t->wayland_only ? "on Wayland: " PREPARE_WHY_WAYLAND_ONLY : "",
                  t->wayland_only && t->no_arguments ? "; " : "",
-                 t->no_arguments ? "launches without arguments: it parses options of its own as GTK starts "
-                                   "(gtk_init_with_args)"
-                                 : "");
+                 t->no_arguments ? "launches without arguments: " PREPARE_WHY_NO_ARGUMENTS : "");
         print_field("prepare_display_only", exec || v->prepare_reason || !terms[0] ? NULL : terms);
         printf("}\n");
         fflush(stdout);

@@ -99,7 +99,7 @@ static bool on_wayland(void *gtk) {
 /* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
  * gtk_init_check(), each followed by its settings for the display, which read the theme, and GTK
  * 4's GL programs. Returns 0, or PREPARED_RETRY or PREPARED_FAILED with *failed. */
-static int init_toolkit(enum toolkit tk, bool wayland_only, const char *argv0, const char **failed) {
+static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, const char *argv0, const char **failed) {
         static char *args[2];
         static int argc = 1;
         static char **argv = args;
@@ -119,9 +119,8 @@ static int init_toolkit(enum toolkit tk, bool wayland_only, const char *argv0, c
         /* The display may not be there yet (a compositor restarting). */
         if (!ok)
                 return *failed = "the toolkit could not open the display", PREPARED_RETRY;
-        if (wayland_only && !on_wayland(gtk))
-                return *failed = "it names itself (g_set_prgname), which GTK reads as it opens an X11 display",
-                       PREPARED_FAILED;
+        if (terms->wayland_only && !on_wayland(gtk))
+                return *failed = PREPARE_WHY_WAYLAND_ONLY, PREPARED_FAILED;
         ((void *(*)(void)) settings)();
         if (tk == TOOLKIT_GTK4 && gtk4_renders_with_gl())
                 compile_gl_programs(gtk);
@@ -165,8 +164,8 @@ static int say_why(int code, char *why, size_t size, const char *format, const c
         return code;
 }
 
-int toolkit_prepare(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape, int *channel,
-                    struct prepared_process *ret, char *why, size_t size) {
+int toolkit_prepare(enum toolkit tk, const struct prepare_terms *terms, const struct hs_launch_request *shape,
+                    int *channel, struct prepared_process *ret, char *why, size_t size) {
         *ret = (struct prepared_process){ .output = { -1, -1 } };
         int floor = CHANNEL_FD_FLOOR;
         for (uint32_t i = 0; i < shape->fixed.nfds; i++)
@@ -180,7 +179,7 @@ int toolkit_prepare(enum toolkit tk, bool wayland_only, const struct hs_launch_r
         const char *failed = child_take_request_settings(shape, true);
         if (failed)
                 return say_why(PREPARED_FAILED, why, size, "%s", failed);
-        int r = init_toolkit(tk, wayland_only, shape->argv[0], &failed);
+        int r = init_toolkit(tk, terms, shape->argv[0], &failed);
         if (r) {
                 char line[160], text[HS_MAX_TEXT];
                 first_error_line(line, sizeof line);
@@ -237,11 +236,11 @@ void prepared_replay_output(struct prepared_process *p) {
         hs_close_fds(p->output, 2);
 }
 
-const char *toolkit_prepare_and_tell(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape,
-                                     int cwd_error, int *channel, struct prepared_process *ret, char *why,
-                                     size_t size) {
+const char *toolkit_prepare_and_tell(enum toolkit tk, const struct prepare_terms *terms,
+                                     const struct hs_launch_request *shape, int cwd_error, int *channel,
+                                     struct prepared_process *ret, char *why, size_t size) {
         char word = PREPARED_READY;
-        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(tk, wayland_only, shape, channel, ret, why + 1, size - 1);
+        int r = cwd_error ? PREPARED_RETRY : toolkit_prepare(tk, terms, shape, channel, ret, why + 1, size - 1);
         if (cwd_error)
                 snprintf(why + 1, size - 1, "cannot enter the launch's working directory: %s", strerror(cwd_error));
         if (r == 0 && (send(*channel, &word, 1, MSG_NOSIGNAL) < 0 || !prepared_wait(ret, shape, *channel))) {

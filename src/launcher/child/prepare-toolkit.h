@@ -27,6 +27,10 @@ struct prepare_terms {
         bool no_arguments;
 };
 
+/* Why each term holds, for the log and headstart check. */
+#define PREPARE_WHY_WAYLAND_ONLY "it names itself (g_set_prgname), which GTK reads as it opens an X11 display"
+#define PREPARE_WHY_NO_ARGUMENTS "it parses options of its own as GTK starts (gtk_init_with_args)"
+
 #define PREPARED_READY 'R'
 #define PREPARED_RETRY 'T'
 #define PREPARED_FAILED 'F'
@@ -50,16 +54,16 @@ const char *toolkit_name(enum toolkit tk);
  * (stdout and stderr captured; the shape has 0, 1 and 2 among them). *channel, the zygote's channel,
  * is moved out of the way of the toolkit's fds. Returns 0, or PREPARED_RETRY or PREPARED_FAILED
  * with why. */
-int toolkit_prepare(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape, int *channel,
-                    struct prepared_process *ret, char *why, size_t size);
+int toolkit_prepare(enum toolkit tk, const struct prepare_terms *terms, const struct hs_launch_request *shape,
+                    int *channel, struct prepared_process *ret, char *why, size_t size);
 
 /* toolkit_prepare, then tells the zygote on the channel whether this child can take a launch (and
  * waits for it with prepared_wait). cwd_error: errno of entering the launch's working directory, or
  * 0. Returns NULL, or why it cannot, in why (which it also sent); such a child still waits for the
  * request the zygote may have sent meanwhile, and fails that launch (the client then execs). */
-const char *toolkit_prepare_and_tell(enum toolkit tk, bool wayland_only, const struct hs_launch_request *shape,
-                                     int cwd_error, int *channel, struct prepared_process *ret, char *why,
-                                     size_t size);
+const char *toolkit_prepare_and_tell(enum toolkit tk, const struct prepare_terms *terms,
+                                     const struct hs_launch_request *shape, int cwd_error, int *channel,
+                                     struct prepared_process *ret, char *why, size_t size);
 
 /* Waits until the channel is readable. False when a connection the toolkit holds was closed by its
  * other end meanwhile (the compositor went away): the toolkit's state is then of no use. Then lists

@@ -68,7 +68,7 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
         struct prepared_process prepared;
         char why[HS_MAX_TEXT];
         const char *unusable =
-                p ? toolkit_prepare_and_tell(p->toolkit, p->terms.wayland_only, &p->shape, cwd_error, &channel, &prepared,
+                p ? toolkit_prepare_and_tell(p->toolkit, &p->terms, &p->shape, cwd_error, &channel, &prepared,
                                              why, sizeof why)
                   : NULL;
 

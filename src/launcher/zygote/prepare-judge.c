@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elf-info.h"
@@ -40,24 +39,50 @@ static const struct {
 };
 
 /* Functions that change the environment, and the variables read as a toolkit starts: a program that
- * has both may set one before its toolkit starts, which a prepared toolkit would not see. */
+ * has both may set one before its toolkit starts, which a prepared toolkit would not see.
+ * GLib's G_ENABLE_DIAGNOSTIC is not among them: GLib 2.74 reads it once, only to decide whether to
+ * print deprecation warnings, and programs set it to "0", the value GLib takes when it is unset, to
+ * keep those warnings out of the journal (gucharmap, gnome-terminal, gst-inspect). A program that set
+ * it to "1" would print fewer warnings served than exec'd: docs/limitations.md says so. */
 static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
                                                    "g_unsetenv" };
-static const char *const toolkit_variables[] = { "GDK_", "GTK_", "GSK_", "NO_AT_BRIDGE", "DISPLAY", "LANG", "LC_ALL",
-                                                 "LC_MESSAGES", "XDG_", "G_ENABLE_DIAGNOSTIC", "G_DEBUG", "G_SLICE",
+/* A name ending in '_' stands for every variable it begins (GTK_THEME, GTK_MODULES...). */
+static const char *const toolkit_variables[] = { "GDK_",    "GTK_",    "GSK_",     "NO_AT_BRIDGE",    "DISPLAY",
+                                                 "LANG",    "LC_",     "XDG_",     "G_DEBUG",         "G_SLICE",
                                                  "G_MESSAGES_DEBUG" };
 
-/* Whether the file names a variable its toolkit reads as it starts (a string, wherever it is). */
+static bool is_name_char(char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether the text at `at` is the variable `name` as a program passes it to setenv or putenv: the
+ * whole string ("GTK_THEME"), or what comes before its '=' ("GTK_THEME=Adwaita"). An assertion's
+ * text that only begins like one ("GTK_IS_WIDGET (widget)") is not. */
+static bool is_variable_at(const char *at, const char *end, const char *name) {
+        size_t len = strlen(name);
+        const char *p = at + len;
+        if (name[len - 1] == '_')
+                while (p < end && is_name_char(*p))
+                        p++;
+        return p < end && (*p == '\0' || *p == '=');
+}
+
+static bool has_toolkit_variable(const char *bytes, size_t size, void *data) {
+        (void) data;
+        const char *end = bytes + size;
+        for (size_t i = 0; i < ELEMENTSOF(toolkit_variables); i++) {
+                const char *name = toolkit_variables[i];
+                for (const char *at = bytes; (at = memmem(at, (size_t) (end - at), name, strlen(name))); at++)
+                        if (is_variable_at(at, end, name))
+                                return true;
+        }
+        return false;
+}
+
+/* Whether the program names a variable its toolkit reads as it starts (a string, wherever it is in
+ * what it loads). One that cannot be read does, to be safe. */
 static bool names_toolkit_variable(int fd) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return true;
-        char *data = malloc((size_t) st.st_size + 1);
-        bool found = !data || pread(fd, data, (size_t) st.st_size, 0) != st.st_size;
-        for (size_t i = 0; !found && i < ELEMENTSOF(toolkit_variables); i++)
-                found = memmem(data, (size_t) st.st_size, toolkit_variables[i], strlen(toolkit_variables[i])) != NULL;
-        free(data);
-        return found;
+        return elf_search_loaded(fd, has_toolkit_variable, NULL) != 0;
 }
 
 static void on_library(const char *name, void *data) {
