@@ -256,7 +256,10 @@ def test_process_name_through_a_symlink(daemon, tmp_path):
 
 
 def test_many_launches_in_a_row_leak_nothing(daemon):
-    """2,000 launches: none fails, and the daemon's fd count and memory do not grow."""
+    """2,000 launches: none fails, and the daemon's fd count and memory do not grow. Under the
+    sanitizers 600: LeakSanitizer finds a leak of one launch as surely as of thousands, and an fd
+    left open by each launch shows in 600 as in 2,000."""
+    runs = "300" if SANITIZED else "1000"
     timer = bin_path("launch-timer")
     args = ["--socket", str(daemon.socket), "--run-client", str(bin_path("headstart-run"))]
     fft = [str(bin_path("fft")), "64"]
@@ -269,9 +272,9 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
     warm = run_exec([str(timer), "--runs", "100", "--modes", "direct", *args, "--", *fft])
     assert b"error" not in warm.stdout
     fds0, rss0 = measure()
-    out = run_exec([str(timer), "--runs", "1000", "--modes", "direct,run", *args, "--", *fft], timeout=600)
+    out = run_exec([str(timer), "--runs", runs, "--modes", "direct,run", *args, "--", *fft], timeout=600)
     lines = out.stdout.splitlines()
-    assert len(lines) == 2000
+    assert len(lines) == 2 * int(runs)
     assert not [x for x in lines if b"error" in x][:3]
     fds1, rss1 = measure(expect_fds=fds0)
     assert fds1 == fds0

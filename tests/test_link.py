@@ -171,7 +171,7 @@ def test_check_relinks_many_globals_and_our_library(tmp_path):
 
 @pytest.mark.skipif(not shutil.which("Xvfb"), reason="Xvfb is not installed (make deps installs it)")
 def test_check_on_the_gtk_and_qt_samples(tmp_path):
-    found = check("gtk-hello,qt-widgets", "5", tmp_path)
+    found = check("gtk-hello,qt-widgets", "2", tmp_path)
     for p in found.values():
         assert "error" not in p, p
         assert p["output_identical"]
