@@ -141,6 +141,33 @@ def gl_threads_of_children(d: RunningDaemon) -> list[str]:
     return sorted(n for pid in descendants(d.zygote_pid()) for n in thread_names(pid) if n.startswith("llvmpipe"))
 
 
+def fonts_of_children(d: RunningDaemon) -> set[str]:
+    """Font files the zygote's children have open (FreeType maps each face's file)."""
+    found = set()
+    for pid in descendants(d.zygote_pid()):
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        found |= {line.split()[-1] for line in maps.splitlines() if "/fonts/" in line}
+    return found
+
+
+@pytest.mark.parametrize("program", [GTK3, GTK4], ids=["gtk3", "gtk4"])
+def test_the_settings_font_is_loaded_ahead_and_the_launch_prints_as_exec(compositor, program):
+    env = base_env(**compositor)
+    expected = run_exec([str(program)], env=env)
+    with prepared_daemon(compositor, str(program)) as d:
+        assert not fonts_of_children(d)  # the waiting children of the pool have none
+        run_served(d, [str(program)], env=env)
+        wait_prepared(d, str(program))
+        assert fonts_of_children(d), "the prepared child has no font open"
+        with Served(d):
+            got = run_served(d, [str(program)], env=env)
+        assert d.status()["launches-prepared"] == ["1"], d.log_text()
+        assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
 @pytest.mark.parametrize("renderer", ["", "cairo"], ids=["gl", "cairo"])
 def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(compositor, renderer):
     env = base_env(**compositor, **({"GSK_RENDERER": renderer} if renderer else {}))

@@ -87,6 +87,43 @@ static void compile_gl_programs(void *gtk) {
         unref(renderer);
 }
 
+/* Text in the settings' font measured once: Pango's font map made, the font matched by fontconfig,
+ * its file opened by FreeType and its faces by HarfBuzz, all kept in the process-wide font map the
+ * program's widgets then use. This is most of what the first text of a program's first window costs
+ * (7 to 10 ms of GTK 3's on this host, docs/results.md); measuring it here is not drawing it, and
+ * nothing the program reads of the font map or its fonts differs. */
+static void measure_text(void *gtk, void *settings) {
+        void *(*font_map)(void) = (void *(*)(void)) dlsym(gtk, "pango_cairo_font_map_get_default");
+        void *(*context_new)(void *) = (void *(*)(void *)) dlsym(gtk, "pango_font_map_create_context");
+        void *(*layout_new)(void *) = (void *(*)(void *)) dlsym(gtk, "pango_layout_new");
+        void *(*font_from_string)(const char *) = (void *(*)(const char *)) dlsym(gtk,
+                                                                                 "pango_font_description_from_string");
+        void (*set_font)(void *, void *) = (void (*)(void *, void *)) dlsym(gtk, "pango_layout_set_font_description");
+        void (*set_text)(void *, const char *, int) = (void (*)(void *, const char *, int)) dlsym(gtk,
+                                                                                                 "pango_layout_set_text");
+        void (*pixel_size)(void *, int *, int *) = (void (*)(void *, int *, int *)) dlsym(gtk,
+                                                                                       "pango_layout_get_pixel_size");
+        void (*font_free)(void *) = (void (*)(void *)) dlsym(gtk, "pango_font_description_free");
+        void (*get)(void *, const char *, ...) = (void (*)(void *, const char *, ...)) dlsym(gtk, "g_object_get");
+        void (*unref)(void *) = (void (*)(void *)) dlsym(gtk, "g_object_unref");
+        void (*g_free)(void *) = (void (*)(void *)) dlsym(gtk, "g_free");
+        if (!font_map || !context_new || !layout_new || !font_from_string || !set_font || !set_text || !pixel_size ||
+            !font_free || !get || !unref || !g_free)
+                return;
+        char *name = NULL;
+        get(settings, "gtk-font-name", &name, NULL);
+        void *context = context_new(font_map()), *layout = layout_new(context);
+        void *font = font_from_string(name ? name : "Sans 10");
+        set_font(layout, font);
+        set_text(layout, "Ag 0123456789", -1);
+        int width, height;
+        pixel_size(layout, &width, &height);
+        font_free(font);
+        unref(layout);
+        unref(context);
+        g_free(name);
+}
+
 /* Whether the display GTK opened is a Wayland one. */
 static bool on_wayland(void *gtk) {
         void *(*display_default)(void) = (void *(*)(void)) dlsym(gtk, "gdk_display_get_default");
@@ -97,8 +134,8 @@ static bool on_wayland(void *gtk) {
 }
 
 /* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
- * gtk_init_check(), each followed by its settings for the display, which read the theme, and GTK
- * 4's GL programs. Returns 0, or PREPARED_RETRY or PREPARED_FAILED with *failed. */
+ * gtk_init_check(), each followed by its settings for the display, which read the theme, the
+ * settings' font, and GTK 4's GL programs. Returns 0, or PREPARED_RETRY or PREPARED_FAILED with *failed. */
 static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, const char *argv0, const char **failed) {
         static char *args[2];
         static int argc = 1;
@@ -121,7 +158,7 @@ static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, cons
                 return *failed = "the toolkit could not open the display", PREPARED_RETRY;
         if (terms->wayland_only && !on_wayland(gtk))
                 return *failed = PREPARE_WHY_WAYLAND_ONLY, PREPARED_FAILED;
-        ((void *(*)(void)) settings)();
+        measure_text(gtk, ((void *(*)(void)) settings)());
         if (tk == TOOLKIT_GTK4 && gtk4_renders_with_gl())
                 compile_gl_programs(gtk);
         return 0;

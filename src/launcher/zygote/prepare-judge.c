@@ -47,9 +47,11 @@ static const struct {
 static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
                                                    "g_unsetenv" };
 /* A name ending in '_' stands for every variable it begins (GTK_THEME, GTK_MODULES...). */
-static const char *const toolkit_variables[] = { "GDK_",    "GTK_",    "GSK_",     "NO_AT_BRIDGE",    "DISPLAY",
-                                                 "LANG",    "LC_",     "XDG_",     "G_DEBUG",         "G_SLICE",
-                                                 "G_MESSAGES_DEBUG" };
+static const char *const toolkit_variables[] = {
+        "GDK_",    "GTK_",    "GSK_",             "NO_AT_BRIDGE", "DISPLAY", "LANG",        "LC_",
+        "XDG_",    "G_DEBUG", "G_MESSAGES_DEBUG", "G_SLICE",      "PANGO_",  "PANGOCAIRO_", "FONTCONFIG_",
+        "FC_DEBUG"
+};
 
 static bool is_name_char(char c) {
         return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
