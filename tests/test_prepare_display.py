@@ -141,27 +141,31 @@ def gl_threads_of_children(d: RunningDaemon) -> list[str]:
     return sorted(n for pid in descendants(d.zygote_pid()) for n in thread_names(pid) if n.startswith("llvmpipe"))
 
 
-def fonts_of_children(d: RunningDaemon) -> set[str]:
-    """Font files the zygote's children have open (FreeType maps each face's file)."""
+def mapped_by_children(d: RunningDaemon, folder: str) -> set[str]:
+    """Files under folder that the zygote's children map: fonts (FreeType maps each face's file),
+    icon themes' caches."""
     found = set()
     for pid in descendants(d.zygote_pid()):
         try:
             maps = Path(f"/proc/{pid}/maps").read_text()
         except OSError:
             continue
-        found |= {line.split()[-1] for line in maps.splitlines() if "/fonts/" in line}
+        found |= {line.split()[-1] for line in maps.splitlines() if folder in line}
     return found
 
 
 @pytest.mark.parametrize("program", [GTK3, GTK4], ids=["gtk3", "gtk4"])
-def test_the_settings_font_is_loaded_ahead_and_the_launch_prints_as_exec(compositor, program):
+def test_the_settings_font_and_icon_theme_are_read_ahead_and_the_launch_prints_as_exec(compositor, program):
     env = base_env(**compositor)
     expected = run_exec([str(program)], env=env)
     with prepared_daemon(compositor, str(program)) as d:
-        assert not fonts_of_children(d)  # the waiting children of the pool have none
+        assert not mapped_by_children(d, "/fonts/")  # the waiting children of the pool have none
+        assert not mapped_by_children(d, "/icons/")
         run_served(d, [str(program)], env=env)
         wait_prepared(d, str(program))
-        assert fonts_of_children(d), "the prepared child has no font open"
+        assert mapped_by_children(d, "/fonts/"), "the prepared child has no font open"
+        # GTK 3 reads its icon theme at the first lookup, GTK 4 as it starts: both have it now.
+        assert any(f.endswith("icon-theme.cache") for f in mapped_by_children(d, "/icons/"))
         with Served(d):
             got = run_served(d, [str(program)], env=env)
         assert d.status()["launches-prepared"] == ["1"], d.log_text()
@@ -584,3 +588,6 @@ def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
     # The first launch of the run comes after the training's, made with another Wayland proxy (another
     # environment): never prepared. The two after it are, each like the one before.
     assert program["prepared_launches"] == 2
+    # The daemon's memory counts the prepared child once its toolkit started: about 11 MB of PSS, where
+    # a child of the pool holds 1-2 MB.
+    assert program["daemon_memory"]["prepared"]["pool_pss_kb"] > 6 * 1024, program["daemon_memory"]

@@ -46,6 +46,7 @@ DAEMON_MODES: dict[str, DaemonMode] = {
 TRAINING_LAUNCHES = 2
 TRAINING_LINGER_MS = 1000  # longer than the daemon's first look at a running child (500 ms)
 SETTLE_TIMEOUT_S = 60.0
+PREPARED_TIMEOUT_S = 20.0
 
 
 @dataclass
@@ -136,8 +137,20 @@ def wait_settled(daemon: RunningDaemon) -> dict[str, list[str]]:
     raise HeadstartError(f"the daemon did not preload what it learned within {SETTLE_TIMEOUT_S:.0f} s")
 
 
+def wait_prepared(daemon: RunningDaemon) -> None:
+    """Until each child of --prepare-display due after the last launch was forked and started its
+    toolkit (fonts, GL programs), so that what it holds is counted whole; the timings do not wait."""
+    deadline = time.monotonic() + PREPARED_TIMEOUT_S
+    while any(line.split(" ", 1)[0] in ("due", "starting") for line in daemon.status().get("prepared", [])):
+        if time.monotonic() > deadline:
+            raise HeadstartError(f"a prepared child was not ready {PREPARED_TIMEOUT_S:.0f} s after the last launch")
+        time.sleep(0.05)
+
+
 def daemon_memory(daemon: RunningDaemon) -> dict[str, Any]:
-    """PSS of the zygote and of its waiting children, once no program runs: what the daemon costs."""
+    """PSS of the zygote and of its waiting children (prepared ones once ready), once no program
+    runs: what the daemon costs."""
+    wait_prepared(daemon)
     zygote = daemon.zygote_pid()
     try:
         children = [int(p) for p in open(f"/proc/{zygote}/task/{zygote}/children").read().split()]
