@@ -145,7 +145,8 @@ static bool on_wayland(void *gtk) {
 
 /* The toolkit's own first steps in a program: GTK 3's gtk_init_check(&argc, &argv), GTK 4's
  * gtk_init_check(), each followed by its settings for the display, which read the theme, the
- * settings' font, GTK 3's icon theme and GTK 4's GL programs. Returns 0, or PREPARED_RETRY or PREPARED_FAILED with *failed. */
+ * settings' font, GTK 3's icon theme and GTK 4's GL programs. Returns 0, or PREPARED_RETRY or
+ * PREPARED_FAILED with *failed. */
 static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, const char *argv0, const char **failed) {
         static char *args[2];
         static int argc = 1;
