@@ -39,6 +39,8 @@ SAME_CODE, OTHER_CODE = GTK3.parent / "gtk-hello-same-code", GTK3.parent / "gtk-
 # The GTK 3 sample setting GTK_THEME before GTK starts, and one setting a variable of its own beside
 # an assertion whose text begins like a GTK variable's name ("GTK_IS_WIDGET(window)").
 SETS_THEME, SETS_OTHER = GTK3.parent / "gtk-hello-sets-theme", GTK3.parent / "gtk-hello-sets-other"
+# The GTK 3 sample adding a font of its own to fontconfig (FcConfigAppFontAddFile) before GTK starts.
+APP_FONT = GTK3.parent / "gtk-hello-app-font"
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -266,6 +268,13 @@ def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(
             got = run_served(d, [str(SETS_OTHER)], env=env)
         assert d.status()["launches-prepared"] == ["1"], d.log_text()
         assert (got.returncode, got.stdout) == (0, expected.stdout)
+
+
+def test_a_program_with_fonts_of_its_own_is_refused(compositor):
+    """The font measured ahead makes Pango's font map, which keeps the fonts it listed then."""
+    with prepared_daemon(compositor, str(APP_FONT)) as d:
+        state = prepared_state(d, str(APP_FONT))
+    assert state.startswith("refused gtk3") and "(it imports FcConfigAppFontAddFile)" in state, state
 
 
 def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):

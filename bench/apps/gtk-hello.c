@@ -10,6 +10,9 @@
 #ifdef GDK_WINDOWING_WAYLAND
 #include <gdk/gdkwayland.h>
 #endif
+#ifdef ADDS_FONT
+#include <fontconfig/fontconfig.h>
+#endif
 
 #include "mark.h"
 
@@ -83,6 +86,10 @@ int main(int argc, char *argv[]) {
 #ifdef SETS_THEME
         /* A variable GTK reads as it starts, set before it starts: a GTK started ahead would not see it. */
         setenv("GTK_THEME", "Adwaita:dark", 1);
+#endif
+#ifdef ADDS_FONT
+        /* A font of its own, as games that ship theirs do (this one is not there). */
+        FcConfigAppFontAddFile(NULL, (const FcChar8 *) "/nonexistent/its-own-font.ttf");
 #endif
 #ifdef SETS_OTHER
         /* A variable of its own: GTK never reads it. */

@@ -27,6 +27,8 @@ struct needs {
         bool parses_options;   /* it imports gtk_init_with_args or gtk_parse_args */
 };
 
+#define FONTS_OF_ITS_OWN "it changes fontconfig's fonts or configuration, which the font measured ahead already read"
+
 /* What a program may call before its toolkit starts that a prepared toolkit would not see. */
 static const struct {
         const char *symbol, *why;
@@ -36,6 +38,15 @@ static const struct {
         { "gdk_init", "it starts the display layer itself" },
         { "gdk_init_check", "it starts the display layer itself" },
         { "gdk_parse_args", "it starts the display layer itself" },
+        /* Fonts of its own, or another configuration: Pango's font map, made as the settings' font
+         * is measured ahead, keeps the font list it read before the program changed it. */
+        { "FcConfigAppFontAddFile", FONTS_OF_ITS_OWN },
+        { "FcConfigAppFontAddDir", FONTS_OF_ITS_OWN },
+        { "FcConfigAppFontClear", FONTS_OF_ITS_OWN },
+        { "FcConfigSetCurrent", FONTS_OF_ITS_OWN },
+        { "FcConfigParseAndLoad", FONTS_OF_ITS_OWN },
+        { "FcConfigParseAndLoadFromMemory", FONTS_OF_ITS_OWN },
+        { "pango_fc_font_map_set_config", FONTS_OF_ITS_OWN },
 };
 
 /* Functions that change the environment, and the variables read as a toolkit starts: a program that
