@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import SANITIZED, Served, base_env, bin_path, proc_fields, run_exec, run_served
+from conftest import SANITIZED, Result, Served, base_env, bin_path, proc_fields, run_exec, run_served
 from headstart.benchmark import display
 from headstart.daemon import RunningDaemon, private_daemon
 
@@ -73,6 +73,20 @@ def wait_prepared(d: RunningDaemon, program: str) -> None:
     while not prepared_state(d, program).startswith("ready"):
         assert time.monotonic() < deadline, f"no child prepared for {program}: {prepared_state(d, program)!r}"
         time.sleep(0.05)
+
+
+def second_launch_taken_prepared_as_exec(d: RunningDaemon, argv: list[str], env: dict[str, str]) -> Result:
+    """The program's first launch through d has its child prepared; the second is taken by that child
+    and ends and prints as exec. Returns exec's run."""
+    expected = run_exec(argv, env=env)
+    assert expected.returncode == 0, expected
+    run_served(d, argv, env=env)
+    wait_prepared(d, argv[0])
+    with Served(d):
+        got = run_served(d, argv, env=env)
+    assert d.status()["launches-prepared"] == ["1"], d.log_text()
+    assert (got.returncode, got.stdout) == (0, expected.stdout)
+    return expected
 
 
 def taken_ahead(d: RunningDaemon) -> int:
@@ -243,14 +257,8 @@ def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(c
         # A function of its own that replaces the library's: the toolkit would run the library's.
         assert prepared_state(d, str(OTHER_CODE)).startswith("refused"), prepared_state(d, str(OTHER_CODE))
         assert "go to functions it defines" in prepared_state(d, str(OTHER_CODE))
-        expected = run_exec([str(SAME_CODE)], env=env)
-        assert expected.returncode == 0 and b"same code 41" in expected.stdout, expected
-        run_served(d, [str(SAME_CODE)], env=env)
-        wait_prepared(d, str(SAME_CODE))
-        with Served(d):
-            got = run_served(d, [str(SAME_CODE)], env=env)
-        assert d.status()["launches-prepared"] == ["1"], d.log_text()
-        assert (got.returncode, got.stdout) == (0, expected.stdout)
+        expected = second_launch_taken_prepared_as_exec(d, [str(SAME_CODE)], env)
+        assert b"same code 41" in expected.stdout, expected
 
 
 def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(compositor):
@@ -260,14 +268,7 @@ def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(
         assert state.startswith("refused gtk3") and "may set a variable its toolkit reads" in state, state
         # GTK_IS_WIDGET(window) is an assertion's text, not a variable: taken, and it prints as exec.
         assert prepared_state(d, str(SETS_OTHER)).startswith("unlaunched"), prepared_state(d, str(SETS_OTHER))
-        expected = run_exec([str(SETS_OTHER)], env=env)
-        assert expected.returncode == 0, expected
-        run_served(d, [str(SETS_OTHER)], env=env)
-        wait_prepared(d, str(SETS_OTHER))
-        with Served(d):
-            got = run_served(d, [str(SETS_OTHER)], env=env)
-        assert d.status()["launches-prepared"] == ["1"], d.log_text()
-        assert (got.returncode, got.stdout) == (0, expected.stdout)
+        second_launch_taken_prepared_as_exec(d, [str(SETS_OTHER)], env)
 
 
 def test_a_program_with_fonts_of_its_own_is_refused(compositor):
