@@ -113,9 +113,10 @@ def _measure_group(
             if plan.memory_launches:
                 _measure_memory(result, program, daemons, plan, env)
             results.append(result)
-        # Last, once every program has run: the daemons as they serve them all.
+        # Last, once every program has run: the daemons as they serve them all, read once.
+        memory = _daemon_memory(daemons)
         for result in results:
-            result.daemon_memory = _daemon_memory(daemons)
+            result.daemon_memory = memory
     return results
 
 
