@@ -224,19 +224,45 @@ static int image_load(int fd, struct image *im) {
         return 0;
 }
 
-int elf_info_read(int fd, struct elf_info *ret) {
-        struct elf_info info = { 0 };
+int elf_file_read(int fd, struct elf_file *ret) {
         struct image im;
         int r = image_load(fd, &im);
-        if (r < 0)
-                return r;
-        if (im.data)
-                r = parse(&im, &info);
-        free((void *) im.data);
+        *ret = (struct elf_file){ .data = im.data, .size = im.size };
+        return r;
+}
+
+void elf_file_done(struct elf_file *f) {
+        free((void *) f->data);
+        *f = (struct elf_file){ 0 };
+}
+
+static struct image image_of(const struct elf_file *f) {
+        return (struct image){ .data = f->data, .size = f->size };
+}
+
+/* Whether the file is read and is a 64-bit ELF file, the only kind the readers below look into. */
+static bool is_elf64(const struct image *im) {
+        return im->data && im->size >= sizeof(Elf64_Ehdr) && memcmp(im->data, ELFMAG, SELFMAG) == 0 &&
+               im->data[EI_CLASS] == ELFCLASS64;
+}
+
+int elf_info_of(const struct elf_file *f, struct elf_info *ret) {
+        struct elf_info info = { 0 };
+        struct image im = image_of(f);
+        int r = im.data ? parse(&im, &info) : 0;
         if (r < 0)
                 return r;
         *ret = info;
         return 0;
+}
+
+int elf_info_read(int fd, struct elf_info *ret) {
+        struct elf_file f;
+        int r = elf_file_read(fd, &f);
+        if (r >= 0)
+                r = elf_info_of(&f, ret);
+        elf_file_done(&f);
+        return r;
 }
 
 /* What the tables we read of a section need. */
@@ -446,26 +472,14 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
 }
 
 /* A 64-bit ELF file's whole image; data NULL (nothing to read) for any other file. */
-static int load_elf64(int fd, struct image *im) {
-        int r = image_load(fd, im);
-        if (r >= 0 && im->data &&
-            !(im->size >= sizeof(Elf64_Ehdr) && memcmp(im->data, ELFMAG, SELFMAG) == 0 &&
-              im->data[EI_CLASS] == ELFCLASS64)) {
-                free((void *) im->data);
-                im->data = NULL;
-        }
-        return r;
-}
-
 int elf_exports_read(int fd, struct elf_exports *ret) {
-        struct image im;
+        struct elf_file f;
         *ret = (struct elf_exports){ 0 };
-        int r = load_elf64(fd, &im);
-        if (r < 0)
-                return r;
-        if (im.data)
+        int r = elf_file_read(fd, &f);
+        struct image im = image_of(&f);
+        if (r >= 0 && is_elf64(&im))
                 r = read_exports(&im, ret);
-        free((void *) im.data);
+        elf_file_done(&f);
         if (r < 0)
                 elf_exports_done(ret);
         return r;
@@ -531,25 +545,24 @@ static int search_loaded(const struct image *im, bool (*match)(const char *bytes
         return r;
 }
 
-int elf_search_loaded(int fd, bool (*match)(const char *bytes, size_t size, void *data), void *data) {
-        struct image im;
-        int r = load_elf64(fd, &im);
-        if (r < 0)
-                return r;
-        if (im.data)
-                r = search_loaded(&im, match, data);
-        free((void *) im.data);
-        return r;
+int elf_search_loaded(const struct elf_file *f, bool (*match)(const char *bytes, size_t size, void *data),
+                      void *data) {
+        struct image im = image_of(f);
+        return is_elf64(&im) ? search_loaded(&im, match, data) : 0;
+}
+
+int elf_needs_of(const struct elf_file *f, void (*on_library)(const char *name, void *data),
+                 void (*on_import)(const char *name, void *data), void *data) {
+        struct image im = image_of(f);
+        return is_elf64(&im) ? read_needs(&im, on_library, on_import, data) : 0;
 }
 
 int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
                    void (*on_import)(const char *name, void *data), void *data) {
-        struct image im;
-        int r = load_elf64(fd, &im);
-        if (r < 0)
-                return r;
-        if (im.data)
-                r = read_needs(&im, on_library, on_import, data);
-        free((void *) im.data);
+        struct elf_file f;
+        int r = elf_file_read(fd, &f);
+        if (r >= 0)
+                r = elf_needs_of(&f, on_library, on_import, data);
+        elf_file_done(&f);
         return r;
 }

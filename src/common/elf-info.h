@@ -43,12 +43,26 @@ struct elf_info {
         off_t init_arraysz_offset; /* file offset of the DT_INIT_ARRAYSZ value, when init_arraysz */
 };
 
-/* Reads the ELF file open at fd. Returns 0 (info filled, is_elf false for a non-ELF file) or a
- * negative errno when the file cannot be read or is malformed (-ENOEXEC). */
+/* A file read into memory once, for several of the readers below (the *_of ones); the *_read ones
+ * read the file open at fd for themselves. */
+struct elf_file {
+        const uint8_t *data; /* NULL for a file too short to be ELF */
+        size_t size;
+};
+
+/* Reads the regular file open at fd. 0 or a negative errno; elf_file_done frees it either way. */
+int elf_file_read(int fd, struct elf_file *ret);
+void elf_file_done(struct elf_file *f);
+
+/* Reads the ELF file. Returns 0 (info filled, is_elf false for a non-ELF file) or a negative errno
+ * when the file cannot be read or is malformed (-ENOEXEC). */
+int elf_info_of(const struct elf_file *f, struct elf_info *ret);
 int elf_info_read(int fd, struct elf_info *ret);
 
 /* Calls on_library with each library the file names in DT_NEEDED, and on_import with each symbol
  * it takes from other objects (undefined in its dynamic symbol table). 0 or a negative errno. */
+int elf_needs_of(const struct elf_file *f, void (*on_library)(const char *name, void *data),
+                 void (*on_import)(const char *name, void *data), void *data);
 int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
                    void (*on_import)(const char *name, void *data), void *data);
 
@@ -56,7 +70,8 @@ int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
  * read-only data, data), where the text a program uses at run time is, until it returns true; not
  * debugging information or symbol tables, which it never reads. Returns 1 then, 0 when none matched,
  * or a negative errno. */
-int elf_search_loaded(int fd, bool (*match)(const char *bytes, size_t size, void *data), void *data);
+int elf_search_loaded(const struct elf_file *f, bool (*match)(const char *bytes, size_t size, void *data),
+                      void *data);
 
 /* A symbol the file defines in its dynamic symbol table: under exec, the libraries' references to
  * this name bind to it. */

@@ -94,8 +94,8 @@ static bool has_toolkit_variable(const char *bytes, size_t size, void *data) {
 
 /* Whether the program names a variable its toolkit reads as it starts (a string, wherever it is in
  * what it loads). One that cannot be read does, to be safe. */
-static bool names_toolkit_variable(int fd) {
-        return elf_search_loaded(fd, has_toolkit_variable, NULL) != 0;
+static bool names_toolkit_variable(const struct elf_file *file) {
+        return elf_search_loaded(file, has_toolkit_variable, NULL) != 0;
 }
 
 static void on_library(const char *name, void *data) {
@@ -168,8 +168,8 @@ static bool binds_alike_only(const struct bind_plan *plan) {
 }
 
 /* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
-static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image,
-                           bool has_schedule) {
+static const char *refusal(const struct needs *n, const struct elf_file *file, const struct elf_info *info,
+                           const struct image_entry *image, bool has_schedule) {
         if (n->refusal)
                 return n->refusal;
         if (n->names_itself && n->reads_class)
@@ -178,7 +178,7 @@ static const char *refusal(const struct needs *n, const struct elf_info *info, c
                 return "it has a --schedule, which the threads its toolkit starts early would not all get";
         if (n->toolkit == TOOLKIT_NONE)
                 return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
-        if (n->sets_environment && names_toolkit_variable(image->fd))
+        if (n->sets_environment && names_toolkit_variable(file))
                 return "it may set a variable its toolkit reads (it changes its environment and names one)";
         if (info->has_tls)
                 return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
@@ -192,13 +192,16 @@ enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, s
                            char *why, size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
-        if (elf_needs_read(image->fd, on_library, on_import, &n) < 0 || elf_info_read(image->fd, &info) < 0)
+        struct elf_file file;
+        if (elf_file_read(image->fd, &file) < 0 || elf_needs_of(&file, on_library, on_import, &n) < 0 ||
+            elf_info_of(&file, &info) < 0)
                 n.refusal = "its file cannot be read";
         else if (!n.toolkit)
                 n.toolkit = toolkit_of_libraries(&n);
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
-        const char *refused = refusal(&n, &info, image, has_schedule);
+        const char *refused = refusal(&n, &file, &info, image, has_schedule);
+        elf_file_done(&file);
         *ret_terms = (struct prepare_terms){ .wayland_only = n.names_itself, .no_arguments = n.parses_options };
         if (!refused)
                 why[0] = '\0';

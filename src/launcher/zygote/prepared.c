@@ -328,8 +328,7 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
         return ch;
 }
 
-static void forget_shape(struct server *s, struct prepared_program *p) {
-        display_watch_stop(&p->display, s->epoll_fd); /* the next shape's display may be another */
+static void forget_shape(struct prepared_program *p) {
         if (!p->has_shape)
                 return;
         hs_launch_request_done(&p->shape);
@@ -364,8 +363,9 @@ static bool adopt_shape(struct server *s, struct prepared_program *p, void *payl
                 p->failed[0] = '\0'; /* another launch: worth trying again */
                 p->retrying[0] = '\0';
                 p->retry_ms = 0;
+                display_watch_stop(&p->display, s->epoll_fd); /* its display may be another */
         }
-        forget_shape(s, p);
+        forget_shape(p);
         p->payload = payload;
         p->payload_size = size;
         p->shape = shape;
@@ -546,7 +546,8 @@ void prepared_done(struct server *s) {
         while (s->prepared) {
                 struct prepared_program *p = s->prepared;
                 s->prepared = p->next;
-                forget_shape(s, p);
+                display_watch_stop(&p->display, s->epoll_fd);
+                forget_shape(p);
                 free(p->program);
                 free(p);
         }
