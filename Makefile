@@ -191,8 +191,8 @@ test-python: build build-sanitize aarch64
 		$(PY) -m pytest -q tests
 
 lint: deps
-	$(VENV)/bin/ruff check python tests device
-	$(VENV)/bin/ruff format --check python tests device
+	$(VENV)/bin/ruff check python tests device tools
+	$(VENV)/bin/ruff format --check python tests device tools
 
 test: lint test-c test-fuzz test-python
 

@@ -16,6 +16,13 @@
 
 #include "mark.h"
 
+#ifdef MAIN_IN_LIBRARY
+/* Built as a library of its own whose main the program's calls (main-in-library.c), as geany's
+ * and mousepad's code is in libgeany and libmousepad. */
+#define main hs_gtk_hello_main
+int hs_gtk_hello_main(int argc, char *argv[]);
+#endif
+
 #if defined(SAME_CODE) || defined(OTHER_CODE)
 /* The library's function again (same-code-lib.c), as a program defines a C++ inline function its
  * libraries define too: weak, or (OTHER_CODE) a definition of its own that replaces the library's. */
@@ -25,6 +32,16 @@ __attribute__((weak))
 int hs_same_code(int x) {
         return 2 * x + 1;
 }
+/* Its second name, as a C++ constructor's or destructor's variants (C1 and C2) are one function. */
+extern int hs_same_code_too(int x) __attribute__((alias("hs_same_code")))
+#ifdef SAME_CODE
+__attribute__((weak))
+#endif
+;
+#ifdef SAME_CODE
+__attribute__((weak))
+#endif
+const long _ZTIN2hs9same_codeE[2] = { 1, 2 }; /* the library's type information, again */
 int hs_call_same_code(int x);
 #endif
 

@@ -435,6 +435,9 @@ static int add_export(struct elf_exports *ex, const struct image *im, const stru
                                   .copy_only = copied == 1, .hidden = (v & 0x8000) != 0, .shndx = s->st_shndx,
                                   .weak_function = ELF64_ST_BIND(s->st_info) == STB_WEAK &&
                                                    ELF64_ST_TYPE(s->st_info) == STT_FUNC,
+                                  .weak_type_info = ELF64_ST_BIND(s->st_info) == STB_WEAK &&
+                                                    ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
+                                                    (strncmp(name, "_ZTI", 4) == 0 || strncmp(name, "_ZTS", 4) == 0),
                                   .sym_offset = (uint64_t) ((const uint8_t *) s - im->data),
                                   .sym_addr = t->sym_addr + i * sizeof(Elf64_Sym) };
         x->name = strdup(name);

@@ -87,6 +87,9 @@ struct elf_export {
         uint64_t sym_addr;   /* ... and in memory, from the load address */
         bool hidden;   /* a non-default version (name@VERSION, not @@): no unversioned reference binds to it */
         bool weak_function; /* STB_WEAK and STT_FUNC: as a rule a C++ inline function or template instance */
+        /* STB_WEAK and STT_OBJECT, a C++ class's type information or its name (_ZTI, _ZTS): each object
+         * that uses the class has a copy, constant and alike, and the C++ library compares them by name */
+        bool weak_type_info;
 };
 
 struct elf_exports {

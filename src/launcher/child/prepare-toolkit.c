@@ -240,6 +240,8 @@ int toolkit_prepare(enum toolkit tk, const struct prepare_terms *terms, const st
          * it would stay fully buffered on the client's terminal. */
         if (stdout->_IO_buf_base)
                 return say_why(PREPARED_FAILED, why, size, "%s", "the toolkit wrote to stdout through stdio as it started");
+        if (terms->wayland_only && (lseek(1, 0, SEEK_END) > 0 || lseek(2, 0, SEEK_END) > 0))
+                return say_why(PREPARED_FAILED, why, size, "%s", PREPARE_WHY_PRINTED_UNNAMED);
         ret->output[0] = fcntl(1, F_DUPFD_CLOEXEC, 3);
         ret->output[1] = fcntl(2, F_DUPFD_CLOEXEC, 3);
         r = ret->output[0] < 0 || ret->output[1] < 0 ? -errno : list_kept(shape, *channel, ret);

@@ -29,6 +29,11 @@ struct prepare_terms {
 
 /* Why each term holds, for the log and headstart check. */
 #define PREPARE_WHY_WAYLAND_ONLY "it names itself (g_set_prgname), which GTK reads as it opens an X11 display"
+/* GLib's messages carry the program's name (g_get_prgname) as they are printed: those of a start
+ * ahead would name the program as it was before it named itself. */
+#define PREPARE_WHY_PRINTED_UNNAMED                                                                       \
+        "its toolkit printed messages as it started, which would carry the name the program had before " \
+        "it named itself"
 #define PREPARE_WHY_NO_ARGUMENTS "it parses options of its own as GTK starts (gtk_init_with_args)"
 
 #define PREPARED_READY 'R'

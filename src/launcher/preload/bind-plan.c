@@ -121,8 +121,17 @@ static bool redoable(const struct loaded_reloc *r) {
 static bool reaches_same_name(const struct loaded_reloc *r) {
         Dl_info info;
         void *target = (void *) (*r->slot + (uintptr_t) -r->addend);
-        return dladdr(target, &info) && info.dli_sname && info.dli_saddr == target &&
-               strcmp(info.dli_sname, r->name) == 0;
+        if (!dladdr(target, &info) || info.dli_saddr != target)
+                return false;
+        if (info.dli_sname && strcmp(info.dli_sname, r->name) == 0)
+                return true;
+        /* dladdr names one symbol of those at the address: a C++ constructor's or destructor's
+         * variants (D1 and D2) are one function under two names. */
+        void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        bool same = h && dlsym(h, r->name) == target;
+        if (h)
+                dlclose(h);
+        return same;
 }
 
 /* A reference that exec binds to the program, or to a library that defines a symbol of the C
@@ -137,7 +146,8 @@ static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
                 b->refused = r->name;
                 return -EPROTO;
         }
-        return found ? add_slot(b, r, (*found)->value, false, (*found)->weak_function && reaches_same_name(r))
+        bool alike = found && ((*found)->weak_function || (*found)->weak_type_info);
+        return found ? add_slot(b, r, (*found)->value, false, alike && reaches_same_name(r))
                      : add_slot(b, r, i->address, true, false);
 }
 

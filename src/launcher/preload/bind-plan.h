@@ -45,7 +45,8 @@ struct bind_slot {
         uint64_t absolute; /* 1: value is an address in a library the daemon loaded (an interposer) */
         /* 1: value is a weak function of the program, and without the program the word reached a
          * function of the same name: two copies of one C++ inline function or template instance,
-         * the same code by the One Definition Rule (bound_alike_only in prepare-judge.c). */
+         * the same code by the One Definition Rule (binds_alike_only in prepare-judge.c); or the
+         * same for a class's type information, constant and compared by its name. */
         uint64_t same_code;
 };
 

@@ -12,6 +12,7 @@
 #include "elf-info.h"
 #include "image-cache.h"
 #include "macro.h"
+#include "toolkit-variables.h"
 
 #define MAX_DIRECT_LIBRARIES 64
 
@@ -21,7 +22,7 @@ struct needs {
         const char *refused_import; /* the import refusal names, or NULL */
         char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
         size_t nlibraries;
-        bool sets_environment; /* it imports setenv or the like */
+        const char *environment_setter; /* the first of environment_setters it imports, or NULL */
         bool names_itself;     /* it imports g_set_prgname */
         bool reads_class;      /* it imports gdk_get_program_class */
         bool parses_options;   /* it imports gtk_init_with_args or gtk_parse_args */
@@ -49,53 +50,23 @@ static const struct {
         { "pango_fc_font_map_set_config", FONTS_OF_ITS_OWN },
 };
 
-/* Functions that change the environment, and the variables read as a toolkit starts: a program that
- * has both may set one before its toolkit starts, which a prepared toolkit would not see.
- * GLib's G_ENABLE_DIAGNOSTIC is not among them: GLib 2.74 reads it once, only to decide whether to
- * print deprecation warnings, and programs set it to "0", the value GLib takes when it is unset, to
- * keep those warnings out of the journal (gucharmap, gnome-terminal, gst-inspect). A program that set
- * it to "1" would print fewer warnings served than exec'd: docs/limitations.md says so. */
+/* Functions that change the environment: a program that imports one and names a variable its toolkit
+ * reads as it starts (toolkit-variables.h) may set it before its toolkit starts, which a prepared
+ * toolkit would not see. */
 static const char *const environment_setters[] = { "setenv", "putenv", "unsetenv", "clearenv", "g_setenv",
                                                    "g_unsetenv" };
-/* A name ending in '_' stands for every variable it begins (GTK_THEME, GTK_MODULES...). */
-static const char *const toolkit_variables[] = {
-        "GDK_",    "GTK_",    "GSK_",             "NO_AT_BRIDGE", "DISPLAY", "LANG",        "LC_",
-        "XDG_",    "G_DEBUG", "G_MESSAGES_DEBUG", "G_SLICE",      "PANGO_",  "PANGOCAIRO_", "FONTCONFIG_",
-        "FC_DEBUG"
-};
 
-static bool is_name_char(char c) {
-        return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+static bool find_toolkit_variable(const char *bytes, size_t size, void *data) {
+        const char **found = data;
+        *found = toolkit_variable_in(bytes, size);
+        return *found != NULL;
 }
 
-/* Whether the text at `at` is the variable `name` as a program passes it to setenv or putenv: the
- * whole string ("GTK_THEME"), or what comes before its '=' ("GTK_THEME=Adwaita"). An assertion's
- * text that only begins like one ("GTK_IS_WIDGET (widget)") is not. */
-static bool is_variable_at(const char *at, const char *end, const char *name) {
-        size_t len = strlen(name);
-        const char *p = at + len;
-        if (name[len - 1] == '_')
-                while (p < end && is_name_char(*p))
-                        p++;
-        return p < end && (*p == '\0' || *p == '=');
-}
-
-static bool has_toolkit_variable(const char *bytes, size_t size, void *data) {
-        (void) data;
-        const char *end = bytes + size;
-        for (size_t i = 0; i < ELEMENTSOF(toolkit_variables); i++) {
-                const char *name = toolkit_variables[i];
-                for (const char *at = bytes; (at = memmem(at, (size_t) (end - at), name, strlen(name))); at++)
-                        if (is_variable_at(at, end, name))
-                                return true;
-        }
-        return false;
-}
-
-/* Whether the program names a variable its toolkit reads as it starts (a string, wherever it is in
- * what it loads). One that cannot be read does, to be safe. */
-static bool names_toolkit_variable(const struct elf_file *file) {
-        return elf_search_loaded(file, has_toolkit_variable, NULL) != 0;
+/* The first variable its toolkit reads as it starts that the file names (a string, wherever it is in
+ * what it loads), or NULL. */
+static const char *toolkit_variable_named(const struct elf_file *file) {
+        const char *found = NULL;
+        return elf_search_loaded(file, find_toolkit_variable, &found) > 0 ? found : NULL;
 }
 
 static void on_library(const char *name, void *data) {
@@ -113,32 +84,11 @@ static void ignore(const char *name, void *data) {
         (void) data;
 }
 
-/* The toolkit of a program that links it through a library of its own (mousepad: libmousepad),
- * from the libraries it needs as the daemon loaded them. */
-static enum toolkit toolkit_of_libraries(const struct needs *n) {
-        struct needs inner = { 0 };
-        for (size_t i = 0; !inner.toolkit && i < n->nlibraries; i++) {
-                void *h = dlopen(n->libraries[i], RTLD_LAZY | RTLD_NOLOAD);
-                struct link_map *map;
-                if (!h)
-                        continue;
-                int fd = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 ? open(map->l_name, O_RDONLY | O_CLOEXEC) : -1;
-                if (fd >= 0) {
-                        (void) elf_needs_read(fd, on_library, ignore, &inner);
-                        close(fd);
-                }
-                dlclose(h);
-        }
-        for (size_t i = 0; i < inner.nlibraries; i++)
-                free(inner.libraries[i]);
-        return inner.toolkit;
-}
-
 static void on_import(const char *name, void *data) {
         struct needs *n = data;
         for (size_t i = 0; i < ELEMENTSOF(environment_setters); i++)
-                if (strcmp(name, environment_setters[i]) == 0)
-                        n->sets_environment = true;
+                if (!n->environment_setter && strcmp(name, environment_setters[i]) == 0)
+                        n->environment_setter = environment_setters[i];
         n->names_itself |= strcmp(name, "g_set_prgname") == 0;
         n->parses_options |= strcmp(name, "gtk_init_with_args") == 0 || strcmp(name, "gtk_parse_args") == 0;
         n->reads_class |= strcmp(name, "gdk_get_program_class") == 0;
@@ -147,6 +97,40 @@ static void on_import(const char *name, void *data) {
                         n->refusal = refused_imports[i].why;
                         n->refused_import = refused_imports[i].symbol;
                 }
+}
+
+/* A library of its own through which a program links its toolkit (mousepad: libmousepad; geany:
+ * libgeany, which has its main and starts GTK): it is judged as the program is. */
+struct own_library {
+        struct elf_file file; /* data NULL: none */
+        const char *name;     /* as the program names it in DT_NEEDED */
+};
+
+/* The toolkit of a program that links it through a library of its own, from the libraries it needs
+ * as the daemon loaded them; what that library imports counts as the program's (into n). */
+static enum toolkit toolkit_of_libraries(struct needs *n, struct own_library *own) {
+        enum toolkit toolkit = TOOLKIT_NONE;
+        for (size_t i = 0; !toolkit && i < n->nlibraries; i++) {
+                void *h = dlopen(n->libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+                struct link_map *map;
+                if (!h)
+                        continue;
+                int fd = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 ? open(map->l_name, O_RDONLY | O_CLOEXEC) : -1;
+                struct needs inner = { 0 };
+                if (fd >= 0 && elf_file_read(fd, &own->file) >= 0 &&
+                    elf_needs_of(&own->file, on_library, ignore, &inner) >= 0 && inner.toolkit) {
+                        toolkit = inner.toolkit;
+                        own->name = n->libraries[i];
+                        (void) elf_needs_of(&own->file, ignore, on_import, n);
+                } else
+                        elf_file_done(&own->file);
+                for (size_t j = 0; j < inner.nlibraries; j++)
+                        free(inner.libraries[j]);
+                if (fd >= 0)
+                        close(fd);
+                dlclose(h);
+        }
+        return toolkit;
 }
 
 /* Whether the launch's binding only points the libraries at the program's copies of their own
@@ -168,8 +152,8 @@ static bool binds_alike_only(const struct bind_plan *plan) {
 }
 
 /* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
-static const char *refusal(const struct needs *n, const struct elf_file *file, const struct elf_info *info,
-                           const struct image_entry *image, bool has_schedule) {
+static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image,
+                           bool has_schedule) {
         if (n->refusal)
                 return n->refusal;
         if (n->names_itself && n->reads_class)
@@ -178,14 +162,28 @@ static const char *refusal(const struct needs *n, const struct elf_file *file, c
                 return "it has a --schedule, which the threads its toolkit starts early would not all get";
         if (n->toolkit == TOOLKIT_NONE)
                 return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
-        if (n->sets_environment && names_toolkit_variable(file))
-                return "it may set a variable its toolkit reads (it changes its environment and names one)";
         if (info->has_tls)
                 return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
         if (!binds_alike_only(&image->plan))
-                return "its libraries' references go to functions it defines or another library interposes, "
+                return "its libraries' references go to symbols it defines or another library interposes, "
                        "which its toolkit would not reach before the launch binds them";
         return NULL;
+}
+
+/* Into why: the variable its toolkit reads as it starts that the program (or its own library) may
+ * set before, with what shows it. Whether there is one. */
+static bool may_set_variable(const struct needs *n, const struct elf_file *file, const struct own_library *own,
+                             char *why, size_t size) {
+        if (!n->environment_setter)
+                return false;
+        const char *variable = toolkit_variable_named(file), *where = "";
+        if (!variable && own->file.data && (variable = toolkit_variable_named(&own->file)))
+                where = own->name;
+        if (!variable)
+                return false;
+        snprintf(why, size, "it may set a variable its toolkit reads as it starts (it imports %s and names %s%s%s)",
+                 n->environment_setter, variable, *where ? " in " : "", where);
+        return true;
 }
 
 enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, struct prepare_terms *ret_terms,
@@ -193,22 +191,23 @@ enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, s
         struct needs n = { 0 };
         struct elf_info info = { 0 };
         struct elf_file file;
+        struct own_library own = { 0 };
         if (elf_file_read(image->fd, &file) < 0 || elf_needs_of(&file, on_library, on_import, &n) < 0 ||
             elf_info_of(&file, &info) < 0)
                 n.refusal = "its file cannot be read";
         else if (!n.toolkit)
-                n.toolkit = toolkit_of_libraries(&n);
+                n.toolkit = toolkit_of_libraries(&n, &own);
+        const char *refused = refusal(&n, &info, image, has_schedule);
+        *ret_terms = (struct prepare_terms){ .wayland_only = n.names_itself, .no_arguments = n.parses_options };
+        if (refused && n.refused_import && refused == n.refusal)
+                snprintf(why, size, "%s (it imports %s)", refused, n.refused_import);
+        else if (refused)
+                snprintf(why, size, "%s", refused);
+        else if (!may_set_variable(&n, &file, &own, why, size))
+                why[0] = '\0';
+        elf_file_done(&own.file);
+        elf_file_done(&file);
         for (size_t i = 0; i < n.nlibraries; i++)
                 free(n.libraries[i]);
-        const char *refused = refusal(&n, &file, &info, image, has_schedule);
-        elf_file_done(&file);
-        *ret_terms = (struct prepare_terms){ .wayland_only = n.names_itself, .no_arguments = n.parses_options };
-        if (!refused)
-                why[0] = '\0';
-        else if (n.refused_import && refused == n.refusal)
-                snprintf(why, size, "%s (it imports %s)", refused, n.refused_import);
-        else
-                snprintf(why, size, "%s", refused);
         return n.toolkit;
 }
-
