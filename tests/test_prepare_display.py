@@ -64,11 +64,7 @@ def prepared_daemon(
 
 def prepared_state(d: RunningDaemon, program: str) -> str:
     """The daemon's line on the program's prepared child: its state (ready, starting...) first."""
-    for line in d.status().get("prepared", []):
-        _state, _toolkit, path, *_ = line.split(" ", 3)
-        if path == program:
-            return line
-    return ""
+    return d.prepared_line(program) or ""
 
 
 def wait_prepared(d: RunningDaemon, program: str) -> None:
@@ -623,6 +619,8 @@ def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
     # The first launch of the run comes after the training's, made with another Wayland proxy (another
     # environment): never prepared. The two after it are, each like the one before.
     assert program["prepared_launches"] == 2
+    # What the daemon said of it once its launches were timed (a refused one's reason shows there).
+    assert program["prepared_state"].split(" ")[1:3] == ["gtk3", program["argv"][0]], program["prepared_state"]
     # The daemon's memory counts the prepared child once its toolkit started: about 11 MB of PSS, where
     # a child of the pool holds 1-2 MB.
     assert program["daemon_memory"]["prepared"]["pool_pss_kb"] > 6 * 1024, program["daemon_memory"]

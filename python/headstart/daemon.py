@@ -39,6 +39,15 @@ class RunningDaemon:
         the daemon's zygotes."""
         return int(self.status().get("launches-prepared", ["0"])[0])
 
+    def prepared_line(self, program: str) -> str | None:
+        """The daemon's status line on program's prepared child (--prepare-display): `STATE TOOLKIT
+        PROGRAM LAUNCHES-TAKEN -- WHY` (docs/protocol.md), or None when it names no such program."""
+        for line in self.status().get("prepared", []):
+            _state, _toolkit, path, *_ = line.split(" ", 3)
+            if path == program:
+                return line
+        return None
+
     def status(self) -> dict[str, list[str]]:
         """The daemon's answer to `headstart-run --status`: each key with its values in order."""
         out = subprocess.run(

@@ -33,6 +33,7 @@ class ProgramResult:
     daemon_memory: dict[str, dict[str, float]] = field(default_factory=dict)  # per daemon mode, after the run
     display: str | None = None  # "x11" or "wayland" for a program timed on a display, else None
     prepared_launches: int | None = None  # the prepared mode's launches taken by a child prepared ahead
+    prepared_state: str | None = None  # the prepared daemon's status line on the program, after its launches
 
     def relocations_of(self, key: str) -> Relocations | None:
         return self.relocations.get(daemon_mode(key))
@@ -77,7 +78,9 @@ class BenchResult:
 
     def failed(self) -> bool:
         return bool(self.missing_programs) or any(
-            p.served != p.requested or any(m.status != "ok" for m in p.modes.values()) or p.memory_errors
+            p.served != p.requested
+            or any(m.status not in ("ok", "preload") for m in p.modes.values())
+            or p.memory_errors
             for p in self.programs
         )
 
@@ -124,6 +127,7 @@ def program_dict(p: ProgramResult) -> dict[str, Any]:
         "daemon_memory": p.daemon_memory,
         "display": p.display,
         "prepared_launches": p.prepared_launches,
+        "prepared_state": p.prepared_state,
     }
 
 

@@ -109,6 +109,7 @@ def _measure_group(
                 loader=relocations.loader_statistics(program.argv),
                 display=program.shown_on,
                 prepared_launches=prepared.launches_prepared() - prepared_before if prepared else None,
+                prepared_state=prepared.prepared_line(str(program.path)) if prepared else None,
             )
             if plan.memory_launches:
                 _measure_memory(result, program, daemons, plan, env)
@@ -140,7 +141,7 @@ def _mark_not_warm(modes: dict[str, ModeResult], in_preload: dict[str, str]) -> 
     for key, result in modes.items():
         why = in_preload.get(daemon_mode(key))
         if key != "exec" and why:
-            result.status = "failed"
+            result.status = "preload" if result.status == "ok" else result.status
             result.errors.append(f"the daemon serves it in preload mode, not warm: {why}")
 
 

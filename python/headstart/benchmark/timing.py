@@ -64,7 +64,9 @@ def mode_title(key: str) -> str:
 @dataclass
 class ModeResult:
     mode: str
-    status: str  # "ok"; "failed": launches failed; "unavailable": its part is missing or did not start
+    # "ok"; "failed": launches failed; "unavailable": its part is missing or did not start; "preload":
+    # served, but in preload mode by a daemon asked to hold it warm (not a failure: errors say why)
+    status: str
     launches: int = 0  # made, whether they succeeded or not
     to_main_us: Summary | None = None
     to_ready_us: Summary | None = None

@@ -38,7 +38,7 @@ def _ratio_cell(mode: dict[str, Any], field: str = "ratio_to_exec") -> str:
     ratio = mode[field]
     if ratio is None:
         return "failed"
-    return f"{ratio:.2f}" + ("" if mode["status"] == "ok" else " (failures)")
+    return f"{ratio:.2f}" + {"ok": "", "preload": " (in preload mode)"}.get(mode["status"], " (failures)")
 
 
 def _ratio_table(
@@ -223,8 +223,11 @@ def prepared_notes(data: dict[str, Any]) -> list[str]:
         taken = p.get("prepared_launches")
         asked = p["runs"] * sum(1 for k in p["modes"] if daemon_mode(k) == "prepared")
         if taken is not None and asked:
+            state = p.get("prepared_state") or ""
+            why = state.partition(" -- ")[2]
+            said = f" ({state.split(' ')[0]}: {why})" if why else ""
             lines.append(
-                f"{p['program']}: {taken} of {asked} launches of the prepared mode took a child prepared ahead"
+                f"{p['program']}: {taken} of {asked} launches of the prepared mode took a child prepared ahead{said}"
             )
     return lines
 
