@@ -559,13 +559,3 @@ int elf_needs_of(const struct elf_file *f, void (*on_library)(const char *name, 
         struct image im = image_of(f);
         return is_elf64(&im) ? read_needs(&im, on_library, on_import, data) : 0;
 }
-
-int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
-                   void (*on_import)(const char *name, void *data), void *data) {
-        struct elf_file f;
-        int r = elf_file_read(fd, &f);
-        if (r >= 0)
-                r = elf_needs_of(&f, on_library, on_import, data);
-        elf_file_done(&f);
-        return r;
-}

@@ -43,8 +43,8 @@ struct elf_info {
         off_t init_arraysz_offset; /* file offset of the DT_INIT_ARRAYSZ value, when init_arraysz */
 };
 
-/* A file read into memory once, for several of the readers below (the *_of ones); the *_read ones
- * read the file open at fd for themselves. */
+/* A file read into memory once, for several of the readers below (the *_of ones); elf_info_read
+ * and elf_exports_read read the file open at fd for themselves. */
 struct elf_file {
         const uint8_t *data; /* NULL for a file too short to be ELF */
         size_t size;
@@ -63,8 +63,6 @@ int elf_info_read(int fd, struct elf_info *ret);
  * it takes from other objects (undefined in its dynamic symbol table). 0 or a negative errno. */
 int elf_needs_of(const struct elf_file *f, void (*on_library)(const char *name, void *data),
                  void (*on_import)(const char *name, void *data), void *data);
-int elf_needs_read(int fd, void (*on_library)(const char *name, void *data),
-                   void (*on_import)(const char *name, void *data), void *data);
 
 /* Calls match with the file's bytes that are loaded into memory (each PT_LOAD segment's: code,
  * read-only data, data), where the text a program uses at run time is, until it returns true; not

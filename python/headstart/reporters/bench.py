@@ -223,9 +223,10 @@ def prepared_notes(data: dict[str, Any]) -> list[str]:
         taken = p.get("prepared_launches")
         asked = p["runs"] * sum(1 for k in p["modes"] if daemon_mode(k) == "prepared")
         if taken is not None and asked:
+            # Why it is not prepared; not a passing state's (retrying once the bench's proxy is gone).
             state = p.get("prepared_state") or ""
-            why = state.partition(" -- ")[2]
-            said = f" ({state.split(' ')[0]}: {why})" if why else ""
+            word, why = state.split(" ")[0], state.partition(" -- ")[2]
+            said = f" ({word}: {why})" if why and word in ("refused", "failed") else ""
             lines.append(
                 f"{p['program']}: {taken} of {asked} launches of the prepared mode took a child prepared ahead{said}"
             )

@@ -63,10 +63,11 @@ static bool find_toolkit_variable(const char *bytes, size_t size, void *data) {
 }
 
 /* The first variable its toolkit reads as it starts that the file names (a string, wherever it is in
- * what it loads), or NULL. */
+ * what it loads), or NULL. One that cannot be searched may name any, to be safe. */
 static const char *toolkit_variable_named(const struct elf_file *file) {
         const char *found = NULL;
-        return elf_search_loaded(file, find_toolkit_variable, &found) > 0 ? found : NULL;
+        int r = elf_search_loaded(file, find_toolkit_variable, &found);
+        return r < 0 ? "one (what it loads cannot be read)" : r > 0 ? found : NULL;
 }
 
 static void on_library(const char *name, void *data) {
