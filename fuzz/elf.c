@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (lseek(fd, 0, SEEK_SET) == 0 && elf_exports_read(fd, &exports) == 0)
                 elf_exports_done(&exports);
         size_t names = 0; /* --prepare-display reads the libraries and symbols a named program needs */
-        struct elf_file file;
+        struct elf_file file = { 0 };
         if (elf_file_read(fd, &file) == 0) {
                 (void) elf_needs_of(&file, count_name, count_name, &names);
                 (void) elf_search_loaded(&file, read_range, &names); /* and the text of what it loads */

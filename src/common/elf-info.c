@@ -227,7 +227,8 @@ static int image_load(int fd, struct image *im) {
 int elf_file_read(int fd, struct elf_file *ret) {
         struct image im;
         int r = image_load(fd, &im);
-        *ret = (struct elf_file){ .data = im.data, .size = im.size };
+        if (r >= 0)
+                *ret = (struct elf_file){ .data = im.data, .size = im.size };
         return r;
 }
 
@@ -257,7 +258,7 @@ int elf_info_of(const struct elf_file *f, struct elf_info *ret) {
 }
 
 int elf_info_read(int fd, struct elf_info *ret) {
-        struct elf_file f;
+        struct elf_file f = { 0 };
         int r = elf_file_read(fd, &f);
         if (r >= 0)
                 r = elf_info_of(&f, ret);
@@ -476,7 +477,7 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
 
 /* A 64-bit ELF file's whole image; data NULL (nothing to read) for any other file. */
 int elf_exports_read(int fd, struct elf_exports *ret) {
-        struct elf_file f;
+        struct elf_file f = { 0 };
         *ret = (struct elf_exports){ 0 };
         int r = elf_file_read(fd, &f);
         struct image im = image_of(&f);

@@ -50,7 +50,8 @@ struct elf_file {
         size_t size;
 };
 
-/* Reads the regular file open at fd. 0 or a negative errno; elf_file_done frees it either way. */
+/* Reads the regular file open at fd into *ret: 0, or a negative errno with *ret untouched.
+ * elf_file_done frees it, and does nothing to a zeroed one. */
 int elf_file_read(int fd, struct elf_file *ret);
 void elf_file_done(struct elf_file *f);
 

@@ -70,8 +70,8 @@ static void print_verdict(const struct verdict *v) {
         const struct prepare_terms *t = &v->prepare_terms;
         char terms[256];
         snprintf(terms, sizeof terms, "%s%s%s",
-                 t->wayland_only ? "on Wayland: " PREPARE_WHY_WAYLAND_ONLY : "",
-                 t->wayland_only && t->no_arguments ? "; " : "",
+                 t->names_itself ? "on Wayland: " PREPARE_WHY_WAYLAND_ONLY : "",
+                 t->names_itself && t->no_arguments ? "; " : "",
                  t->no_arguments ? "launches without arguments: " PREPARE_WHY_NO_ARGUMENTS : "");
         print_field("prepare_display_only", exec || v->prepare_reason || !terms[0] ? NULL : terms);
         printf("}\n");

@@ -223,7 +223,8 @@ def prepared_notes(data: dict[str, Any]) -> list[str]:
         taken = p.get("prepared_launches")
         asked = p["runs"] * sum(1 for k in p["modes"] if daemon_mode(k) == "prepared")
         if taken is not None and asked:
-            # Why it is not prepared; not a passing state's (retrying once the bench's proxy is gone).
+            # A refused or failed program's reason: it was never prepared. A retrying one's is passing:
+            # the bench's own proxy to the compositor goes away after each program's launches.
             state = p.get("prepared_state") or ""
             word, why = state.split(" ")[0], state.partition(" -- ")[2]
             said = f" ({word}: {why})" if why and word in ("refused", "failed") else ""

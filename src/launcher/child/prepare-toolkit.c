@@ -167,7 +167,7 @@ static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, cons
         /* The display may not be there yet (a compositor restarting). */
         if (!ok)
                 return *failed = "the toolkit could not open the display", PREPARED_RETRY;
-        if (terms->wayland_only && !on_wayland(gtk))
+        if (terms->names_itself && !on_wayland(gtk))
                 return *failed = PREPARE_WHY_WAYLAND_ONLY, PREPARED_FAILED;
         measure_text(gtk, ((void *(*)(void)) settings)());
         if (tk == TOOLKIT_GTK3)
@@ -209,6 +209,12 @@ static void first_error_line(char *buf, size_t size) {
         buf[strcspn(buf, "\n")] = '\0';
 }
 
+/* Whether anything was written to the memfd at fd (hold_targets). */
+static bool written(int fd) {
+        struct stat st;
+        return fstat(fd, &st) == 0 && st.st_size > 0;
+}
+
 static int say_why(int code, char *why, size_t size, const char *format, const char *detail) {
         snprintf(why, size, format, detail);
         return code;
@@ -240,7 +246,7 @@ int toolkit_prepare(enum toolkit tk, const struct prepare_terms *terms, const st
          * it would stay fully buffered on the client's terminal. */
         if (stdout->_IO_buf_base)
                 return say_why(PREPARED_FAILED, why, size, "%s", "the toolkit wrote to stdout through stdio as it started");
-        if (terms->wayland_only && (lseek(1, 0, SEEK_END) > 0 || lseek(2, 0, SEEK_END) > 0))
+        if (terms->names_itself && (written(1) || written(2)))
                 return say_why(PREPARED_FAILED, why, size, "%s", PREPARE_WHY_PRINTED_UNNAMED);
         ret->output[0] = fcntl(1, F_DUPFD_CLOEXEC, 3);
         ret->output[1] = fcntl(2, F_DUPFD_CLOEXEC, 3);

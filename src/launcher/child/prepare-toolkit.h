@@ -21,7 +21,7 @@ enum toolkit { TOOLKIT_NONE, TOOLKIT_GTK3, TOOLKIT_GTK4 };
 struct prepare_terms {
         /* It names itself (g_set_prgname) before its toolkit starts, which GTK reads as it opens an
          * X11 display but, on Wayland, only as it makes a window: prepared on Wayland only. */
-        bool wayland_only;
+        bool names_itself;
         /* It gives GTK 3 options of its own as it starts (gtk_init_with_args, gtk_parse_args), which
          * a started GTK no longer parses: only a launch without arguments, which has none to parse. */
         bool no_arguments;

@@ -16,6 +16,7 @@
 
 #define MAX_DIRECT_LIBRARIES 64
 
+/* What a program's file (and the library through which it links its toolkit) says of it. */
 struct needs {
         enum toolkit toolkit;
         const char *refusal;
@@ -23,6 +24,8 @@ struct needs {
         char *libraries[MAX_DIRECT_LIBRARIES]; /* its DT_NEEDED, for a toolkit one of them links */
         size_t nlibraries;
         const char *environment_setter; /* the first of environment_setters it imports, or NULL */
+        const char *reading;            /* the library whose imports are being read; NULL: the program */
+        const char *setter_in, *refused_import_in; /* where those two imports were found (reading) */
         bool names_itself;     /* it imports g_set_prgname */
         bool reads_class;      /* it imports gdk_get_program_class */
         bool parses_options;   /* it imports gtk_init_with_args or gtk_parse_args */
@@ -70,12 +73,21 @@ static const char *toolkit_variable_named(const struct elf_file *file) {
         return r < 0 ? "one (what it loads cannot be read)" : r > 0 ? found : NULL;
 }
 
+/* The toolkit a library name is, if it is one. */
+static void note_toolkit(const char *name, void *data) {
+        enum toolkit *toolkit = data;
+        if (strcmp(name, "libgtk-3.so.0") == 0)
+                *toolkit = TOOLKIT_GTK3;
+        else if (strcmp(name, "libgtk-4.so.1") == 0)
+                *toolkit = TOOLKIT_GTK4;
+}
+
 static void on_library(const char *name, void *data) {
         struct needs *n = data;
-        if (strcmp(name, "libgtk-3.so.0") == 0)
-                n->toolkit = TOOLKIT_GTK3;
-        else if (strcmp(name, "libgtk-4.so.1") == 0)
-                n->toolkit = TOOLKIT_GTK4;
+        enum toolkit toolkit = TOOLKIT_NONE;
+        note_toolkit(name, &toolkit);
+        if (toolkit)
+                n->toolkit = toolkit;
         else if (n->nlibraries < MAX_DIRECT_LIBRARIES && (n->libraries[n->nlibraries] = strdup(name)))
                 n->nlibraries++;
 }
@@ -88,8 +100,10 @@ static void ignore(const char *name, void *data) {
 static void on_import(const char *name, void *data) {
         struct needs *n = data;
         for (size_t i = 0; i < ELEMENTSOF(environment_setters); i++)
-                if (!n->environment_setter && strcmp(name, environment_setters[i]) == 0)
+                if (!n->environment_setter && strcmp(name, environment_setters[i]) == 0) {
                         n->environment_setter = environment_setters[i];
+                        n->setter_in = n->reading;
+                }
         n->names_itself |= strcmp(name, "g_set_prgname") == 0;
         n->parses_options |= strcmp(name, "gtk_init_with_args") == 0 || strcmp(name, "gtk_parse_args") == 0;
         n->reads_class |= strcmp(name, "gdk_get_program_class") == 0;
@@ -97,19 +111,22 @@ static void on_import(const char *name, void *data) {
                 if (strcmp(name, refused_imports[i].symbol) == 0) {
                         n->refusal = refused_imports[i].why;
                         n->refused_import = refused_imports[i].symbol;
+                        n->refused_import_in = n->reading;
                 }
 }
 
-/* A library of its own through which a program links its toolkit (mousepad: libmousepad; geany:
- * libgeany, which has its main and starts GTK): it is judged as the program is. */
+
+/* The library through which a program that does not link GTK itself links it: one of its own, as
+ * geany's code is in libgeany and mousepad's in libmousepad, or one on top of GTK (gtkmm's). Its
+ * code may run before GTK starts, on the program's behalf: it is judged as the program is. */
 struct own_library {
         struct elf_file file; /* data NULL: none */
         const char *name;     /* as the program names it in DT_NEEDED */
 };
 
-/* The toolkit of a program that links it through a library of its own, from the libraries it needs
- * as the daemon loaded them; what that library imports counts as the program's (into n). */
-static enum toolkit toolkit_of_libraries(struct needs *n, struct own_library *own) {
+/* The first of the libraries the program needs, as the daemon loaded them, that links GTK: into
+ * own, with its imports read into n as the program's. Returns its toolkit, or TOOLKIT_NONE. */
+static enum toolkit judge_own_library(struct needs *n, struct own_library *own) {
         enum toolkit toolkit = TOOLKIT_NONE;
         for (size_t i = 0; !toolkit && i < n->nlibraries; i++) {
                 void *h = dlopen(n->libraries[i], RTLD_LAZY | RTLD_NOLOAD);
@@ -117,16 +134,15 @@ static enum toolkit toolkit_of_libraries(struct needs *n, struct own_library *ow
                 if (!h)
                         continue;
                 int fd = dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 ? open(map->l_name, O_RDONLY | O_CLOEXEC) : -1;
-                struct needs inner = { 0 };
                 if (fd >= 0 && elf_file_read(fd, &own->file) >= 0 &&
-                    elf_needs_of(&own->file, on_library, ignore, &inner) >= 0 && inner.toolkit) {
-                        toolkit = inner.toolkit;
-                        own->name = n->libraries[i];
+                    elf_needs_of(&own->file, note_toolkit, ignore, &toolkit) >= 0 && toolkit) {
+                        own->name = n->reading = n->libraries[i];
                         (void) elf_needs_of(&own->file, ignore, on_import, n);
-                } else
+                        n->reading = NULL;
+                } else {
+                        toolkit = TOOLKIT_NONE;
                         elf_file_done(&own->file);
-                for (size_t j = 0; j < inner.nlibraries; j++)
-                        free(inner.libraries[j]);
+                }
                 if (fd >= 0)
                         close(fd);
                 dlclose(h);
@@ -152,60 +168,56 @@ static bool binds_alike_only(const struct bind_plan *plan) {
         return true;
 }
 
-/* Why the program's toolkit cannot be prepared (n filled from its file), or NULL. */
-static const char *refusal(const struct needs *n, const struct elf_info *info, const struct image_entry *image,
-                           bool has_schedule) {
-        if (n->refusal)
-                return n->refusal;
-        if (n->names_itself && n->reads_class)
-                return "it names itself and reads the class GTK 3 derives from its name as it starts";
-        if (has_schedule)
-                return "it has a --schedule, which the threads its toolkit starts early would not all get";
-        if (n->toolkit == TOOLKIT_NONE)
-                return "it does not link GTK 3 or GTK 4, itself or through a library it needs";
-        if (info->has_tls)
-                return "it has thread-local variables of its own, which threads its toolkit starts early would lack";
-        if (!binds_alike_only(&image->plan))
-                return "its libraries' references go to symbols it defines or another library interposes, "
-                       "which its toolkit would not reach before the launch binds them";
-        return NULL;
+static const char *in_file(const char *library) {
+        return library ? library : "the program";
 }
 
-/* Into why: the variable its toolkit reads as it starts that the program (or its own library) may
- * set before, with what shows it. Whether there is one. */
-static bool may_set_variable(const struct needs *n, const struct elf_file *file, const struct own_library *own,
-                             char *why, size_t size) {
-        if (!n->environment_setter)
-                return false;
-        const char *variable = toolkit_variable_named(file), *where = "";
-        if (!variable && own->file.data && (variable = toolkit_variable_named(&own->file)))
-                where = own->name;
-        if (!variable)
-                return false;
-        snprintf(why, size, "it may set a variable its toolkit reads as it starts (it imports %s and names %s%s%s)",
-                 n->environment_setter, variable, *where ? " in " : "", where);
-        return true;
+/* Into why (size bytes): why the program's toolkit cannot be prepared (n filled from its file and
+ * own library), or "". */
+static void judge(const struct needs *n, const struct elf_file *file, const struct own_library *own,
+                  const struct elf_info *info, const struct image_entry *image, bool has_schedule, char *why,
+                  size_t size) {
+        const char *variable = NULL, *variable_in = NULL;
+        if (n->environment_setter && !(variable = toolkit_variable_named(file)) && own->file.data &&
+            (variable = toolkit_variable_named(&own->file)))
+                variable_in = own->name;
+        if (n->refusal && n->refused_import)
+                snprintf(why, size, "%s (%s imports %s)", n->refusal, in_file(n->refused_import_in), n->refused_import);
+        else if (n->refusal)
+                snprintf(why, size, "%s", n->refusal);
+        else if (n->names_itself && n->reads_class)
+                snprintf(why, size, "it names itself and reads the class GTK 3 derives from its name as it starts");
+        else if (has_schedule)
+                snprintf(why, size, "it has a --schedule, which the threads its toolkit starts early would not all get");
+        else if (n->toolkit == TOOLKIT_NONE)
+                snprintf(why, size, "it does not link GTK 3 or GTK 4, itself or through a library it needs");
+        else if (variable)
+                snprintf(why, size,
+                         "it may set a variable its toolkit reads as it starts (%s imports %s; %s names %s)",
+                         in_file(n->setter_in), n->environment_setter, in_file(variable_in), variable);
+        else if (info->has_tls)
+                snprintf(why, size, "it has thread-local variables of its own, which threads its toolkit starts "
+                                    "early would lack");
+        else if (!binds_alike_only(&image->plan))
+                snprintf(why, size, "its libraries' references go to symbols it defines or another library "
+                                    "interposes, which its toolkit would not reach before the launch binds them");
+        else
+                why[0] = '\0';
 }
 
 enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, struct prepare_terms *ret_terms,
                            char *why, size_t size) {
         struct needs n = { 0 };
         struct elf_info info = { 0 };
-        struct elf_file file;
+        struct elf_file file = { 0 };
         struct own_library own = { 0 };
         if (elf_file_read(image->fd, &file) < 0 || elf_needs_of(&file, on_library, on_import, &n) < 0 ||
             elf_info_of(&file, &info) < 0)
                 n.refusal = "its file cannot be read";
         else if (!n.toolkit)
-                n.toolkit = toolkit_of_libraries(&n, &own);
-        const char *refused = refusal(&n, &info, image, has_schedule);
-        *ret_terms = (struct prepare_terms){ .wayland_only = n.names_itself, .no_arguments = n.parses_options };
-        if (refused && n.refused_import && refused == n.refusal)
-                snprintf(why, size, "%s (it imports %s)", refused, n.refused_import);
-        else if (refused)
-                snprintf(why, size, "%s", refused);
-        else if (!may_set_variable(&n, &file, &own, why, size))
-                why[0] = '\0';
+                n.toolkit = judge_own_library(&n, &own);
+        judge(&n, &file, &own, &info, image, has_schedule, why, size);
+        *ret_terms = (struct prepare_terms){ .names_itself = n.names_itself, .no_arguments = n.parses_options };
         elf_file_done(&own.file);
         elf_file_done(&file);
         for (size_t i = 0; i < n.nlibraries; i++)

@@ -2,7 +2,7 @@
 /* --prepare-display: which toolkit to start ahead for a program, read from its file once as the zygote
  * starts, or why none (docs/limitations.md lists the reasons): a program that sets its toolkit up
  * itself before it starts, may set a variable the toolkit reads, has thread-local variables or a
- * --schedule, or whose libraries bind to functions it defines, would notice. */
+ * --schedule, or whose libraries bind to symbols it defines, would notice. */
 #pragma once
 
 #include <stdbool.h>

@@ -96,6 +96,27 @@ static const char *lookup(const char *name, size_t len) {
         return NULL;
 }
 
+/* Name characters numbered 0-62, for the table of pairs that begin a name; -1 for any other. */
+static int name_char_index(char c) {
+        return c >= 'A' && c <= 'Z'   ? c - 'A'
+               : c >= 'a' && c <= 'z' ? 26 + (c - 'a')
+               : c >= '0' && c <= '9' ? 52 + (c - '0')
+               : c == '_'             ? 62
+                                      : -1;
+}
+
+/* Whether two name characters begin one of the names: most tails of most words fail here, before
+ * the binary search. */
+static bool begins_a_name(const char *at) {
+        static bool pairs[63][63], made;
+        if (!made) {
+                for (size_t i = 0; i < ELEMENTSOF(variables); i++)
+                        pairs[name_char_index(variables[i][0])][name_char_index(variables[i][1])] = true;
+                made = true;
+        }
+        return pairs[name_char_index(at[0])][name_char_index(at[1])];
+}
+
 const char *toolkit_variable_in(const char *bytes, size_t size) {
         const char *end = bytes + size;
         for (const char *p = bytes; p < end;) {
@@ -108,10 +129,11 @@ const char *toolkit_variable_in(const char *bytes, size_t size) {
                         p++;
                 if (p == end || (*p != '\0' && *p != '='))
                         continue;
-                /* The whole word, and each tail after an '_': a linker may keep "GTK_THEME" as the
-                 * end of a longer string that ends the same. */
-                for (const char *s = start; s < p; s++)
-                        if (s == start || s[-1] == '_') {
+                /* Every tail of the word too: a linker may keep "GTK_THEME" as the end of a longer
+                 * string that ends alike, and a longer name that ends in one ("MY_DISPLAY") counts,
+                 * to be safe. */
+                for (const char *s = start; p - s >= 2; s++)
+                        if (begins_a_name(s)) {
                                 const char *name = lookup(s, (size_t) (p - s));
                                 if (name)
                                         return name;
