@@ -624,7 +624,8 @@ def test_bench_times_the_prepared_mode_beside_exec(tmp_path):
     assert program["prepared_launches"] == 2
     # What the daemon said of it once its launches were timed (a refused one's reason shows there).
     word, toolkit, path = program["prepared_state"].split(" ")[:3]
-    assert word not in ("refused", "failed") and [toolkit, path] == ["gtk3", program["argv"][0]], program["prepared_state"]
+    assert word not in ("refused", "failed"), program["prepared_state"]
+    assert [toolkit, path] == ["gtk3", program["argv"][0]], program["prepared_state"]
     # The daemon's memory counts the prepared child once its toolkit started: about 11 MB of PSS, where
     # a child of the pool holds 1-2 MB.
     assert program["daemon_memory"]["prepared"]["pool_pss_kb"] > 6 * 1024, program["daemon_memory"]
