@@ -307,9 +307,11 @@ def test_a_launch_unlike_the_last_gets_an_ordinary_child(compositor):
     with prepared_daemon(compositor, str(GTK3)) as d:
         run_served(d, [str(GTK3)], env=env)
         other = dict(env, EXTRA="1")
+        reordered = dict(reversed(other.items()))
         for argv, launch_env, why in (
-            ([str(GTK3)], other, "another environment (first difference: EXTRA)"),
-            ([str(GTK3), "--name", "other"], other, "a GTK option among its arguments"),
+            ([str(GTK3)], other, "another environment (EXTRA: new, or another value)"),
+            ([str(GTK3)], reordered, "another environment (the same variables in another order)"),
+            ([str(GTK3), "--name", "other"], reordered, "a GTK option among its arguments"),
         ):
             wait_prepared(d, str(GTK3))
             expected = run_exec(argv, env=launch_env)

@@ -82,26 +82,48 @@ static struct prepared_program *find(const struct server *s, dev_t dev, ino_t in
         return NULL;
 }
 
-/* NULL when a and b have the same entries in the same order, but for those the service manager sets
- * anew at each start; else which differs first, by name only (a value may be a secret, and this goes
- * to the log). */
+static bool has_entry(char *const *env, const char *entry) {
+        for (; *env; env++)
+                if (strcmp(*env, entry) == 0)
+                        return true;
+        return false;
+}
+
+/* The first entry of a that b lacks (name and value), leaving out the per-start ones; or NULL. */
+static const char *first_missing(char *const *a, char *const *b) {
+        for (; *a; a++)
+                if (!prepared_per_start_variable(*a) && !has_entry(b, *a))
+                        return *a;
+        return NULL;
+}
+
+/* NULL when a (the kept launch's) and b (this launch's) have the same entries in the same order, but
+ * for those the service manager sets anew at each start; else how they differ, by name only (a value
+ * may be a secret, and this goes to the log). */
 static const char *environment_difference(char *const *a, char *const *b) {
         static char text[160];
-        for (;; a++, b++) {
-                while (*a && prepared_per_start_variable(*a))
-                        a++;
-                while (*b && prepared_per_start_variable(*b))
-                        b++;
-                if (!*a && !*b)
+        for (char *const *x = a, *const *y = b;; x++, y++) {
+                while (*x && prepared_per_start_variable(*x))
+                        x++;
+                while (*y && prepared_per_start_variable(*y))
+                        y++;
+                if (!*x && !*y)
                         return NULL;
-                if (*a && *b && strcmp(*a, *b) == 0)
-                        continue;
-                const char *entry = *b ? *b : *a;
-                int len = (int) strcspn(entry, "=");
-                snprintf(text, sizeof text, "another environment (first difference: %.*s)", len > 64 ? 64 : len,
-                         entry);
-                return text;
+                if (!*x || !*y || strcmp(*x, *y) != 0)
+                        break;
         }
+        /* The environment's order is the program's too (environ): the same entries in another order
+         * differ, but naming the first place they part would name a variable that did not change. */
+        const char *entry = first_missing(b, a), *what = "new, or another value";
+        if (!entry) {
+                entry = first_missing(a, b);
+                what = "gone";
+        }
+        if (!entry)
+                return "another environment (the same variables in another order)";
+        int len = (int) strcspn(entry, "=");
+        snprintf(text, sizeof text, "another environment (%.*s: %s)", len > 64 ? 64 : len, entry, what);
+        return text;
 }
 
 /* GTK 3's own options, which gtk_init takes out of argv: a prepared GTK 3 has parsed none. */
