@@ -270,6 +270,11 @@ def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(c
         # A function of its own that replaces the library's: the toolkit would run the library's.
         assert prepared_state(d, str(OTHER_CODE)).startswith("refused"), prepared_state(d, str(OTHER_CODE))
         assert "go to symbols it defines" in prepared_state(d, str(OTHER_CODE))
+        # ... naming one, for a user to check it.
+        named = re.search(
+            r"interposes \((hs_same_code|hs_same_code_too|_ZTIN2hs9same_codeE)\)", prepared_state(d, str(OTHER_CODE))
+        )
+        assert named, prepared_state(d, str(OTHER_CODE))
         expected = second_launch_taken_prepared_as_exec(d, [str(SAME_CODE)], env)
         assert b"same code 41" in expected.stdout, expected
 

@@ -476,16 +476,22 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
 }
 
 /* A 64-bit ELF file's whole image; data NULL (nothing to read) for any other file. */
+int elf_exports_of(const struct elf_file *f, struct elf_exports *ret) {
+        struct image im = image_of(f);
+        *ret = (struct elf_exports){ 0 };
+        int r = is_elf64(&im) ? read_exports(&im, ret) : 0;
+        if (r < 0)
+                elf_exports_done(ret);
+        return r;
+}
+
 int elf_exports_read(int fd, struct elf_exports *ret) {
         struct elf_file f = { 0 };
         *ret = (struct elf_exports){ 0 };
         int r = elf_file_read(fd, &f);
-        struct image im = image_of(&f);
-        if (r >= 0 && is_elf64(&im))
-                r = read_exports(&im, ret);
+        if (r >= 0)
+                r = elf_exports_of(&f, ret);
         elf_file_done(&f);
-        if (r < 0)
-                elf_exports_done(ret);
         return r;
 }
 

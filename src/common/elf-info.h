@@ -98,5 +98,6 @@ struct elf_exports {
 
 /* Reads the defined global symbols of the ELF file open at fd, through its section headers (a
  * file without them exports nothing here). Returns 0 or a negative errno. */
+int elf_exports_of(const struct elf_file *f, struct elf_exports *ret);
 int elf_exports_read(int fd, struct elf_exports *ret);
 void elf_exports_done(struct elf_exports *e);

@@ -150,22 +150,36 @@ static enum toolkit judge_own_library(struct needs *n, struct own_library *own) 
         return toolkit;
 }
 
-/* Whether the launch's binding only points the libraries at the program's copies of their own
- * variables (stdout, optind...), which take the values the toolkit left in the originals, and at
- * the program's copies of C++ inline functions they also have (the same code, struct bind_slot):
- * what the toolkit ran before the binding behaves as it would after. */
-static bool binds_alike_only(const struct bind_plan *plan) {
-        if (plan->nrebinds)
-                return false;
+/* The first binding of the launch that does more than point the libraries at the program's copies
+ * of their own variables (stdout, optind...), which take the values the toolkit left in the
+ * originals, and at the program's copies of C++ inline functions and type information they also
+ * have (the same code, struct bind_slot); NULL when none: then what the toolkit ran before the
+ * binding behaves as it would after. */
+static const struct bind_slot *unlike_binding(const struct bind_plan *plan) {
         for (uint32_t i = 0; i < plan->nslots; i++) {
                 const struct bind_slot *slot = &plan->slots[i];
                 bool copy = slot->same_code;
                 for (uint32_t j = 0; !slot->absolute && !copy && j < plan->ncopies; j++)
                         copy = slot->value - plan->copies[j].offset < plan->copies[j].size;
                 if (!copy)
-                        return false;
+                        return slot;
         }
-        return true;
+        return NULL;
+}
+
+/* Into why: that the launch binds otherwise than the toolkit ran, naming the symbol where the file
+ * says it (a library's definition another interposes is named by the plan). */
+static void binds_otherwise(const struct bind_plan *plan, const struct bind_slot *slot, const struct elf_file *file,
+                            char *why, size_t size) {
+        const char *name = plan->nrebinds ? plan->rebinds[0].name : NULL;
+        struct elf_exports ex = { 0 };
+        for (size_t i = 0; !name && slot && !slot->absolute && elf_exports_of(file, &ex) == 0 && i < ex.n; i++)
+                if (ex.items[i].value == slot->value)
+                        name = ex.items[i].name;
+        snprintf(why, size, "its libraries' references go to symbols it defines or another library interposes%s%s%s, "
+                 "which its toolkit would not reach before the launch binds them",
+                 name ? " (" : "", name ? name : "", name ? ")" : "");
+        elf_exports_done(&ex);
 }
 
 static const char *in_file(const char *library) {
@@ -198,9 +212,8 @@ static void judge(const struct needs *n, const struct elf_file *file, const stru
         else if (info->has_tls)
                 snprintf(why, size, "it has thread-local variables of its own, which threads its toolkit starts "
                                     "early would lack");
-        else if (!binds_alike_only(&image->plan))
-                snprintf(why, size, "its libraries' references go to symbols it defines or another library "
-                                    "interposes, which its toolkit would not reach before the launch binds them");
+        else if (image->plan.nrebinds || unlike_binding(&image->plan))
+                binds_otherwise(&image->plan, unlike_binding(&image->plan), file, why, size);
         else
                 why[0] = '\0';
 }
