@@ -67,11 +67,18 @@ def prepared_state(d: RunningDaemon, program: str) -> str:
     return d.prepared_line(program) or ""
 
 
-def wait_prepared(d: RunningDaemon, program: str) -> None:
+def wait_settled(d: RunningDaemon, program: str) -> str:
+    """The state of program's child once it is ready or let go for good."""
     deadline = time.monotonic() + WAIT_S
-    while not prepared_state(d, program).startswith("ready"):
-        assert time.monotonic() < deadline, f"no child prepared for {program}: {prepared_state(d, program)!r}"
+    while not (state := prepared_state(d, program)).startswith(("ready", "failed")):
+        assert time.monotonic() < deadline, state
         time.sleep(0.05)
+    return state
+
+
+def wait_prepared(d: RunningDaemon, program: str) -> None:
+    state = wait_settled(d, program)
+    assert state.startswith("ready"), f"no child prepared for {program}: {state!r}"
 
 
 def second_launch_taken_prepared_as_exec(d: RunningDaemon, argv: list[str], env: dict[str, str]) -> Result:
@@ -201,15 +208,6 @@ def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(composito
             got = run_served(d, argv, env=env)
         assert d.status()["launches-prepared"] == ["1"], d.log_text()
         assert (got.returncode, got.stdout) == (0, expected.stdout)
-
-
-def wait_settled(d: RunningDaemon, program: str) -> str:
-    """The state of program's child once it is ready or let go for good."""
-    deadline = time.monotonic() + WAIT_S
-    while not (state := prepared_state(d, program)).startswith(("ready", "failed")):
-        assert time.monotonic() < deadline, state
-        time.sleep(0.05)
-    return state
 
 
 @pytest.mark.parametrize("toolkit", ["gtk3", "gtk4"])

@@ -173,7 +173,9 @@ static void binds_otherwise(const struct bind_plan *plan, const struct bind_slot
                             char *why, size_t size) {
         const char *name = plan->nrebinds ? plan->rebinds[0].name : NULL;
         struct elf_exports ex = { 0 };
-        for (size_t i = 0; !name && slot && !slot->absolute && elf_exports_of(file, &ex) == 0 && i < ex.n; i++)
+        if (!name && slot && !slot->absolute)
+                (void) elf_exports_of(file, &ex); /* left empty when it cannot be read: no name then */
+        for (size_t i = 0; !name && i < ex.n; i++)
                 if (ex.items[i].value == slot->value)
                         name = ex.items[i].name;
         snprintf(why, size, "its libraries' references go to symbols it defines or another library interposes%s%s%s, "
@@ -192,6 +194,7 @@ static void judge(const struct needs *n, const struct elf_file *file, const stru
                   const struct elf_info *info, const struct image_entry *image, bool has_schedule, char *why,
                   size_t size) {
         const char *variable = NULL, *variable_in = NULL;
+        const struct bind_slot *unlike = NULL;
         if (n->environment_setter && !(variable = toolkit_variable_named(file)) && own->file.data &&
             (variable = toolkit_variable_named(&own->file)))
                 variable_in = own->name;
@@ -212,8 +215,8 @@ static void judge(const struct needs *n, const struct elf_file *file, const stru
         else if (info->has_tls)
                 snprintf(why, size, "it has thread-local variables of its own, which threads its toolkit starts "
                                     "early would lack");
-        else if (image->plan.nrebinds || unlike_binding(&image->plan))
-                binds_otherwise(&image->plan, unlike_binding(&image->plan), file, why, size);
+        else if (image->plan.nrebinds || (unlike = unlike_binding(&image->plan)))
+                binds_otherwise(&image->plan, unlike, file, why, size);
         else
                 why[0] = '\0';
 }
