@@ -44,6 +44,8 @@ IN_LIBRARY = GTK3.parent / "gtk-hello-in-library"
 IN_LIBRARY_SETS_THEME = GTK3.parent / "gtk-hello-in-library-sets-theme"
 # The GTK 3 sample adding a font of its own to fontconfig (FcConfigAppFontAddFile) before GTK starts.
 APP_FONT = GTK3.parent / "gtk-hello-app-font"
+# GtkApplications without a window, saying their locale as main starts, in startup and as they activate.
+APPLICATIONS = {"gtk3": GTK3.parent / "gtk-application", "gtk4": GTK4.parent / "gtk4-application"}
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -275,6 +277,28 @@ def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(c
         assert named, prepared_state(d, str(OTHER_CODE))
         expected = second_launch_taken_prepared_as_exec(d, [str(SAME_CODE)], env)
         assert b"same code 41" in expected.stdout, expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [str(GTK3), "locale"],
+        [str(GTK4), "locale"],
+        [str(IN_LIBRARY), "locale"],
+        [str(APPLICATIONS["gtk3"])],
+        [str(APPLICATIONS["gtk4"])],
+    ],
+    ids=["gtk3", "gtk4", "gtk3-in-library", "gtk3-application", "gtk4-application"],
+)
+def test_a_program_taken_prepared_starts_in_the_c_locale_and_gets_gtks_as_it_starts_gtk(compositor, argv):
+    """Under exec a program starts in the C locale and GTK sets the environment's as the program
+    starts it (gtk_init, g_application_run): a prepared child's GTK set it ahead, so the launch puts
+    C back and sets GTK's again at that call, in the program or in its own library."""
+    env = base_env(**dict(compositor, LANG="C.UTF-8"))
+    with prepared_daemon(compositor, argv[0]) as d:
+        expected = second_launch_taken_prepared_as_exec(d, argv, env)
+    said = re.findall(rb"(?m): (C\S*)$", expected.stdout)
+    assert said[0] == b"C" and set(said[1:]) == {b"C.UTF-8"}, expected.stdout
 
 
 def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(compositor):

@@ -4,6 +4,8 @@
  * screen once mapped; on Wayland mapping comes before anything is drawn, so it quits after its
  * first frame was committed to the compositor instead (what headstart's Wayland watch waits for). */
 #include <gtk/gtk.h>
+#include <locale.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -82,8 +84,14 @@ int main(int argc, char *argv[]) {
         headstart_mark_main();
         printf("gtk-hello: GTK %u.%u.%u, %d argument(s)\n", gtk_get_major_version(), gtk_get_minor_version(),
                gtk_get_micro_version(), argc - 1);
+        bool says_locale = false;
         for (int i = 1; i < argc; i++) {
                 printf("  argv[%d] = %s\n", i, argv[i]);
+                /* "locale": the locale as main starts and once GTK started (exec: C, then the
+                 * environment's), for tests to compare. */
+                if (strcmp(argv[i], "locale") == 0 && !says_locale)
+                        printf("  locale at main: %s\n", setlocale(LC_ALL, NULL));
+                says_locale = says_locale || strcmp(argv[i], "locale") == 0;
                 /* "env:NAME": the variable as the program sees it, for tests to compare. */
                 const char *value = strncmp(argv[i], "env:", 4) == 0 ? getenv(argv[i] + 4) : NULL;
                 if (strncmp(argv[i], "env:", 4) == 0)
@@ -125,6 +133,8 @@ int main(int argc, char *argv[]) {
                 printf("no display: initialised without a window\n");
                 return 0;
         }
+        if (says_locale)
+                printf("  locale once GTK started: %s\n", setlocale(LC_ALL, NULL));
 #ifdef NAMES_ITSELF
         printf("named %s\n", g_get_prgname());
 #endif

@@ -4,6 +4,9 @@
  * under Xvfb: the frame comes some tens of milliseconds after the window is mapped); without one it
  * initialises what it can and says so, as gtk-hello does with GTK 3. */
 #include <gtk/gtk.h>
+#include <locale.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "mark.h"
 
@@ -26,8 +29,14 @@ int main(int argc, char *argv[]) {
         headstart_mark_main();
         printf("gtk4-tiles: GTK %u.%u.%u, %d argument(s)\n", gtk_get_major_version(), gtk_get_minor_version(),
                gtk_get_micro_version(), argc - 1);
-        for (int i = 1; i < argc; i++)
+        bool says_locale = false;
+        for (int i = 1; i < argc; i++) {
                 printf("  argv[%d] = %s\n", i, argv[i]);
+                /* "locale": as in gtk-hello. */
+                if (strcmp(argv[i], "locale") == 0 && !says_locale)
+                        printf("  locale at main: %s\n", setlocale(LC_ALL, NULL));
+                says_locale = says_locale || strcmp(argv[i], "locale") == 0;
+        }
 #ifdef NAMES_ITSELF
         /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
         g_set_prgname("named-sample");
@@ -36,6 +45,8 @@ int main(int argc, char *argv[]) {
                 printf("no display: initialised without a window\n");
                 return 0;
         }
+        if (says_locale)
+                printf("  locale once GTK started: %s\n", setlocale(LC_ALL, NULL));
 #ifdef NAMES_ITSELF
         printf("named %s\n", g_get_prgname());
 #endif

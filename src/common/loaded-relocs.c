@@ -3,9 +3,13 @@
  * their reading here). */
 #include "loaded-relocs.h"
 
+#include "arch.h"
+
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct tables {
@@ -98,6 +102,10 @@ static int walk_table(const struct tables *t, const ElfW(Rela) *r, size_t n, loa
         return 0;
 }
 
+bool loaded_reloc_is_address(const struct loaded_reloc *r) {
+        return r->type == HS_R_GLOB_DAT || r->type == HS_R_ABS || r->type == HS_R_JUMP_SLOT;
+}
+
 int loaded_relocs_walk(const struct link_map *object, loaded_reloc_fn fn, void *userdata) {
         struct tables t;
         read_tables(object, &t);
@@ -138,4 +146,22 @@ void loaded_relro_range(const struct link_map *object, uintptr_t *ret_start, uin
         dl_iterate_phdr(find_relro, &q);
         *ret_start = q.start;
         *ret_end = q.end;
+}
+
+int loaded_slot_write(uintptr_t *slot, uintptr_t value, uintptr_t relro_start, uintptr_t relro_end) {
+        uintptr_t page_size = (uintptr_t) sysconf(_SC_PAGESIZE), page = (uintptr_t) slot & ~(page_size - 1);
+        bool relro = (uintptr_t) slot >= relro_start && (uintptr_t) slot < relro_end;
+        if (relro && mprotect((void *) page, page_size, PROT_READ | PROT_WRITE) < 0)
+                return -errno;
+        *slot = value;
+        return relro && mprotect((void *) page, page_size, PROT_READ) < 0 ? -errno : 0;
+}
+
+bool loaded_needs(const struct link_map *object, const char *soname) {
+        struct tables t;
+        read_tables(object, &t);
+        for (const ElfW(Dyn) *d = object->l_ld; t.str && d && d->d_tag != DT_NULL; d++)
+                if (d->d_tag == DT_NEEDED && strcmp(t.str + d->d_un.d_val, soname) == 0)
+                        return true;
+        return false;
 }

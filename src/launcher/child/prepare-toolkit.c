@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "run-program.h"
+#include "toolkit-locale.h"
 #include "wire.h"
 
 /* Where the zygote's channel goes: above the numbers the toolkit's own fds take, which are then the
@@ -169,6 +170,8 @@ static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, cons
                 return *failed = "the toolkit could not open the display", PREPARED_RETRY;
         if (terms->names_itself && !on_wayland(gtk))
                 return *failed = PREPARE_WHY_WAYLAND_ONLY, PREPARED_FAILED;
+        if ((*failed = toolkit_locale_keep(tk, gtk)))
+                return PREPARED_FAILED;
         measure_text(gtk, ((void *(*)(void)) settings)());
         if (tk == TOOLKIT_GTK3)
                 read_icon_theme(gtk);

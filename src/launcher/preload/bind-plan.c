@@ -112,10 +112,6 @@ static int add_slot(struct builder *b, const struct loaded_reloc *r, uint64_t va
         return 0;
 }
 
-static bool redoable(const struct loaded_reloc *r) {
-        return r->type == HS_R_GLOB_DAT || r->type == HS_R_ABS || r->type == HS_R_JUMP_SLOT;
-}
-
 /* Whether the word r filled, as the loader filled it without the program, points at the start of a
  * symbol of the name it refers to (a lazy slot still pointing into its PLT does not). */
 static bool reaches_same_name(const struct loaded_reloc *r) {
@@ -142,7 +138,7 @@ static int visit_reloc(const struct loaded_reloc *r, void *userdata) {
         const struct interposed *i = found ? NULL : interposers_lookup(b->interposed, r->name);
         if (found ? !binds_to(*found, r) : !i || r->hidden_version)
                 return 0;
-        if (!redoable(r)) {
+        if (!loaded_reloc_is_address(r)) {
                 b->refused = r->name;
                 return -EPROTO;
         }
@@ -576,19 +572,7 @@ static int fill_copies(const struct bind_plan *plan, const struct link_map *prog
 struct program_rebind {
         const struct bind_plan *plan;
         uintptr_t relro_start, relro_end;
-        size_t page_size;
 };
-
-/* One word of the program, which dlopen may have made read-only. */
-static int write_word(const struct program_rebind *p, uintptr_t *word, uintptr_t value) {
-        uintptr_t page = (uintptr_t) word & ~(p->page_size - 1);
-        bool relro = (uintptr_t) word >= p->relro_start && (uintptr_t) word < p->relro_end;
-        int r = relro ? set_protection(page, p->page_size, PROT_READ | PROT_WRITE) : 0;
-        if (r < 0)
-                return r;
-        *word = value;
-        return relro ? set_protection(page, p->page_size, PROT_READ) : 0;
-}
 
 static int rebind_reloc(const struct loaded_reloc *r, void *userdata) {
         const struct program_rebind *p = userdata;
@@ -596,15 +580,17 @@ static int rebind_reloc(const struct loaded_reloc *r, void *userdata) {
         const struct interposed *i = interposers_lookup(&list, r->name);
         if (!i || r->hidden_version)
                 return 0;
-        return redoable(r) ? write_word(p, r->slot, (uintptr_t) (i->address + (uint64_t) r->addend)) : -EPROTO;
+        return loaded_reloc_is_address(r) ? loaded_slot_write(r->slot, (uintptr_t) (i->address + (uint64_t) r->addend), p->relro_start,
+                                               p->relro_end)
+                           : -EPROTO;
 }
 
 /* The program's own references to what a library defines again of the C library: dlopen bound
  * them to the daemon's C library, exec to that library. */
-static int rebind_program(const struct bind_plan *plan, const struct link_map *program, size_t page_size) {
+static int rebind_program(const struct bind_plan *plan, const struct link_map *program) {
         if (plan->nrebinds == 0)
                 return 0;
-        struct program_rebind p = { .plan = plan, .page_size = page_size };
+        struct program_rebind p = { .plan = plan };
         loaded_relro_range(program, &p.relro_start, &p.relro_end);
         return loaded_relocs_walk(program, rebind_reloc, &p);
 }
@@ -614,7 +600,7 @@ int bind_plan_apply(const struct bind_plan *plan, const struct link_map *program
         const uintptr_t base = program->l_addr;
         int r = fill_copies(plan, program, page_size);
         if (r >= 0)
-                r = rebind_program(plan, program, page_size);
+                r = rebind_program(plan, program);
         if (r < 0)
                 return r;
         /* Slots are sorted: a read-only page is opened once for all its slots. */

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+#include "toolkit-locale.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <locale.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loaded-relocs.h"
+
+/* The locale GTK set as it started in this child; NULL once set again for the program. */
+static char *gtk_locale;
+
+static void set_gtk_locale(void) {
+        if (!gtk_locale)
+                return;
+        (void) setlocale(LC_ALL, gtk_locale);
+        free(gtk_locale);
+        gtk_locale = NULL;
+}
+
+/* GTK's own functions, which the ones below call once the locale is set. */
+static struct {
+        void (*init3)(int *, char ***);
+        int (*init_check3)(int *, char ***);
+        int (*init_with_args)(int *, char ***, const char *, const void *, const char *, void **);
+        int (*parse_args)(int *, char ***);
+        void *(*option_group)(int);
+        void (*init4)(void);
+        int (*init_check4)(void);
+        int (*local_command_line)(void *, char ***, int *);
+        void (*startup)(void *);
+} real;
+
+static void init3(int *argc, char ***argv) {
+        set_gtk_locale();
+        real.init3(argc, argv);
+}
+
+static int init_check3(int *argc, char ***argv) {
+        set_gtk_locale();
+        return real.init_check3(argc, argv);
+}
+
+static int init_with_args(int *argc, char ***argv, const char *summary, const void *entries, const char *domain,
+                          void **error) {
+        set_gtk_locale();
+        return real.init_with_args(argc, argv, summary, entries, domain, error);
+}
+
+static int parse_args(int *argc, char ***argv) {
+        set_gtk_locale();
+        return real.parse_args(argc, argv);
+}
+
+static void *option_group(int open_default_display) {
+        set_gtk_locale();
+        return real.option_group(open_default_display);
+}
+
+static void init4(void) {
+        set_gtk_locale();
+        real.init4();
+}
+
+static int init_check4(void) {
+        set_gtk_locale();
+        return real.init_check4();
+}
+
+static int local_command_line(void *application, char ***arguments, int *exit_status) {
+        set_gtk_locale();
+        return real.local_command_line(application, arguments, exit_status);
+}
+
+static void startup(void *application) {
+        set_gtk_locale();
+        real.startup(application);
+}
+
+struct route {
+        const char *name;
+        void *ours;
+        void **real;
+};
+
+#define ROUTE(name, ours, field) { name, (void *) (ours), (void **) &real.field }
+static const struct route gtk3_routes[] = {
+        ROUTE("gtk_init", init3, init3),
+        ROUTE("gtk_init_check", init_check3, init_check3),
+        ROUTE("gtk_init_with_args", init_with_args, init_with_args),
+        ROUTE("gtk_parse_args", parse_args, parse_args),
+        ROUTE("gtk_get_option_group", option_group, option_group),
+        { NULL, NULL, NULL },
+};
+static const struct route gtk4_routes[] = {
+        ROUTE("gtk_init", init4, init4),
+        ROUTE("gtk_init_check", init_check4, init_check4),
+        { NULL, NULL, NULL },
+};
+#undef ROUTE
+
+static const struct route *routes;
+static char toolkit_soname[32];
+
+/* GLib's GTypeQuery, and the places in a GApplicationClass (gio/gapplication.h, the same since GLib
+ * 2.28: subclasses compiled against it depend on them) of the two functions GtkApplication defines
+ * that start GTK, after the GObjectClass it begins with. */
+struct type_query {
+        unsigned long type;
+        const char *type_name;
+        unsigned class_size, instance_size;
+};
+enum { STARTUP_SLOT = 0, LOCAL_COMMAND_LINE_SLOT = 4 };
+
+/* The slot of GtkApplication's class, ref'd (classes are never freed), or NULL. */
+static void **application_slot(void *gtk, int index) {
+        unsigned long (*app_type)(void) = (unsigned long (*)(void)) dlsym(gtk, "gtk_application_get_type");
+        unsigned long (*from_name)(const char *) = (unsigned long (*)(const char *)) dlsym(gtk, "g_type_from_name");
+        void (*query)(unsigned long, struct type_query *) = (void (*)(unsigned long, struct type_query *)) dlsym(
+                gtk, "g_type_query");
+        void *(*class_ref)(unsigned long) = (void *(*)(unsigned long)) dlsym(gtk, "g_type_class_ref");
+        if (!app_type || !from_name || !query || !class_ref)
+                return NULL;
+        struct type_query object = { 0 };
+        query(from_name("GObject"), &object);
+        if (object.class_size == 0)
+                return NULL;
+        return (void **) ((char *) class_ref(app_type()) + object.class_size) + index;
+}
+
+/* Whether fn is a function of the library named soname (GtkApplication's own). */
+static bool in_library(void *fn, const char *soname) {
+        Dl_info info;
+        const char *base = fn && dladdr(fn, &info) && info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+        return base && strcmp(base + 1, soname) == 0;
+}
+
+static const char *route_application(void *gtk) {
+        void **slots[] = { application_slot(gtk, LOCAL_COMMAND_LINE_SLOT), application_slot(gtk, STARTUP_SLOT) };
+        if (!slots[0] || !slots[1] || !in_library(*slots[0], toolkit_soname) || !in_library(*slots[1], toolkit_soname))
+                return "GtkApplication's local_command_line and startup are not where GLib 2.28 and later put them";
+        real.local_command_line = (int (*)(void *, char ***, int *)) *slots[0];
+        real.startup = (void (*)(void *)) *slots[1];
+        *slots[0] = (void *) local_command_line;
+        *slots[1] = (void *) startup;
+        return NULL;
+}
+
+const char *toolkit_locale_keep(enum toolkit tk, void *gtk) {
+        bool gtk3 = tk == TOOLKIT_GTK3;
+        routes = gtk3 ? gtk3_routes : gtk4_routes;
+        strcpy(toolkit_soname, gtk3 ? "libgtk-3.so.0" : "libgtk-4.so.1");
+        for (const struct route *r = routes; r->name; r++)
+                if (!(*r->real = dlsym(gtk, r->name)))
+                        return "its toolkit lacks a function that starts it";
+        const char *failed = route_application(gtk);
+        if (failed)
+                return failed;
+        const char *name = setlocale(LC_ALL, NULL);
+        gtk_locale = name ? strdup(name) : NULL;
+        return gtk_locale ? NULL : "cannot keep the toolkit's locale";
+}
+
+void toolkit_locale_reset(void) {
+        (void) setlocale(LC_ALL, "C");
+}
+
+struct rerouting {
+        uintptr_t relro_start, relro_end;
+};
+
+static int reroute(const struct loaded_reloc *r, void *userdata) {
+        const struct rerouting *o = userdata;
+        if (!loaded_reloc_is_address(r))
+                return 0;
+        for (const struct route *route = routes; route->name; route++)
+                if (strcmp(r->name, route->name) == 0)
+                        return loaded_slot_write(r->slot, (uintptr_t) route->ours + (uintptr_t) r->addend,
+                                                 o->relro_start, o->relro_end);
+        return 0;
+}
+
+static int reroute_object(const struct link_map *object) {
+        struct rerouting o;
+        loaded_relro_range(object, &o.relro_start, &o.relro_end);
+        return loaded_relocs_walk(object, reroute, &o);
+}
+
+int toolkit_locale_route(const struct link_map *program) {
+        if (!routes)
+                return -EINVAL;
+        int r = reroute_object(program);
+        const struct link_map *l = program;
+        while (l->l_prev)
+                l = l->l_prev;
+        for (; r == 0 && l; l = l->l_next)
+                if (l != program && loaded_needs(l, toolkit_soname))
+                        r = reroute_object(l);
+        return r;
+}
