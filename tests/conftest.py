@@ -33,7 +33,7 @@ DAEMON_ONLY_VAR = "HEADSTART_TEST_DAEMON_ONLY"
 class Result:
     returncode: int
     stdout: bytes
-    stderr: bytes
+    stderr: bytes | None
 
 
 def _trusted(folder: Path) -> bool:
@@ -98,10 +98,12 @@ def run_served(daemon: RunningDaemon, argv: list[str], **kw: object) -> Result:
 
 def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 60, **kw: object) -> Result:
     # A session of our own: with a controlling terminal, headstart-run would choose exec.
+    # stderr=subprocess.STDOUT puts both on one pipe (then Result.stderr is None).
+    kw.setdefault("stderr", subprocess.PIPE)
     p = subprocess.run(
         argv,
         env=env if env is not None else base_env(),
-        capture_output=True,
+        stdout=subprocess.PIPE,
         timeout=timeout,
         start_new_session=True,
         **kw,  # type: ignore[arg-type]

@@ -92,6 +92,9 @@ int main(int argc, char *argv[]) {
                 if (strcmp(argv[i], "locale") == 0 && !says_locale)
                         printf("  locale at main: %s\n", setlocale(LC_ALL, NULL));
                 says_locale = says_locale || strcmp(argv[i], "locale") == 0;
+                /* As most programs: it ends before its toolkit starts. */
+                if (strcmp(argv[i], "--version") == 0)
+                        return 0;
                 /* "env:NAME": the variable as the program sees it, for tests to compare. */
                 const char *value = strncmp(argv[i], "env:", 4) == 0 ? getenv(argv[i] + 4) : NULL;
                 if (strncmp(argv[i], "env:", 4) == 0)
@@ -104,6 +107,8 @@ int main(int argc, char *argv[]) {
                                (unsigned long long) nproc.rlim_max, (unsigned long long) sigpending.rlim_cur,
                                (unsigned long long) sigpending.rlim_max);
         }
+        /* Its lines so far come out before what GTK says as it starts, on one pipe as on a terminal. */
+        fflush(stdout);
 #ifdef NAMES_ITSELF
         /* As gnome-2048 and gnome-clocks do: a name of its own before its toolkit starts. */
         g_set_prgname("named-sample");

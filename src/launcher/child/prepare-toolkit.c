@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "run-program.h"
-#include "toolkit-locale.h"
+#include "toolkit-start.h"
 #include "wire.h"
 
 /* Where the zygote's channel goes: above the numbers the toolkit's own fds take, which are then the
@@ -170,7 +170,7 @@ static int init_toolkit(enum toolkit tk, const struct prepare_terms *terms, cons
                 return *failed = "the toolkit could not open the display", PREPARED_RETRY;
         if (terms->names_itself && !on_wayland(gtk))
                 return *failed = PREPARE_WHY_WAYLAND_ONLY, PREPARED_FAILED;
-        if ((*failed = toolkit_locale_keep(tk, gtk)))
+        if ((*failed = toolkit_start_keep(tk, gtk)))
                 return PREPARED_FAILED;
         measure_text(gtk, ((void *(*)(void)) settings)());
         if (tk == TOOLKIT_GTK3)
@@ -280,21 +280,6 @@ bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *s
                         continue;
                 return list_kept(shape, channel, p) == 0;
         }
-}
-
-static void replay(int from, int to) {
-        char buf[4096];
-        ssize_t n;
-        for (off_t off = 0; (n = pread(from, buf, sizeof buf, off)) > 0; off += n)
-                for (ssize_t done = 0, w; done < n; done += w)
-                        if ((w = write(to, buf + done, (size_t) (n - done))) <= 0)
-                                return;
-}
-
-void prepared_replay_output(struct prepared_process *p) {
-        replay(p->output[0], 1);
-        replay(p->output[1], 2);
-        hs_close_fds(p->output, 2);
 }
 
 const char *toolkit_prepare_and_tell(enum toolkit tk, const struct prepare_terms *terms,

@@ -46,7 +46,7 @@ struct prepare_terms {
 struct prepared_process {
         int kept[PREPARED_MAX_FDS]; /* what the toolkit holds: kept open through the launch */
         size_t nkept;
-        int output[2]; /* what it wrote on stdout and on stderr meanwhile (memfds), replayed at the launch */
+        int output[2]; /* what it wrote on stdout and on stderr meanwhile (memfds): toolkit-start.h */
 };
 
 /* "gtk3", "gtk4", "none": a word, for --status. */
@@ -83,6 +83,3 @@ bool prepared_per_start_variable(const char *entry);
 /* Sets those variables as the launch's environment envp has them (or unsets them). */
 void prepared_take_per_start_variables(char *const *envp);
 
-/* Once the launch's fds are in place: writes what the toolkit printed while it was prepared to the
- * program's stdout and stderr, where exec's program would have printed it. */
-void prepared_replay_output(struct prepared_process *p);

@@ -25,7 +25,7 @@
 #include "prepare-toolkit.h"
 #include "entry.h"
 #include "proc-title.h"
-#include "toolkit-locale.h"
+#include "toolkit-start.h"
 #include "wire.h"
 
 extern char **environ;
@@ -299,8 +299,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 /* Those it kept as the zygote's (child_take_request_settings): the launch's now. */
                 if (apply_rlimits(req, true, false) < 0)
                         fail_errno(report_fd, "cannot apply the resource limits");
-                prepared_replay_output(prepared);
-                toolkit_locale_reset();
+                toolkit_start_defer(prepared->output);
         } else if ((failed = child_take_request_settings(req, false))) {
                 fail_errno(report_fd, failed);
         }
@@ -314,7 +313,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
         r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
-        r = prepared ? toolkit_locale_route(program) : 0;
+        r = prepared ? toolkit_start_route(program) : 0;
         if (r < 0)
                 fail(report_fd, "cannot route the program's start of its toolkit", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);

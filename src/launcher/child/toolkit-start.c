@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "toolkit-locale.h"
+#include "toolkit-start.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -7,18 +7,37 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loaded-relocs.h"
 
-/* The locale GTK set as it started in this child; NULL once set again for the program. */
+/* The locale GTK set as it started in this child, and what it wrote on stdout and stderr; each
+ * NULL once given to the program. */
 static char *gtk_locale;
+static struct held_output {
+        char *text;
+        size_t size;
+} held[2];
 
-static void set_gtk_locale(void) {
-        if (!gtk_locale)
-                return;
-        (void) setlocale(LC_ALL, gtk_locale);
+static void write_all(int fd, const char *text, size_t size) {
+        for (ssize_t w; size > 0; text += w, size -= (size_t) w)
+                if ((w = write(fd, text, size)) <= 0)
+                        return;
+}
+
+/* What GTK does at the program's first call that starts it, under exec, and does not again: it
+ * sets the locale, and, opening the display, says what it has to say (GtkApplication's
+ * local_command_line does not open it, nor does a remote instance's run ever). */
+static void start_for_program(bool opens_display) {
+        if (gtk_locale)
+                (void) setlocale(LC_ALL, gtk_locale);
         free(gtk_locale);
         gtk_locale = NULL;
+        for (int i = 0; opens_display && i < 2; i++) {
+                write_all(i + 1, held[i].text, held[i].size);
+                free(held[i].text);
+                held[i] = (struct held_output){ 0 };
+        }
 }
 
 /* GTK's own functions, which the ones below call once the locale is set. */
@@ -35,48 +54,48 @@ static struct {
 } real;
 
 static void init3(int *argc, char ***argv) {
-        set_gtk_locale();
+        start_for_program(true);
         real.init3(argc, argv);
 }
 
 static int init_check3(int *argc, char ***argv) {
-        set_gtk_locale();
+        start_for_program(true);
         return real.init_check3(argc, argv);
 }
 
 static int init_with_args(int *argc, char ***argv, const char *summary, const void *entries, const char *domain,
                           void **error) {
-        set_gtk_locale();
+        start_for_program(true);
         return real.init_with_args(argc, argv, summary, entries, domain, error);
 }
 
 static int parse_args(int *argc, char ***argv) {
-        set_gtk_locale();
+        start_for_program(true);
         return real.parse_args(argc, argv);
 }
 
 static void *option_group(int open_default_display) {
-        set_gtk_locale();
+        start_for_program(open_default_display);
         return real.option_group(open_default_display);
 }
 
 static void init4(void) {
-        set_gtk_locale();
+        start_for_program(true);
         real.init4();
 }
 
 static int init_check4(void) {
-        set_gtk_locale();
+        start_for_program(true);
         return real.init_check4();
 }
 
 static int local_command_line(void *application, char ***arguments, int *exit_status) {
-        set_gtk_locale();
+        start_for_program(false);
         return real.local_command_line(application, arguments, exit_status);
 }
 
 static void startup(void *application) {
-        set_gtk_locale();
+        start_for_program(true);
         real.startup(application);
 }
 
@@ -149,7 +168,7 @@ static const char *route_application(void *gtk) {
         return NULL;
 }
 
-const char *toolkit_locale_keep(enum toolkit tk, void *gtk) {
+const char *toolkit_start_keep(enum toolkit tk, void *gtk) {
         bool gtk3 = tk == TOOLKIT_GTK3;
         routes = gtk3 ? gtk3_routes : gtk4_routes;
         strcpy(toolkit_soname, gtk3 ? "libgtk-3.so.0" : "libgtk-4.so.1");
@@ -164,8 +183,22 @@ const char *toolkit_locale_keep(enum toolkit tk, void *gtk) {
         return gtk_locale ? NULL : "cannot keep the toolkit's locale";
 }
 
-void toolkit_locale_reset(void) {
+/* The whole memfd fd, or NULL (its size in *size); closed. */
+static char *read_whole(int fd, size_t *size) {
+        off_t end = lseek(fd, 0, SEEK_END);
+        char *text = end > 0 ? malloc((size_t) end) : NULL;
+        ssize_t n = text ? pread(fd, text, (size_t) end, 0) : 0;
+        close(fd);
+        *size = n > 0 ? (size_t) n : 0;
+        return text;
+}
+
+void toolkit_start_defer(int output[2]) {
         (void) setlocale(LC_ALL, "C");
+        for (int i = 0; i < 2; i++) {
+                held[i].text = read_whole(output[i], &held[i].size);
+                output[i] = -1;
+        }
 }
 
 struct rerouting {
@@ -189,7 +222,7 @@ static int reroute_object(const struct link_map *object) {
         return loaded_relocs_walk(object, reroute, &o);
 }
 
-int toolkit_locale_route(const struct link_map *program) {
+int toolkit_start_route(const struct link_map *program) {
         if (!routes)
                 return -EINVAL;
         int r = reroute_object(program);
