@@ -280,6 +280,15 @@ def test_check_prints_the_daemons_log_only_when_asked():
     assert done.returncode == 0 and f"headstartd: {program} starts a thread while it loads" in done.stderr
 
 
+def test_check_on_a_narrow_terminal_folds_paths_and_reasons_rather_than_cutting_them():
+    """On 60 columns the program's path and its reason wrap whole: a name cut to "…" could not be told."""
+    program = str(bin_path("observe").parent / "constructor-thread")
+    done = headstart("check", program, env=dict(os.environ, COLUMNS="60"))
+    assert done.returncode == 0 and "…" not in done.stdout, done.stdout
+    cells = "".join(line.strip("│ ").split("│")[0].strip() for line in done.stdout.splitlines() if "│" in line)
+    assert program in cells, done.stdout
+
+
 def test_the_man_page_gives_the_exit_status():
     page = (ROOT / "packaging/man/headstart.1").read_text()
     assert ".SH EXIT STATUS" in page and "\\fBheadstart check\\fR exits 0 when headstartd serves every program" in page

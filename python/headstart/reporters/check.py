@@ -31,13 +31,16 @@ def prepared(verdict: dict[str, Any]) -> str:
 
 
 def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
-    table = Table(show_lines=False)
-    table.add_column("program")
-    table.add_column("served")
-    table.add_column("why")
     with_toolkit = any(prepared(v) for v in verdicts)
+    # On a narrow terminal the reasons wrap over several lines: rules between the rows keep each
+    # program's apart, and a path folds rather than losing its end (the program's name).
+    wraps = with_toolkit or any(v["mode"] != "warm" for v in verdicts)
+    table = Table(show_lines=wraps)
+    table.add_column("program", overflow="fold")
+    table.add_column("served", no_wrap=True)
+    table.add_column("why", overflow="fold")
     if with_toolkit:
-        table.add_column("--prepare-display")
+        table.add_column("--prepare-display", overflow="fold")
     for v in verdicts:
         if v["mode"] == "exec":
             served, why = "[red]no, exec[/red]", v["reason"]
