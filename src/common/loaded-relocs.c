@@ -3,14 +3,14 @@
  * their reading here). */
 #include "loaded-relocs.h"
 
-#include "arch.h"
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "arch.h"
 
 struct tables {
         uintptr_t base;
