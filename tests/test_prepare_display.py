@@ -46,6 +46,8 @@ IN_LIBRARY_SETS_THEME = GTK3.parent / "gtk-hello-in-library-sets-theme"
 APP_FONT = GTK3.parent / "gtk-hello-app-font"
 # GtkApplications without a window, saying their locale as main starts, in startup and as they activate.
 APPLICATIONS = {"gtk3": GTK3.parent / "gtk-application", "gtk4": GTK4.parent / "gtk4-application"}
+# Debian's gnome-font-viewer: GTK 4 and an AdwApplication, which starts libadwaita (make deps installs it).
+ADWAITA_PROGRAM = Path("/usr/bin/gnome-font-viewer")
 WAIT_S = 30.0
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/schema/bench.schema.json").read_text())
 
@@ -299,6 +301,32 @@ def test_a_program_taken_prepared_starts_in_the_c_locale_and_gets_gtks_as_it_sta
         expected = second_launch_taken_prepared_as_exec(d, argv, env)
     said = re.findall(rb"(?m): (C\S*)$", expected.stdout)
     assert said[0] == b"C" and set(said[1:]) == {b"C.UTF-8"}, expected.stdout
+
+
+def run_until_stopped(argv: list[str], env: dict[str, str]) -> Result:
+    """A program that shows its window until it is stopped: SIGTERM after 3 s."""
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    time.sleep(3)
+    proc.terminate()
+    out, err = proc.communicate(timeout=WAIT_S)
+    return Result(proc.returncode, out, without_times(err))
+
+
+@pytest.mark.skipif(not ADWAITA_PROGRAM.exists(), reason="gnome-font-viewer is not installed (make deps installs it)")
+def test_a_program_that_starts_libadwaita_has_it_started_ahead_and_behaves_as_exec(compositor):
+    env = base_env(**compositor)
+    argv = [str(ADWAITA_PROGRAM)]
+    expected = run_until_stopped(argv, env)
+    with prepared_daemon(compositor, argv[0]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        run_until_stopped(client + argv, env)
+        wait_prepared(d, argv[0])
+        assert prepared_state(d, argv[0]).startswith("ready gtk4+adwaita "), prepared_state(d, argv[0])
+        got = run_until_stopped(client + argv, env)
+        assert d.status()["launches-prepared"] == ["1"], d.log_text()
+    assert got == expected
 
 
 def test_a_program_that_sets_a_variable_is_refused_only_if_its_toolkit_reads_it(compositor):

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* What a prepared child does to start GTK 4 (src/launcher/child/prepare-toolkit.c). */
+/* What a prepared child does to start GTK 4 (src/launcher/child/prepare-toolkit.c), and libadwaita
+ * for a program that starts it (found here through dlopen: its headers need not be installed). */
+#include <dlfcn.h>
 #include <gtk/gtk.h>
 /* after gtk.h, which it must follow */
 #include <gsk/gl/gskglrenderer.h>
@@ -18,6 +20,10 @@ int main(void) {
                 gsk_renderer_unrealize(renderer);
         g_clear_error(&error);
         g_object_unref(renderer);
+        void *adwaita = dlopen("libadwaita-1.so.0", RTLD_NOW);
+        void (*adw_init)(void) = adwaita ? (void (*)(void)) dlsym(adwaita, "adw_init") : NULL;
+        if (adw_init)
+                adw_init();
         armed = 0;
         return 0;
 }

@@ -25,6 +25,9 @@ struct prepare_terms {
         /* It gives GTK 3 options of its own as it starts (gtk_init_with_args, gtk_parse_args), which
          * a started GTK no longer parses: only a launch without arguments, which has none to parse. */
         bool no_arguments;
+        /* It starts libadwaita (adw_init, or an AdwApplication, which calls it at its startup): the
+         * child starts it too, after GTK 4, as AdwApplication would. */
+        bool starts_adwaita;
 };
 
 /* Why each term holds, for the log and headstart check. */

@@ -29,6 +29,7 @@ struct needs {
         bool names_itself;     /* it imports g_set_prgname */
         bool reads_class;      /* it imports gdk_get_program_class */
         bool parses_options;   /* it imports gtk_init_with_args or gtk_parse_args */
+        bool starts_adwaita;   /* it imports adw_init, adw_application_new or adw_application_get_type */
 };
 
 #define FONTS_OF_ITS_OWN "it changes fontconfig's fonts or configuration, which the font measured ahead already read"
@@ -107,6 +108,8 @@ static void on_import(const char *name, void *data) {
         n->names_itself |= strcmp(name, "g_set_prgname") == 0;
         n->parses_options |= strcmp(name, "gtk_init_with_args") == 0 || strcmp(name, "gtk_parse_args") == 0;
         n->reads_class |= strcmp(name, "gdk_get_program_class") == 0;
+        n->starts_adwaita |= strcmp(name, "adw_init") == 0 || strcmp(name, "adw_application_new") == 0 ||
+                             strcmp(name, "adw_application_get_type") == 0;
         for (size_t i = 0; !n->refusal && i < ELEMENTSOF(refused_imports); i++)
                 if (strcmp(name, refused_imports[i].symbol) == 0) {
                         n->refusal = refused_imports[i].why;
@@ -233,7 +236,9 @@ enum toolkit prepare_judge(const struct image_entry *image, bool has_schedule, s
         else if (!n.toolkit)
                 n.toolkit = judge_own_library(&n, &own);
         judge(&n, &file, &own, &info, image, has_schedule, why, size);
-        *ret_terms = (struct prepare_terms){ .names_itself = n.names_itself, .no_arguments = n.parses_options };
+        *ret_terms = (struct prepare_terms){ .names_itself = n.names_itself,
+                                             .no_arguments = n.parses_options,
+                                             .starts_adwaita = n.toolkit == TOOLKIT_GTK4 && n.starts_adwaita };
         elf_file_done(&own.file);
         elf_file_done(&file);
         for (size_t i = 0; i < n.nlibraries; i++)

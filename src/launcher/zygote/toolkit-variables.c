@@ -8,13 +8,15 @@
 
 /* Sorted in strcmp order. What GTK 3.24.38 and GTK 4.8.3 (with GLib 2.74, Pango 1.50, fontconfig,
  * Mesa 22.3's GL for GTK 4's renderer) read through getenv while a prepared child starts them
- * (gtk_init, the settings' font measured, GTK 3's icon theme, GTK 4's GL programs), on Wayland and
+ * (gtk_init, the settings' font measured, GTK 3's icon theme, GTK 4's GL programs, libadwaita 1.2's
+ * adw_init), on Wayland and
  * on X11, as tools/toolkit-variables/trace.py lists them; and what glibc reads inside setlocale
  * and tzset, which no interposed getenv sees (LC_*, LANG, LANGUAGE, LOCPATH, TZ, TZDIR); and
  * G_SLICE. Left out: Mesa's option "bar", which only its own tests use, and GLib's
  * G_ENABLE_DIAGNOSTIC (docs/limitations.md says why). */
 static const char *const variables[] = {
-        "AS_SECURE_LOG_FILE", "AT_SPI_BUS_ADDRESS", "AT_SPI_DISPLAY", "CHARSET", "D3D12_DEBUG",
+        "ADW_DEBUG_COLOR_SCHEME", "ADW_DEBUG_HIGH_CONTRAST", "ADW_DISABLE_PORTAL", "AS_SECURE_LOG_FILE",
+        "AT_SPI_BUS_ADDRESS", "AT_SPI_DISPLAY", "CHARSET", "D3D12_DEBUG",
         "D3D12_VIDEO_ENC_ASYNC", "D3D12_VIDEO_ENC_ASYNC_DEPTH", "D3D12_VIDEO_ENC_CBR_FORCE_VBV_EQUAL_BITRATE",
         "D3D12_VIDEO_ENC_FALLBACK_RATE_CONTROL_CONFIG", "D3D12_VIDEO_ENC_FALLBACK_SLICE_CONFIG",
         "D3D12_VIDEO_ENC_METADATA_BUFFERS_COUNT", "DBUS_SESSION_BUS_ADDRESS", "DBUS_STARTER_ADDRESS",
