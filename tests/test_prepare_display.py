@@ -33,6 +33,8 @@ GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-wid
 NAMED = {"gtk3": GTK3.parent / "gtk-hello-named", "gtk4": GTK4.parent / "gtk4-tiles-named"}
 # The GTK 3 sample parsing an option of its own with GTK's (gtk_init_with_args), as gucharmap does.
 OPTIONS = GTK3.parent / "gtk-hello-options"
+# The same option in a context of its own with GTK's group (gtk_get_option_group), as evince and tali do.
+OPTION_GROUP = GTK3.parent / "gtk-hello-option-group"
 # The GTK 3 sample defining a function its library defines too (libhs-same-code.so calls it through
 # its PLT): weak, as C++ inline functions are (the same code), or a definition of its own.
 SAME_CODE, OTHER_CODE = GTK3.parent / "gtk-hello-same-code", GTK3.parent / "gtk-hello-other-code"
@@ -564,22 +566,33 @@ def test_a_display_that_appears_ends_the_pause_between_tries(compositor, tmp_pat
         assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
 
 
-@pytest.mark.parametrize("args", [[], ["--version"]], ids=["starts-gtk", "ends-before"])
-def test_what_gtk_says_as_it_starts_ahead_reaches_the_launch_where_exec_prints_it(compositor, args):
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [
+        (GTK3, []),
+        (GTK3, ["--version"]),
+        (OPTION_GROUP, ["--greeting", "hi"]),
+        (OPTION_GROUP, ["--bogus"]),
+        (OPTION_GROUP, ["--help"]),
+    ],
+    ids=["starts-gtk", "ends-before", "option-group", "option-group-bad-option", "option-group-help"],
+)
+def test_what_gtk_says_as_it_starts_ahead_reaches_the_launch_where_exec_prints_it(compositor, program, args):
     """GTK's messages as it started ahead come out at the program's own start of GTK: after what the
-    program printed before it (stdout and stderr on one pipe), and not at all from a launch that
-    ends before it would start GTK."""
+    program printed before it (stdout and stderr on one pipe), after the parse of GTK's option group,
+    and not at all from a launch that ends before it would start GTK."""
     env = base_env(**compositor, GTK_MODULES="headstart-no-such-module")
-    argv = [str(GTK3), *args]
+    argv = [str(program), *args]
     expected = run_exec(argv, env=env, stderr=subprocess.STDOUT)
-    assert (b"headstart-no-such-module" in expected.stdout) == (not args), expected.stdout
-    with prepared_daemon(compositor, str(GTK3)) as d:
-        run_served(d, argv, env=env)
-        wait_prepared(d, str(GTK3))
+    starts = args in ([], ["--greeting", "hi"])
+    assert (b"headstart-no-such-module" in expected.stdout) == starts, expected.stdout
+    with prepared_daemon(compositor, str(program)) as d:
+        run_served(d, [str(program)], env=env)
+        wait_prepared(d, str(program))
         before = taken_ahead(d)
         got = run_served(d, argv, env=env, stderr=subprocess.STDOUT)
         assert taken_ahead(d) == before + 1
-        assert (got.returncode, without_times(got.stdout)) == (0, without_times(expected.stdout))
+        assert (got.returncode, without_times(got.stdout)) == (expected.returncode, without_times(expected.stdout))
 
 
 def test_a_compositor_gone_meanwhile_costs_one_ordinary_launch(compositor):
@@ -622,13 +635,16 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
     assert unregistered
     args = ["--warm", str(QT), "--prepare-display", str(QT), "--warm", str(GTK3), "--prepare-display", str(GTK3),
             "--prepare-display", unregistered, "--warm", str(GTK4), "--prepare-display", str(GTK4),
-            "--schedule", f"{GTK4} nice=3", "--pool", "1", "--no-learn"]  # fmt: skip
+            "--schedule", f"{GTK4} nice=3", "--pool", "1", "--no-learn",
+            "--app", "/usr/bin/passwd", "--prepare-display", "/usr/bin/passwd"]  # fmt: skip
     with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
         # Judged as the zygote starts, before any launch.
         state = prepared_state(d, str(QT))
         assert state.startswith("refused none") and "does not link GTK 3 or GTK 4" in state, state
         state = prepared_state(d, unregistered)
         assert state.startswith("refused none") and "it is not registered" in state, state
+        state = prepared_state(d, "/usr/bin/passwd")  # exec'd, and why
+        assert "it is exec'd, not served: set-user-ID or set-group-ID" in state, state
         assert prepared_state(d, str(GTK3)).startswith("unlaunched gtk3"), prepared_state(d, str(GTK3))
         state = prepared_state(d, str(GTK4))  # refused, and which toolkit it links
         assert state.startswith("refused gtk4") and "it has a --schedule" in state, state

@@ -125,12 +125,27 @@ int main(int argc, char *argv[]) {
         /* A variable of its own: GTK never reads it. */
         setenv("HELLO_STARTED", "1", 1);
 #endif
-#ifdef PARSES_OPTIONS
-        /* As gucharmap does: options of its own, parsed with GTK's as GTK starts. */
+#if defined(PARSES_OPTIONS) || defined(OPTION_GROUP)
         static char *greeting;
         static const GOptionEntry entries[] = {
                 { "greeting", 0, 0, G_OPTION_ARG_STRING, &greeting, "a greeting", "TEXT" }, { NULL }
         };
+#endif
+#ifdef OPTION_GROUP
+        /* As evince and tali do: its own options and GTK's group in one context, whose parse starts
+         * GTK once the options are read (so --help and a bad option end before it starts). */
+        GOptionContext *context = g_option_context_new(NULL);
+        g_option_context_add_main_entries(context, entries, NULL);
+        g_option_context_add_group(context, gtk_get_option_group(TRUE));
+        GError *error = NULL;
+        if (!g_option_context_parse(context, &argc, &argv, &error)) {
+                fprintf(stderr, "gtk-hello: %s\n", error->message);
+                return 1;
+        }
+        g_option_context_free(context);
+        if (!gdk_display_get_default()) {
+#elif defined(PARSES_OPTIONS)
+        /* As gucharmap does: options of its own, parsed with GTK's as GTK starts. */
         if (!gtk_init_with_args(&argc, &argv, NULL, entries, NULL, NULL)) {
 #else
         if (!gtk_init_check(&argc, &argv)) {
@@ -146,7 +161,7 @@ int main(int argc, char *argv[]) {
 #if defined(SAME_CODE) || defined(OTHER_CODE)
         printf("same code %d\n", hs_call_same_code(20));
 #endif
-#ifdef PARSES_OPTIONS
+#if defined(PARSES_OPTIONS) || defined(OPTION_GROUP)
         printf("greeting %s, %d argument(s) left\n", greeting ? greeting : "(none)", argc - 1);
 #endif
         GtkWidget *window = gtk_window_new(GTK_WINDOW_TOPLEVEL);

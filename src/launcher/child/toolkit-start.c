@@ -47,6 +47,7 @@ static struct {
         int (*init_with_args)(int *, char ***, const char *, const void *, const char *, void **);
         int (*parse_args)(int *, char ***);
         void *(*option_group)(int);
+        void (*set_parse_hooks)(void *, void *, void *); /* GLib's g_option_group_set_parse_hooks */
         void (*init4)(void);
         int (*init_check4)(void);
         int (*local_command_line)(void *, char ***, int *);
@@ -74,9 +75,21 @@ static int parse_args(int *argc, char ***argv) {
         return real.parse_args(argc, argv);
 }
 
+/* GTK 3's option group opens the display after its options were parsed; GTK's own hook does nothing
+ * more in a started GTK, whose display is open. A launch that ends in the parse (--help, a bad
+ * option, a --version callback) never gets there, and prints none of GTK's messages. */
+static int options_parsed(void *context, void *group, void *data, void **error) {
+        (void) context, (void) group, (void) data, (void) error;
+        start_for_program(true);
+        return 1;
+}
+
 static void *option_group(int open_default_display) {
-        start_for_program(open_default_display);
-        return real.option_group(open_default_display);
+        start_for_program(false);
+        void *group = real.option_group(open_default_display);
+        if (group && open_default_display)
+                real.set_parse_hooks(group, NULL, (void *) options_parsed);
+        return group;
 }
 
 static void init4(void) {
@@ -175,6 +188,9 @@ const char *toolkit_start_keep(enum toolkit tk, void *gtk) {
         for (const struct route *r = routes; r->name; r++)
                 if (!(*r->real = dlsym(gtk, r->name)))
                         return "its toolkit lacks a function that starts it";
+        real.set_parse_hooks = (void (*)(void *, void *, void *)) dlsym(gtk, "g_option_group_set_parse_hooks");
+        if (!real.set_parse_hooks)
+                return "its toolkit's GLib has no g_option_group_set_parse_hooks";
         const char *failed = route_application(gtk);
         if (failed)
                 return failed;

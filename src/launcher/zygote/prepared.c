@@ -45,9 +45,9 @@
  * HS_LAUNCH_DEFAULT_TIMEOUT_MS), after which the client execs the program itself. */
 #define PREPARE_WAIT_MAX_MS 1500u
 
-/* The program a --prepare-display names, as the zygote registered and loaded it; or NULL. */
-static const struct registered_file *served_program(const struct server *s, const char *name,
-                                                    const char **ret_why) {
+/* The program a --prepare-display names, as the zygote registered it (served or exec'd); or NULL. */
+static const struct registered_file *registered_program(const struct server *s, const char *name,
+                                                        const char **ret_why) {
         char path[PATH_MAX];
         struct stat st;
         *ret_why = "the program cannot be found";
@@ -58,8 +58,8 @@ static const struct registered_file *served_program(const struct server *s, cons
                 const struct registered_file *reg = &s->registered[i];
                 if (reg->dev != st.st_dev || reg->ino != st.st_ino)
                         continue;
-                *ret_why = reg->mode == MODE_EXEC ? "it is exec'd, not served" : NULL;
-                return reg->mode == MODE_EXEC ? NULL : reg;
+                *ret_why = NULL;
+                return reg;
         }
         return NULL;
 }
@@ -472,8 +472,8 @@ static void load_shapes(struct server *s) {
 int prepared_init(struct server *s, const struct string_list *names) {
         for (size_t i = 0; i < names->n; i++) {
                 const char *why;
-                const struct registered_file *reg = served_program(s, names->items[i], &why);
-                const struct image_entry *image = reg ? image_of(s, reg) : NULL;
+                const struct registered_file *reg = registered_program(s, names->items[i], &why);
+                const struct image_entry *image = reg && reg->mode != MODE_EXEC ? image_of(s, reg) : NULL;
                 struct prepared_program *p = calloc(1, sizeof *p);
                 if (!p || !(p->program = strdup(reg ? reg->path : names->items[i]))) {
                         free(p);
@@ -483,14 +483,17 @@ int prepared_init(struct server *s, const struct string_list *names) {
                 p->display = (struct display_watch){ .watch.kind = WATCH_DISPLAY, .fd = -1 };
                 p->next = s->prepared;
                 s->prepared = p;
-                if (reg && !image)
+                if (reg && reg->mode == MODE_EXEC)
+                        snprintf(p->refusal, sizeof p->refusal, "it is exec'd, not served%s%s",
+                                 reg->reason ? ": " : "", reg->reason ? reg->reason : "");
+                else if (reg && !image)
                         why = "its file cannot be read";
                 if (image) {
                         p->dev = image->dev;
                         p->ino = image->ino;
                         bool scheduled = schedule_for(s->schedules, s->nschedules, image->dev, image->ino);
                         p->toolkit = prepare_judge(image, scheduled, &p->terms, p->refusal, sizeof p->refusal);
-                } else
+                } else if (!p->refusal[0])
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
                 if (p->refusal[0])
                         log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
