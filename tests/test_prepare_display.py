@@ -200,6 +200,20 @@ def test_the_settings_font_and_icon_theme_are_read_ahead_and_the_launch_prints_a
         assert (got.returncode, got.stdout) == (0, expected.stdout)
 
 
+def test_a_prepared_child_is_not_the_program_to_pidof_until_its_launch(compositor):
+    """While it waits, the child keeps the daemon's name and command line: a script asking whether
+    the program runs (pgrep, pidof) must not find it; the launch names it as exec would."""
+    env = base_env(**compositor)
+    argv = [str(GTK3), "comm"]
+    with prepared_daemon(compositor, str(GTK3)) as d:
+        expected = second_launch_taken_prepared_as_exec(d, argv, env)
+        assert f"comm {GTK3.name}\n".encode() in expected.stdout
+        wait_prepared(d, str(GTK3))  # the next child, waiting
+        names = {Path(f"/proc/{pid}/comm").read_text().strip() for pid in descendants(d.zygote_pid())}
+        lines = {Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] for pid in descendants(d.zygote_pid())}
+        assert GTK3.name not in names and str(GTK3).encode() not in lines, (names, lines)
+
+
 @pytest.mark.parametrize("renderer", ["", "cairo"], ids=["gl", "cairo"])
 def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(compositor, renderer):
     env = base_env(**compositor, **({"GSK_RENDERER": renderer} if renderer else {}))

@@ -92,6 +92,13 @@ int main(int argc, char *argv[]) {
                 if (strcmp(argv[i], "locale") == 0 && !says_locale)
                         printf("  locale at main: %s\n", setlocale(LC_ALL, NULL));
                 says_locale = says_locale || strcmp(argv[i], "locale") == 0;
+                /* "comm": the process's name, as ps and pgrep see it. */
+                char comm[32] = "";
+                FILE *f = strcmp(argv[i], "comm") == 0 ? fopen("/proc/self/comm", "r") : NULL;
+                if (f && fgets(comm, sizeof comm, f))
+                        printf("  comm %s", comm);
+                if (f)
+                        fclose(f);
                 /* As most programs: it ends before its toolkit starts. */
                 if (strcmp(argv[i], "--version") == 0)
                         return 0;

@@ -186,11 +186,17 @@ static const char *base_name(const char *path) {
         return s ? s + 1 : path;
 }
 
+/* What the C library calls the program, which libraries read in the process (Mesa picks its
+ * per-program settings by it). */
+static void set_invocation_names(const struct hs_launch_request *req) {
+        program_invocation_name = req->argv[0];
+        program_invocation_short_name = (char *) base_name(req->argv[0]);
+}
+
 static void set_names(const struct hs_launch_request *req) {
         /* exec names the process (comm) after the file it runs, not after argv[0]. */
         (void) prctl(PR_SET_NAME, base_name(req->path), 0, 0, 0);
-        program_invocation_name = req->argv[0];
-        program_invocation_short_name = (char *) base_name(req->argv[0]);
+        set_invocation_names(req);
         proc_title_set(req);
 }
 
@@ -246,7 +252,12 @@ const char *child_take_request_settings(const struct hs_launch_request *req, boo
         umask((mode_t) req->fixed.umask);
         if (apply_rlimits(req, !preparing, true) < 0)
                 return "cannot apply the resource limits";
-        set_names(req);
+        /* A child prepared ahead keeps the daemon's name and title while it waits: pidof and pgrep
+         * must not find the program running before it is launched. Its launch gives it them. */
+        if (preparing)
+                set_invocation_names(req);
+        else
+                set_names(req);
         environ = req->envp;
 
         sigset_t mask;
