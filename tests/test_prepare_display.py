@@ -672,6 +672,7 @@ def test_what_cannot_be_prepared_is_refused_with_its_reason_from_the_start(compo
 
 def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
     programs = [str(GTK3), str(QT), str(GTK4), str(NAMED["gtk4"]), str(OPTIONS)]
+    programs += [str(ADWAITA_PROGRAM)] if ADWAITA_PROGRAM.exists() else []
     done = subprocess.run([str(bin_path("headstartd")), "--check", *programs], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     verdicts = {v["path"]: v for v in map(json.loads, done.stdout.splitlines())}
@@ -680,6 +681,9 @@ def test_check_says_what_the_daemon_says_of_preparing_each_program(compositor):
     assert "on Wayland" in verdicts[str(NAMED["gtk4"])]["prepare_display_only"]
     assert "launches without arguments" in verdicts[str(OPTIONS)]["prepare_display_only"]
     assert verdicts[str(QT)]["toolkit"] == "none"
+    assert verdicts[str(GTK4)]["toolkit"] == "gtk4"
+    if ADWAITA_PROGRAM.exists():  # an AdwApplication: libadwaita is started ahead too
+        assert verdicts[str(ADWAITA_PROGRAM)]["toolkit"] == "gtk4+adwaita"
     assert "does not link GTK 3 or GTK 4" in verdicts[str(QT)]["prepare_display_reason"]
     # The zygote's own judgment of the same files, as --status gives it.
     args = [a for p in programs for a in ("--warm", p, "--prepare-display", p)] + ["--no-learn"]

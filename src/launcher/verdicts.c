@@ -65,7 +65,7 @@ static void print_verdict(const struct verdict *v) {
         printf("]");
         print_field("reason", v->reason);
         print_field("warm_reason", v->warm_reason);
-        print_field("toolkit", exec ? NULL : toolkit_name(v->toolkit));
+        print_field("toolkit", exec ? NULL : toolkit_started_ahead(v->toolkit, &v->prepare_terms));
         print_field("prepare_display_reason", exec ? "it is exec'd, not served" : v->prepare_reason);
         const struct prepare_terms *t = &v->prepare_terms;
         char terms[256];

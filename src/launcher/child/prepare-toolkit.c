@@ -27,6 +27,10 @@ const char *toolkit_name(enum toolkit tk) {
         return tk == TOOLKIT_GTK3 ? "gtk3" : tk == TOOLKIT_GTK4 ? "gtk4" : "none";
 }
 
+const char *toolkit_started_ahead(enum toolkit tk, const struct prepare_terms *terms) {
+        return tk == TOOLKIT_GTK4 && terms->starts_adwaita ? "gtk4+adwaita" : toolkit_name(tk);
+}
+
 /* fd moved to floor or above, out of the way of the targets. */
 static int above(int fd, int floor) {
         int moved = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);

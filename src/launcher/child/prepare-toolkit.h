@@ -54,6 +54,8 @@ struct prepared_process {
 
 /* "gtk3", "gtk4", "none": a word, for --status. */
 const char *toolkit_name(enum toolkit tk);
+/* What a child prepared on the terms starts ahead: toolkit_name, or "gtk4+adwaita". */
+const char *toolkit_started_ahead(enum toolkit tk, const struct prepare_terms *terms);
 
 /* Initialises the toolkit tk in this waiting child (only on a Wayland display when the terms say
  * so), which takes the settings of the request shape

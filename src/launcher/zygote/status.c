@@ -80,8 +80,8 @@ static void compose_learned(const struct server *s, struct text *t) {
 static void compose_prepared(const struct server *s, struct text *t) {
         for (const struct prepared_program *p = s->prepared; p; p = p->next) {
                 const char *why, *state = prepared_state(p, &why);
-                add(t, "prepared: %s %s%s %s %llu%s%s\n", state, toolkit_name(p->toolkit),
-                    p->terms.starts_adwaita ? "+adwaita" : "", p->program,
+                add(t, "prepared: %s %s %s %llu%s%s\n", state, toolkit_started_ahead(p->toolkit, &p->terms),
+                    p->program,
                     (unsigned long long) p->taken, why ? " -- " : "", why ? why : "");
         }
 }
