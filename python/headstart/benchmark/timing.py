@@ -35,8 +35,8 @@ MODE_NAMES = {
 MODES = ("exec", *MODE_NAMES)
 # Opt-in, as the daemon's --prepare-display is: the pause it needs between launches lengthens a run.
 DEFAULT_MODES = tuple(m for m in MODES if m != "prepared")
-# Between launches when the prepared mode is timed on a program with a window: time for its daemon
-# to ready the next child (100 ms after a launch, then the toolkit's start), so that this happens
+# Between launches when the prepared mode is timed on a program its daemon prepares: time for it to
+# ready the next child (100 ms after a launch, then the toolkit's start), so that this happens
 # between launches, as when a user opens an app after another, and not during another mode's launch.
 PREPARED_PAUSE_MS = 600
 STOP_WAIT_S = 10.0  # for the timer to stop its launch (SIGTERM, SIGKILL 5 s later) and end
@@ -78,6 +78,14 @@ class ModeResult:
     rows: list[dict[str, Any]] = field(default_factory=list, repr=False)  # launch-timer's, one per launch
 
 
+def prepares(daemons: dict[str, RunningDaemon], program: Program) -> bool:
+    """Whether the prepared mode's daemon starts program's toolkit ahead (not refused): its launches
+    then need the pause, whether the program is ready at its window or at a line it prints."""
+    daemon = daemons.get("prepared")
+    line = daemon.prepared_line(str(program.path)) if daemon else None
+    return line is not None and not line.startswith("refused")
+
+
 def run_launch_timer(
     program: Program,
     keys: list[str],
@@ -95,7 +103,7 @@ def run_launch_timer(
     cmd += ["--modes", ",".join(keys), *program.ready.timer_args()]
     if linger_ms:
         cmd += ["--linger-ms", str(linger_ms)]
-    if program.ready.window and any(daemon_mode(k) == "prepared" for k in keys):
+    if any(daemon_mode(k) == "prepared" for k in keys) and prepares(daemons, program):
         cmd += ["--pause-ms", str(PREPARED_PAUSE_MS)]
     cmd += ["--", *program.argv]
     task = progress.add_task(program.name, total=runs * len(keys)) if progress else None
