@@ -475,7 +475,6 @@ static int read_exports(const struct image *im, struct elf_exports *ex) {
         return r;
 }
 
-/* A 64-bit ELF file's whole image; data NULL (nothing to read) for any other file. */
 int elf_exports_of(const struct elf_file *f, struct elf_exports *ret) {
         struct image im = image_of(f);
         *ret = (struct elf_exports){ 0 };

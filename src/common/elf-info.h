@@ -96,8 +96,8 @@ struct elf_exports {
         size_t n;
 };
 
-/* Reads the defined global symbols of the ELF file open at fd, through its section headers (a
- * file without them exports nothing here). Returns 0 or a negative errno. */
+/* Reads the defined global symbols of the ELF file already read into f, or open at fd, through its
+ * section headers (a file without them exports nothing here). Returns 0 or a negative errno. */
 int elf_exports_of(const struct elf_file *f, struct elf_exports *ret);
 int elf_exports_read(int fd, struct elf_exports *ret);
 void elf_exports_done(struct elf_exports *e);

@@ -147,8 +147,9 @@ struct type_query {
 };
 enum { STARTUP_SLOT = 0, LOCAL_COMMAND_LINE_SLOT = 4 };
 
-/* The slot of GtkApplication's class, ref'd (classes are never freed), or NULL. */
-static void **application_slot(void *gtk, int index) {
+/* GtkApplication's class, ref'd (classes are never freed), from its first function after the
+ * GObjectClass it begins with; or NULL. */
+static void **application_functions(void *gtk) {
         unsigned long (*app_type)(void) = (unsigned long (*)(void)) dlsym(gtk, "gtk_application_get_type");
         unsigned long (*from_name)(const char *) = (unsigned long (*)(const char *)) dlsym(gtk, "g_type_from_name");
         void (*query)(unsigned long, struct type_query *) = (void (*)(unsigned long, struct type_query *)) dlsym(
@@ -160,7 +161,7 @@ static void **application_slot(void *gtk, int index) {
         query(from_name("GObject"), &object);
         if (object.class_size == 0)
                 return NULL;
-        return (void **) ((char *) class_ref(app_type()) + object.class_size) + index;
+        return (void **) ((char *) class_ref(app_type()) + object.class_size);
 }
 
 /* Whether fn is a function of the library named soname (GtkApplication's own). */
@@ -171,8 +172,11 @@ static bool in_library(void *fn, const char *soname) {
 }
 
 static const char *route_application(void *gtk) {
-        void **slots[] = { application_slot(gtk, LOCAL_COMMAND_LINE_SLOT), application_slot(gtk, STARTUP_SLOT) };
-        if (!slots[0] || !slots[1] || !in_library(*slots[0], toolkit_soname) || !in_library(*slots[1], toolkit_soname))
+        void **functions = application_functions(gtk);
+        if (!functions)
+                return "GtkApplication's class cannot be found";
+        void **slots[] = { functions + LOCAL_COMMAND_LINE_SLOT, functions + STARTUP_SLOT };
+        if (!in_library(*slots[0], toolkit_soname) || !in_library(*slots[1], toolkit_soname))
                 return "GtkApplication's local_command_line and startup are not where GLib 2.28 and later put them";
         real.local_command_line = (int (*)(void *, char ***, int *)) *slots[0];
         real.startup = (void (*)(void *)) *slots[1];
