@@ -33,6 +33,8 @@ static inline void fclosep(FILE **f) {
 #define _cleanup_free_ __attribute__((cleanup(freep)))
 #define _cleanup_fclose_ __attribute__((cleanup(fclosep)))
 #define _cleanup_close_ __attribute__((cleanup(closep)))
+/* With a function that takes a pointer to the variable and frees what it holds (a *_done). */
+#define _cleanup_(f) __attribute__((cleanup(f)))
 
 /* Hands ownership out of a cleanup variable. */
 static inline int take_fd(int *fd) {

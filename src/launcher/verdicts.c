@@ -95,8 +95,8 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         struct string_list libs = { 0 };
         size_t loaded, failed;
         char unloaded[PATH_MAX + 256] = "";
-        bool preloaded = preload_resolve_closure(interp, path, &libs) >= 0 &&
-                         preload_load(&libs, &loaded, &failed, unloaded, sizeof unloaded) >= 0;
+        bool resolved = preload_resolve_closure(interp, path, &libs) >= 0;
+        bool preloaded = resolved && preload_load(&libs, &loaded, &failed, unloaded, sizeof unloaded) >= 0;
         struct image_cache cache;
         struct stat st;
         const char *why;
@@ -104,7 +104,7 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         if (fd < 0 || fstat(fd, &st) < 0 || image_cache_init(&cache, cache_dir, interp, &why) < 0)
                 exec_verdict(program, path, "cannot read the program");
         struct image_entry *e;
-        int r = image_cache_get(&cache, fd, &st, path, true, &e);
+        int r = image_cache_get(&cache, fd, &st, path, true, resolved ? &libs : NULL, &e);
         struct verdict v = { .program = program, .path = path, .mode = "exec" };
         if (r < 0)
                 v.reason = strerror(-r);

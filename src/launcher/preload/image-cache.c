@@ -162,25 +162,22 @@ static int clear_pie_flag(int fd, off_t offset) {
  * executable. Undefined and without a value, the lookup finds the library's variable and copies it before any
  * constructor runs, as under exec; each launch restores the symbols in memory (bind-plan.c), so
  * that what the program loads later binds to its copies. */
-static int undefine_copies(int fd, int out) {
-        struct elf_exports ex;
-        int r = elf_exports_read(fd, &ex);
-        for (size_t i = 0; r >= 0 && i < ex.n; i++) {
-                const struct elf_export *x = &ex.items[i];
+static int undefine_copies(const struct elf_exports *ex, int out) {
+        for (size_t i = 0; i < ex->n; i++) {
+                const struct elf_export *x = &ex->items[i];
                 Elf64_Sym sym;
                 if (!x->copy_only)
                         continue;
                 if (pread(out, &sym, sizeof sym, (off_t) x->sym_offset) != (ssize_t) sizeof sym)
-                        r = -EIO;
+                        return -EIO;
                 /* glibc's lookup skips an undefined symbol only for a PLT reference; for data it
                  * skips the ones without a value. */
                 sym.st_shndx = SHN_UNDEF;
                 sym.st_value = 0;
-                if (r >= 0 && pwrite(out, &sym, sizeof sym, (off_t) x->sym_offset) != (ssize_t) sizeof sym)
-                        r = -EIO;
+                if (pwrite(out, &sym, sizeof sym, (off_t) x->sym_offset) != (ssize_t) sizeof sym)
+                        return -EIO;
         }
-        elf_exports_done(&ex);
-        return r;
+        return 0;
 }
 
 /* In the copy, dlopen finds no constructor of the program's own: it would call them with the
@@ -198,12 +195,12 @@ static int hide_constructors(int out, const struct elf_info *elf) {
 
 /* The program's bytes into out, made loadable by dlopen: the PIE flag cleared, copy relocations
  * undefined (undefine_copies says why), its constructors hidden (hide_constructors). */
-static int write_loadable(int fd, int out, off_t size, const struct elf_info *elf) {
+static int write_loadable(int fd, int out, off_t size, const struct elf_info *elf, const struct elf_exports *ex) {
         int r = copy_fd(fd, out, size);
         if (r >= 0 && elf->pie_flag)
                 r = clear_pie_flag(out, elf->flags_1_offset);
         if (r >= 0)
-                r = undefine_copies(fd, out);
+                r = undefine_copies(ex, out);
         if (r >= 0)
                 r = hide_constructors(out, elf);
         return r;
@@ -213,7 +210,7 @@ static int write_loadable(int fd, int out, off_t size, const struct elf_info *el
  * not change while we copied it, so that a copy never mixes two versions of a file. The copy is
  * loaded through the fd returned, never by its name. */
 static int make_copy(struct image_cache *c, int fd, const char *path, const struct stat *st,
-                     const struct elf_info *elf, struct image_entry *e) {
+                     const struct elf_info *elf, const struct elf_exports *ex, struct image_entry *e) {
         _cleanup_free_ char *base_copy = strdup(path);
         if (!base_copy)
                 return -ENOMEM;
@@ -226,7 +223,7 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         _cleanup_close_ int out = openat(c->dir_fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0500);
         if (out < 0)
                 return -errno;
-        int r = write_loadable(fd, out, st->st_size, elf);
+        int r = write_loadable(fd, out, st->st_size, elf, ex);
         struct stat now;
         if (r >= 0 && fstat(fd, &now) < 0)
                 r = -errno;
@@ -257,29 +254,37 @@ int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
                 out = memfd_create("headstart-program", MFD_CLOEXEC);
         if (out < 0)
                 return -errno;
-        int r = write_loadable(fd, out, size, elf);
+        struct elf_exports ex;
+        int r = elf_exports_read(fd, &ex);
+        if (r >= 0)
+                r = write_loadable(fd, out, size, elf, &ex);
+        elf_exports_done(&ex);
         return r < 0 ? r : TAKE_FD(out);
 }
 
-/* Plans how its libraries bind to the program (see bind-plan.h). Returns NULL or why not. */
-static const char *plan_binding(struct image_cache *c, int fd, const char *path, struct image_entry *e, char *buf,
-                                size_t size) {
-        struct elf_exports ex;
-        if (elf_exports_read(fd, &ex) < 0)
-                return "its dynamic symbols cannot be read";
-        struct string_list closure = { 0 };
+/* Plans how its libraries bind to the program (see bind-plan.h), whose libraries are closure (as the
+ * loader resolves them), or the loader is asked when closure is NULL. Returns NULL or why not. */
+static const char *plan_binding(struct image_cache *c, const struct elf_exports *ex, const char *path,
+                                const struct string_list *closure, struct image_entry *e, char *buf, size_t size) {
+        e->plan = (struct bind_plan){ 0 };
+        if (ex->n == 0) /* nothing of the program's for a library to bind to */
+                return NULL;
+        struct string_list libs = { 0 };
         const char *why = NULL;
-        if (ex.n > 0 && preload_resolve_closure(c->interp, path, &closure) < 0)
+        if (closure) {
+                for (size_t i = 0; i < closure->n && !why; i++)
+                        if (string_list_add(&libs, closure->items[i]) < 0)
+                                why = "out of memory";
+        } else if (preload_resolve_closure(c->interp, path, &libs) < 0)
                 why = "the dynamic loader cannot resolve its libraries";
         /* Under exec, what the program loads after main binds to it first too. */
-        for (size_t i = 0; ex.n > 0 && !why && c->also_loaded && i < c->also_loaded->n; i++)
-                if (!string_list_contains(&closure, c->also_loaded->items[i]) &&
-                    string_list_add(&closure, c->also_loaded->items[i]) < 0)
+        for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)
+                if (!string_list_contains(&libs, c->also_loaded->items[i]) &&
+                    string_list_add(&libs, c->also_loaded->items[i]) < 0)
                         why = "out of memory";
         if (!why)
-                why = bind_plan_build(&ex, &closure, &e->plan, buf, size);
-        string_list_done(&closure);
-        elf_exports_done(&ex);
+                why = bind_plan_build(ex, &libs, &e->plan, buf, size);
+        string_list_done(&libs);
         return why;
 }
 
@@ -290,8 +295,8 @@ static bool needs_copy(const struct elf_info *elf) {
         return elf->pie_flag || eligibility_has_entry(elf);
 }
 
-static int build_entry(struct image_cache *c, int fd, const char *path, bool registered, const struct stat *st,
-                       struct image_entry *e) {
+static int build_entry(struct image_cache *c, int fd, const char *path, bool registered,
+                       const struct string_list *closure, const struct stat *st, struct image_entry *e) {
         struct program_facts facts;
         char buf[512];
 
@@ -302,9 +307,12 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (facts.st.st_ino != st->st_ino || facts.st.st_size != st->st_size)
                 return -ESTALE;
 
+        _cleanup_(elf_exports_done) struct elf_exports ex = { 0 };
         const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
+        if (!reason && elf_exports_read(fd, &ex) < 0)
+                reason = "its dynamic symbols cannot be read";
         if (!reason)
-                reason = plan_binding(c, fd, path, e, buf, sizeof buf);
+                reason = plan_binding(c, &ex, path, closure, e, buf, sizeof buf);
         /* The dynamic loader resolved the closure by path: it must have been this file. If the path
          * names another one now (just replaced, another mount namespace), this launch is declined
          * and nothing is kept. */
@@ -314,7 +322,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (reason)
                 e->reason = strdup(reason);
         else if (needs_copy(&facts.elf))
-                r = make_copy(c, fd, path, st, &facts.elf, e);
+                r = make_copy(c, fd, path, st, &facts.elf, &ex, e);
         else if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
                 r = -errno;
         if (r < 0)
@@ -340,7 +348,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
 }
 
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
-                    struct image_entry **ret) {
+                    const struct string_list *closure, struct image_entry **ret) {
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
                 if ((c->entries[i].fd >= 0 || c->entries[i].reason) && same_file(&c->entries[i], st)) {
                         *ret = &c->entries[i];
@@ -356,7 +364,7 @@ int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const 
         if (e->copy)
                 (void) unlinkat(c->dir_fd, e->copy, 0);
         entry_clear(e);
-        int r = build_entry(c, fd, path, registered, st, e);
+        int r = build_entry(c, fd, path, registered, closure, st, e);
         if (r < 0) {
                 entry_clear(e);
                 return r;

@@ -50,9 +50,12 @@ int image_cache_rescan(struct image_cache *c);
 void image_cache_done(struct image_cache *c);
 
 /* Finds or builds the entry for the program open at fd (readable, with fstat result st), known to
- * clients as path. Returns 0 with *ret set, or a negative errno (the file could not be read or copied). */
+ * clients as path. closure: its libraries as the dynamic loader resolved them just before, when the
+ * caller has them (the zygote's start); NULL has the loader asked again, which under emulation or on
+ * a slow board costs as much as loading the program. Returns 0 with *ret set, or a negative errno (the
+ * file could not be read or copied). */
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
-                    struct image_entry **ret);
+                    const struct string_list *closure, struct image_entry **ret);
 
 /* Why a served entry cannot be warm (loaded in the daemon), or NULL. */
 const char *image_entry_warm_refusal(const struct image_entry *e);

@@ -140,7 +140,7 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         if (reg && reg->mode == MODE_EXEC)
                 return reg->reason;
         struct image_entry *e;
-        int r = image_cache_get(&s->cache, fd, &st, req->path, reg != NULL, &e);
+        int r = image_cache_get(&s->cache, fd, &st, req->path, reg != NULL, NULL, &e);
         if (r == -ESTALE)
                 return "the file changed while the daemon read it, or the daemon sees another file at its path "
                        "(another mount namespace)";

@@ -70,7 +70,7 @@ static const struct image_entry *image_of(struct server *s, const struct registe
         struct stat st;
         _cleanup_close_ int fd = open(reg->path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != reg->dev || st.st_ino != reg->ino ||
-            image_cache_get(&s->cache, fd, &st, reg->path, true, &e) < 0 || e->reason)
+            image_cache_get(&s->cache, fd, &st, reg->path, true, NULL, &e) < 0 || e->reason)
                 return NULL;
         return e;
 }

@@ -58,10 +58,11 @@ static const char *left_out_library(const struct daemon_options *o, const struct
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
  * served. So is one that needs a library this zygote could not preload before (*left_out, with why
- * in *left_out_why). The closures of the others go into libs. */
+ * in *left_out_why). The closures of the others go into libs, and each one's into closures (as
+ * many as resolved has, in its order): the loader is asked once per program. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
-                         struct string_list *libs, size_t *ret_nwarm, struct string_list *left_out,
-                         struct string_list *left_out_why) {
+                         struct string_list *closures, struct string_list *libs, size_t *ret_nwarm,
+                         struct string_list *left_out, struct string_list *left_out_why) {
         size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 bool warm = i >= o->apps.n;
@@ -78,22 +79,24 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 for (size_t k = 0; !problem && !unloadable && k < closure.n; k++)
                         if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
-                string_list_done(&closure);
                 if (!problem && !unloadable && string_list_contains(resolved, path)) {
                         log_warning("%s %s: %s is registered already (--app ones first, then --warm); once is enough",
                                     warm ? "--warm" : "--app", name, path);
+                        string_list_done(&closure);
                         continue;
                 }
                 if (unloadable || problem) {
                         log_warning("%s %s: %s; its clients will exec it, the other programs are served",
                                     warm ? "--warm" : "--app", name, unloadable ? unloadable : problem);
+                        string_list_done(&closure);
                         if (unloadable &&
                             (string_list_add(left_out, path) < 0 || string_list_add(left_out_why, unloadable) < 0))
                                 return log_error("out of memory");
                         continue;
                 }
                 if (string_list_add(resolved, path) < 0)
-                        return log_error("out of memory");
+                        return string_list_done(&closure), log_error("out of memory");
+                closures[resolved->n - 1] = closure;
                 nwarm += warm;
         }
         *ret_nwarm = nwarm;
@@ -265,8 +268,9 @@ static struct registered_file *register_file(struct server *s, const char *path,
 
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
  * `nwarm` of apps) into the daemon. The left_out ones are registered to be exec'd, with their why. */
-static int check_apps(struct server *s, const struct string_list *apps, size_t nwarm,
-                      const struct string_list *left_out, const struct string_list *left_out_why, char *const argv[]) {
+static int check_apps(struct server *s, const struct string_list *apps, const struct string_list *closures,
+                      size_t nwarm, const struct string_list *left_out, const struct string_list *left_out_why,
+                      char *const argv[]) {
         s->registered = calloc(apps->n + left_out->n ? apps->n + left_out->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
@@ -288,7 +292,7 @@ static int check_apps(struct server *s, const struct string_list *apps, size_t n
                         return -ENOMEM;
 
                 struct image_entry *e;
-                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &e);
+                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &closures[i], &e);
                 if (r < 0) {
                         log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
                         reg->reason = strdup("cannot prepare it for loading");
@@ -340,7 +344,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
 
         struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
         struct string_list left_out = { 0 }, left_out_why = { 0 };
-        size_t nwarm = 0;
+        size_t nwarm = 0, nclosures = o->apps.n + o->warm.n;
+        struct string_list *closures = NULL;
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
@@ -362,9 +367,10 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 return log_error_errno(signal_fd, "cannot set up signal handling");
         zygote_stop_at_once(true);
 
-        r = add_preloads(&o->preloads, &libs, &refused_preloads);
+        closures = calloc(nclosures ? nclosures : 1, sizeof *closures);
+        r = closures ? add_preloads(&o->preloads, &libs, &refused_preloads) : log_error("out of memory");
         const size_t npreloads = libs.n;
-        if (r < 0 || (r = register_apps(o, interp, &apps, &libs, &nwarm, &left_out, &left_out_why)) < 0 ||
+        if (r < 0 || (r = register_apps(o, interp, &apps, closures, &libs, &nwarm, &left_out, &left_out_why)) < 0 ||
             (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
                 goto out;
         if (!o->no_learn) {
@@ -392,7 +398,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         const char *tls = tls_reserve_problem();
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
-        if ((r = check_apps(&s, &apps, nwarm, &left_out, &left_out_why, argv)) < 0 ||
+        if ((r = check_apps(&s, &apps, closures, nwarm, &left_out, &left_out_why, argv)) < 0 ||
             (r = find_programs("terminal", &o->terminal, &s.terminal_ok, &s.nterminal_ok)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
@@ -421,6 +427,9 @@ out:
         if (signal_fd >= 0)
                 close(signal_fd);
         server_done(&s);
+        for (size_t i = 0; closures && i < nclosures; i++)
+                string_list_done(&closures[i]);
+        free(closures);
         string_list_done(&apps);
         string_list_done(&left_out);
         string_list_done(&left_out_why);
