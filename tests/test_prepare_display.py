@@ -473,6 +473,43 @@ def test_a_restarted_daemon_prepares_the_last_launch_before_its_first(compositor
         assert prepared_state(d, str(GTK3)).startswith("unlaunched"), prepared_state(d, str(GTK3))
 
 
+def spin_every_cpu() -> list[subprocess.Popen[bytes]]:
+    """A process spinning on each CPU of the machine, until stop_spinning."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+
+
+def stop_spinning(spinners: list[subprocess.Popen[bytes]]) -> None:
+    for p in spinners:
+        p.kill()
+        p.wait()
+
+
+def test_at_start_a_kept_launchs_child_waits_for_a_cpu_to_spare(compositor, tmp_path):
+    """At boot the home screen needs the CPUs first: a child prepared from the launch kept by the last
+    daemon is forked once the CPUs have one to spare, not while every one is busy."""
+    env = base_env(**compositor)
+    argv = [str(GTK3), "kept"]
+    args = ["--learn-file", str(tmp_path / "learned"), "--verbose"]
+    with prepared_daemon(compositor, str(GTK3), extra=args) as d:
+        run_served(d, argv, env=env)
+    spinners = spin_every_cpu()
+    try:
+        with prepared_daemon(compositor, str(GTK3), extra=args) as d:
+            deadline = time.monotonic() + WAIT_S
+            while "the CPUs are busy" not in (state := prepared_state(d, str(GTK3))):
+                assert state.startswith(("unlaunched", "due")), state
+                assert time.monotonic() < deadline, state
+                time.sleep(0.05)
+            time.sleep(1.5)  # three more looks, each as busy
+            assert prepared_state(d, str(GTK3)).startswith("due"), prepared_state(d, str(GTK3))
+            stop_spinning(spinners)
+            wait_prepared(d, str(GTK3))
+            # On a machine busy with other work too, it is prepared once the start's 20 s are over.
+            assert re.search(r"(a CPU is spare|first 20 s have passed); preparing its toolkit now", d.log_text())
+    finally:
+        stop_spinning(spinners)
+
+
 def compositor_pid(found: dict[str, str]) -> int:
     """The weston serving found's display: the one started with its XDG_RUNTIME_DIR."""
     mark = f"XDG_RUNTIME_DIR={found['XDG_RUNTIME_DIR']}".encode()

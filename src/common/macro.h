@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+/* A macro's value as a string literal. */
+#define STRINGIFY_VALUE(x) #x
+#define STRINGIFY(x) STRINGIFY_VALUE(x)
 
 static inline void freep(void *p) {
         free(*(void **) p);

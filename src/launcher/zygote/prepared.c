@@ -16,6 +16,7 @@
 
 #include "children.h"
 #include "conn.h"
+#include "cpu-spare.h"
 #include "image-cache.h"
 #include "log.h"
 #include "macro.h"
@@ -37,6 +38,14 @@
 /* A zygote that starts with launches kept by the last (prepared-store.h) prepares their children
  * this much later: at boot, after the programs started with it, which need the CPUs first. */
 #define PREPARE_AFTER_START_MS 1000u
+/* For this long after the zygote starts (at boot: the home screen and the compositor starting
+ * beside it), a child for a program not launched yet is forked only when the CPUs have one to spare
+ * (cpu-spare.h), looked at every PREPARE_SPARE_POLL_MS: on a device whose CPUs are its boot's
+ * bottleneck, a toolkit started ahead for a later launch took seconds of CPU from the home screen's
+ * first frame. Once the program is launched, its user is waiting for the next one. */
+#define PREPARE_SPARE_WINDOW_S 20
+#define PREPARE_SPARE_WINDOW_MS (PREPARE_SPARE_WINDOW_S * 1000u)
+#define PREPARE_SPARE_POLL_MS 500u
 /* How long after its fork a child still starting is waited for by a launch, before any child of
  * its program was ready to tell how long it takes: long, as a GTK start takes 0.1 s here but far
  * longer on a slow board at boot; what it bounds is the cost of a stuck child. */
@@ -499,6 +508,10 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
                                     names->items[i], p->refusal);
         }
+        /* The first look, from which the first child's is counted. */
+        (void) cpu_spare_look(&s->prepare_cpu);
+        s->prepare_cpu_looked_ms = now_ms();
+        s->prepare_cpu_spare = true;
         if (names->n)
                 load_shapes(s);
         return 0;
@@ -508,6 +521,7 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
         struct prepared_program *p = find(s, image->dev, image->ino);
         if (!p || p->refusal[0])
                 return;
+        p->launched = true;
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(s, p, c);
@@ -534,11 +548,37 @@ int prepared_fill_in_ms(const struct server *s) {
         return next == UINT64_MAX ? -1 : next <= now ? 0 : (int) (next - now);
 }
 
+/* Whether p's child may be forked now: always, but for a program not launched yet in the zygote's
+ * first PREPARE_SPARE_WINDOW_MS, when the CPUs had one to spare since the last look (one look per
+ * poll, shared by the programs). */
+static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
+        if (p->launched || now >= s->started_ms + PREPARE_SPARE_WINDOW_MS)
+                return true;
+        if (now >= s->prepare_cpu_looked_ms + PREPARE_SPARE_POLL_MS) {
+                s->prepare_cpu_spare = cpu_spare_look(&s->prepare_cpu);
+                s->prepare_cpu_looked_ms = now;
+        }
+        return s->prepare_cpu_spare;
+}
+
 void prepared_fill(struct server *s) {
         uint64_t now = now_ms();
         for (struct prepared_program *p = s->prepared; p; p = p->next) {
                 if (!p->prepare_at || p->child || p->prepare_at > now)
                         continue;
+                if (!cpu_to_spare(s, p, now)) {
+                        if (!p->waits_for_cpu && s->options->verbose)
+                                log_info("%s: the CPUs are busy; preparing its toolkit once one is spare", p->program);
+                        p->waits_for_cpu = true;
+                        p->prepare_at = now + PREPARE_SPARE_POLL_MS;
+                        continue;
+                }
+                if (p->waits_for_cpu && s->options->verbose)
+                        log_info("%s: %s; preparing its toolkit now", p->program,
+                                 now >= s->started_ms + PREPARE_SPARE_WINDOW_MS
+                                         ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed"
+                                         : "a CPU is spare");
+                p->waits_for_cpu = false;
                 p->prepare_at = 0;
                 p->forked_ms = now;
                 int r = pool_add_prepared(s, p);
@@ -597,5 +637,8 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
         }
         if (p->retrying[0])
                 return *ret_why = p->retrying, "retrying";
+        if (p->waits_for_cpu)
+                *ret_why = "the CPUs are busy, as in the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s: "
+                           "waiting for one to spare";
         return "due";
 }

@@ -43,6 +43,8 @@ struct prepared_program {
         unsigned prepare_ms;  /* how long the last child took from its fork to ready; 0: none yet */
         struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
+        bool launched;        /* this zygote has had a launch of it */
+        bool waits_for_cpu;   /* due, but put off until the CPUs have one to spare (prepared.c) */
         unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
         char retrying[HS_MAX_TEXT]; /* why the last try failed, when it may pass: tried again after retry_ms,

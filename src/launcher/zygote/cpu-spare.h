@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Whether the machine has a CPU to spare: from the kernel's CPU time counters (/proc/stat), over
+ * the time between two looks. At boot a device's CPUs are the bottleneck of its home screen's first
+ * frame, and a toolkit started ahead for a later launch would take from it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cpu_spare {
+        uint64_t idle, total; /* the counters at the last look, in clock ticks summed over the CPUs */
+        bool seen;            /* there was a last look */
+};
+
+/* Looks now; true when, since the last look, the CPUs were idle for at least one CPU's time, or
+ * half the machine's when it has a single CPU. The first look, and a machine whose counters cannot
+ * be read, count as spare: the caller never waits on what it cannot see. */
+bool cpu_spare_look(struct cpu_spare *c);
