@@ -54,6 +54,13 @@ static const char *left_out_library(const struct daemon_options *o, const struct
         return NULL;
 }
 
+/* A registered program's libraries as the loader resolved them, and the file it resolved them for. */
+struct app_closure {
+        struct string_list libs;
+        dev_t dev;
+        ino_t ino;
+};
+
 /* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
@@ -61,7 +68,7 @@ static const char *left_out_library(const struct daemon_options *o, const struct
  * in *left_out_why). The closures of the others go into libs, and each one's into closures (as
  * many as resolved has, in its order): the loader is asked once per program. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
-                         struct string_list *closures, struct string_list *libs, size_t *ret_nwarm,
+                         struct app_closure *closures, struct string_list *libs, size_t *ret_nwarm,
                          struct string_list *left_out, struct string_list *left_out_why) {
         size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
@@ -71,6 +78,9 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 const char *problem = preload_find_program(name, path) < 0 ? "cannot find the program"
                                                                           : preload_program_problem(path);
                 struct string_list closure = { 0 };
+                struct stat st;
+                if (!problem && stat(path, &st) < 0)
+                        problem = "cannot find the program";
                 if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
                 if (!problem)
@@ -96,7 +106,7 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 }
                 if (string_list_add(resolved, path) < 0)
                         return string_list_done(&closure), log_error("out of memory");
-                closures[resolved->n - 1] = closure;
+                closures[resolved->n - 1] = (struct app_closure){ closure, st.st_dev, st.st_ino };
                 nwarm += warm;
         }
         *ret_nwarm = nwarm;
@@ -268,7 +278,7 @@ static struct registered_file *register_file(struct server *s, const char *path,
 
 /* Registers each app and decides its mode, preparing its image; loads the warm ones (the last
  * `nwarm` of apps) into the daemon. The left_out ones are registered to be exec'd, with their why. */
-static int check_apps(struct server *s, const struct string_list *apps, const struct string_list *closures,
+static int check_apps(struct server *s, const struct string_list *apps, const struct app_closure *closures,
                       size_t nwarm, const struct string_list *left_out, const struct string_list *left_out_why,
                       char *const argv[]) {
         s->registered = calloc(apps->n + left_out->n ? apps->n + left_out->n : 1, sizeof *s->registered);
@@ -292,7 +302,10 @@ static int check_apps(struct server *s, const struct string_list *apps, const st
                         return -ENOMEM;
 
                 struct image_entry *e;
-                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, &closures[i], &e);
+                /* The file the loader resolved, unless it was replaced since (asked again then). */
+                const struct app_closure *c = &closures[i];
+                bool same = c->dev == st.st_dev && c->ino == st.st_ino;
+                int r = image_cache_get(&s->cache, fd, &st, apps->items[i], true, same ? &c->libs : NULL, &e);
                 if (r < 0) {
                         log_warning_errno(r, "%s: cannot prepare it; clients will exec it", apps->items[i]);
                         reg->reason = strdup("cannot prepare it for loading");
@@ -345,7 +358,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
         struct string_list left_out = { 0 }, left_out_why = { 0 };
         size_t nwarm = 0, nclosures = o->apps.n + o->warm.n;
-        struct string_list *closures = NULL;
+        struct app_closure *closures = NULL;
         struct learned learned = { 0 };
         struct warm_up_result *warm_up = NULL;
         struct server s = { .listen_fd = -1, .epoll_fd = -1, .signal_fd = -1, .control_fd = -1, .files.fd = -1 };
@@ -428,7 +441,7 @@ out:
                 close(signal_fd);
         server_done(&s);
         for (size_t i = 0; closures && i < nclosures; i++)
-                string_list_done(&closures[i]);
+                string_list_done(&closures[i].libs);
         free(closures);
         string_list_done(&apps);
         string_list_done(&left_out);
