@@ -183,12 +183,13 @@ test-c: build build-sanitize build-optimized
 	meson test -C $(BUILD_SAN) --print-errorlogs
 
 # The suite twice: against the normal build, then with the sanitizer build of the daemon and client
-# launching the normal build's programs.
+# launching the normal build's programs. Each run names its slowest tests: make test is to stay
+# within 20 minutes here.
 test-python: build build-sanitize aarch64
-	HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT) $(PY) -m pytest -q tests
+	HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT) $(PY) -m pytest -q --durations=15 tests
 	HEADSTART_BUILD_DIR=$(CURDIR)/$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(CURDIR)/$(BUILD) HEADSTART_SANITIZED=1 \
 		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PY) -m pytest -q tests
+		$(PY) -m pytest -q --durations=15 tests
 
 lint: deps
 	$(VENV)/bin/ruff check python tests device tools

@@ -39,14 +39,18 @@ class RunningDaemon:
         the daemon's zygotes."""
         return int(self.status().get("launches-prepared", ["0"])[0])
 
-    def prepared_line(self, program: str) -> str | None:
-        """The daemon's status line on program's prepared child (--prepare-display): `STATE TOOLKIT
-        PROGRAM LAUNCHES-TAKEN -- WHY` (docs/protocol.md), or None when it names no such program."""
+    def prepared_lines(self) -> dict[str, str]:
+        """The daemon's status line on each --prepare-display program's child, by program: `STATE
+        TOOLKIT PROGRAM LAUNCHES-TAKEN -- WHY` (docs/protocol.md)."""
+        lines = {}
         for line in self.status().get("prepared", []):
             _state, _toolkit, path, *_ = line.split(" ", 3)
-            if path == program:
-                return line
-        return None
+            lines[path] = line
+        return lines
+
+    def prepared_line(self, program: str) -> str | None:
+        """The daemon's status line on program's prepared child, or None when it names no such program."""
+        return self.prepared_lines().get(program)
 
     def status(self) -> dict[str, list[str]]:
         """The daemon's answer to `headstart-run --status`: each key with its values in order."""
