@@ -21,16 +21,26 @@ static bool read_ticks(uint64_t *idle, uint64_t *total) {
         return true;
 }
 
-bool cpu_spare_look(struct cpu_spare *c) {
+static bool spare_since_last(struct cpu_spare *c) {
         uint64_t idle, total;
         if (!read_ticks(&idle, &total))
                 return true;
         bool seen = c->seen && total > c->total;
         uint64_t didle = idle - c->idle, dtotal = total - c->total;
-        *c = (struct cpu_spare){ .idle = idle, .total = total, .seen = true };
+        c->idle = idle;
+        c->total = total;
+        c->seen = true;
         if (!seen)
                 return true;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         /* At least dtotal / ncpu idle: a whole CPU's time (half the machine's on a single CPU). */
         return didle * (uint64_t) (ncpu > 2 ? ncpu : 2) >= dtotal;
+}
+
+bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms) {
+        if (!c->seen || now_ms >= c->looked_ms + interval_ms) {
+                c->spare = spare_since_last(c);
+                c->looked_ms = now_ms;
+        }
+        return c->spare;
 }

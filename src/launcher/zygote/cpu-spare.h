@@ -10,9 +10,12 @@
 struct cpu_spare {
         uint64_t idle, total; /* the counters at the last look, in clock ticks summed over the CPUs */
         bool seen;            /* there was a last look */
+        uint64_t looked_ms;   /* when (CLOCK_MONOTONIC ms) */
+        bool spare;           /* what it found */
 };
 
-/* Looks now; true when, since the last look, the CPUs were idle for at least one CPU's time, or
- * half the machine's when it has a single CPU. The first look, and a machine whose counters cannot
- * be read, count as spare: the caller never waits on what it cannot see. */
-bool cpu_spare_look(struct cpu_spare *c);
+/* Whether, between the last look and now, the CPUs were idle for at least one CPU's time, or half
+ * the machine's when it has a single CPU; a look younger than interval_ms is answered again rather
+ * than taken anew, as too few clock ticks would have passed. The first look, and a machine whose
+ * counters cannot be read, count as spare: the caller never waits on what it cannot see. */
+bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms);

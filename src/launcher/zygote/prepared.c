@@ -509,9 +509,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                                     names->items[i], p->refusal);
         }
         /* The first look, from which the first child's is counted. */
-        (void) cpu_spare_look(&s->prepare_cpu);
-        s->prepare_cpu_looked_ms = now_ms();
-        s->prepare_cpu_spare = true;
+        (void) cpu_spare_look(&s->prepare_cpu, now_ms(), PREPARE_SPARE_POLL_MS);
         if (names->n)
                 load_shapes(s);
         return 0;
@@ -554,11 +552,7 @@ int prepared_fill_in_ms(const struct server *s) {
 static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
         if (p->launched || now >= s->started_ms + PREPARE_SPARE_WINDOW_MS)
                 return true;
-        if (now >= s->prepare_cpu_looked_ms + PREPARE_SPARE_POLL_MS) {
-                s->prepare_cpu_spare = cpu_spare_look(&s->prepare_cpu);
-                s->prepare_cpu_looked_ms = now;
-        }
-        return s->prepare_cpu_spare;
+        return cpu_spare_look(&s->prepare_cpu, now, PREPARE_SPARE_POLL_MS);
 }
 
 void prepared_fill(struct server *s) {

@@ -63,8 +63,6 @@ struct server {
         struct prepared_program *prepared; /* --prepare-display, by program */
         char prepared_file[PATH_MAX + 16]; /* where the launches prepared for are kept (prepared-store.h) */
         struct cpu_spare prepare_cpu; /* the CPUs' last look, while prepared children wait for a spare one */
-        uint64_t prepare_cpu_looked_ms;
-        bool prepare_cpu_spare;
         uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         uint64_t signal_logged_ms;    /* when an ignored signal was last logged (ms) */
         uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */
