@@ -17,6 +17,7 @@
 #include "schedule.h"
 #include "supervisor.h"
 #include "systemd.h"
+#include "throwaway.h"
 #include "verdicts.h"
 #include "zygote.h"
 
@@ -90,6 +91,7 @@ int main(int argc, char *argv[]) {
         log_setup("headstartd", LOG_LEVEL_INFO);
         int activated_fd = systemd_listen_fd();
         int r = options_parse_argv(&o, argc, argv);
+        throwaway_set_deadline(o.trial_timeout_s);
         if (r > 0 && o.check.n > 0)
                 r = check_run(&o);
         else if (r > 0 && (r = check_user(&o)) >= 0) {

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "launch-report.h"
+#include "throwaway.h"
 #include "trusted-path.h"
 #include "warm-up.h"
 
@@ -119,6 +120,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_number(key, value, 0, UINT_MAX, &o->refresh_launches);
         else if (strcmp(key, "refresh-seconds") == 0)
                 return parse_number(key, value, 0, UINT_MAX / 1000, &o->refresh_seconds);
+        else if (strcmp(key, "trial-timeout") == 0)
+                return parse_number(key, value, 1, 86400, &o->trial_timeout_s);
         else if (strcmp(key, "request-timeout") == 0) {
                 unsigned seconds = 0;
                 r = parse_number(key, value, 1, 86400, &seconds);
@@ -261,6 +264,9 @@ static void help(void) {
                 "                       " HS_LAUNCH_REPORT_SOCKET ")\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
+                "  --trial-timeout S    seconds a test child may take to try a learned object, a\n"
+                "                       warm-up step or a program's load before it is ended and what it\n"
+                "                       tried is left out (default 30)\n"
                 "  --allow-root         run as root (serves root only)\n"
                 "  --verbose            log every launch\n"
                 "  --check PROGRAM...   say for each program whether the daemon would serve it (and in\n"
@@ -286,7 +292,7 @@ static const struct long_option long_options[] = {
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
         { "terminal", true },       { "report-launches", true }, { "schedule", true },
-        { "prepare-display", true },
+        { "prepare-display", true }, { "trial-timeout", true },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {
@@ -325,6 +331,7 @@ static int parse_check(struct daemon_options *o, char *programs[], int n) {
 int options_parse_argv(struct daemon_options *o, int argc, char *argv[]) {
         o->max_children = DEFAULT_MAX_CHILDREN;
         o->request_timeout_ms = 10000u;
+        o->trial_timeout_s = THROWAWAY_DEFAULT_DEADLINE_S;
         o->learn_refresh = 1;
         for (int i = 1; i < argc; i++) {
                 const char *arg = argv[i];

@@ -42,6 +42,7 @@ struct daemon_options {
                 struct string_list leave_out;
         } zygote;
         unsigned request_timeout_ms; /* a request must arrive whole within this */
+        unsigned trial_timeout_s;    /* a throwaway child's deadline (throwaway.h) */
 };
 
 /* Returns 1 to go on, 0 when done (--help, --version), a negative errno after logging the error. */

@@ -5,6 +5,16 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+static unsigned deadline_s = THROWAWAY_DEFAULT_DEADLINE_S;
+
+void throwaway_set_deadline(unsigned seconds) {
+        deadline_s = seconds;
+}
+
+unsigned throwaway_deadline(void) {
+        return deadline_s;
+}
+
 pid_t throwaway_fork(void) {
         pid_t parent = getpid();
         pid_t pid = fork();
@@ -19,6 +29,6 @@ pid_t throwaway_fork(void) {
         sigaddset(&alarm_only, SIGALRM);
         (void) signal(SIGALRM, SIG_DFL);
         (void) sigprocmask(SIG_UNBLOCK, &alarm_only, NULL);
-        alarm(THROWAWAY_DEADLINE_S);
+        alarm(deadline_s);
         return 0;
 }

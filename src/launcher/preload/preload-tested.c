@@ -244,8 +244,8 @@ size_t preload_tested(const char *const *paths, size_t n, char **reasons, const 
                 if ((sig || i == from) && i < n) { /* it died loading paths[i] */
                         char buf[128];
                         if (sig == SIGALRM)
-                                snprintf(buf, sizeof buf, "loading it took more than %d s in the test child",
-                                         THROWAWAY_DEADLINE_S);
+                                snprintf(buf, sizeof buf, "loading it took more than %u s in the test child",
+                                         throwaway_deadline());
                         else
                                 snprintf(buf, sizeof buf, "loading it ended the test child (%s)",
                                          sig ? strsignal(sig) : "no answer");

@@ -167,7 +167,8 @@ static const char *test_in_child(void *(*fn)(void)) {
                         return "cannot wait for the test child";
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) { /* throwaway.h's deadline */
                 static char late[80];
-                snprintf(late, sizeof late, "it did not return within %d s in the test child", THROWAWAY_DEADLINE_S);
+                snprintf(late, sizeof late, "it did not return within %u s in the test child",
+                         throwaway_deadline());
                 return late;
         }
         if (WIFSIGNALED(status))
