@@ -122,15 +122,19 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
                 if not p["name"].startswith("systemd: "):
                     phases.setdefault(p["name"], []).append(p["duration_s"])
         launches: dict[str, list[float]] = {}
+        waits: dict[str, list[float]] = {}
         for b in mine:
             for launch in b["launches"]:
                 key = f"{'cold' if launch['cold'] else 'warm'} {launch['mode']}"
                 launches.setdefault(key, []).append(launch["ms"])
+                waits.setdefault(key, []).append(launch.get("waited_for_child_s", 0.0))
         out[arm] = {
             "boots": len(mine),
             "home_frame_s": stats([b["home_frame_s"] for b in mine]),
             "phases_s": {k: stats(v) for k, v in phases.items()},
             "app_ms": {k: stats(v) for k, v in launches.items()},
+            # Seconds each launch first waited for the daemon's prepared child to finish starting.
+            "app_waits_s": waits,
             **cpu_summary([b["analysis"]["cpu"] for b in mine]),
         }
     return out

@@ -46,8 +46,19 @@ def app_rows(data: dict[str, Any]) -> list[list[str]]:
         for when in ("cold", "warm"):
             served, exec_ = app.get(f"{when} served"), app.get(f"{when} exec")
             ratio = f"{served['median'] / exec_['median']:.2f}" if served and exec_ else "-"
-            rows.append([arm, when, _ms(exec_), _ms(served), ratio])
+            rows.append([arm, when, _ms(exec_), _ms(served), ratio, _waits(s.get("app_waits_s", {}), when)])
     return rows
+
+
+APP_HEADERS = ["arm", "launch", "exec", "served", "served / exec", "waited for a child starting"]
+
+
+def _waits(waits: dict[str, list[float]], when: str) -> str:
+    """How many launches waited for the daemon's prepared child to finish starting, and the longest
+    wait: a launch measured while one starts would share the CPUs with its toolkit's start."""
+    mine = [w for key, ws in waits.items() if key.startswith(when) for w in ws]
+    late = [w for w in mine if w >= 1.0]
+    return f"{len(late)} of {len(mine)}, up to {max(late):.0f} s" if late else f"0 of {len(mine)}" if mine else "-"
 
 
 CPU_UNITS = 10  # the units that used the most CPU in any arm
@@ -78,8 +89,7 @@ def print_tables(data: dict[str, Any]) -> None:
     console.print(_table(title, ["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data)))
     console.print(_table("Phases", *phase_rows(data)))
     console.print(_table("CPU time until the home screen's frame, by unit", *cpu_rows(data)))
-    headers = ["arm", "launch", "exec", "served", "served / exec"]
-    console.print(_table("The second app, open to first frame", headers, app_rows(data)))
+    console.print(_table("The second app, open to first frame", APP_HEADERS, app_rows(data)))
 
 
 def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
@@ -141,7 +151,7 @@ def page(data: dict[str, Any]) -> str:
         )
     p.table(["phase", "headstart + advice against headstart (medians)"], _cut_rows(data))
     p.heading("The second app: opened from the home screen, to its first frame")
-    p.table(["arm", "launch", "exec", "served", "served / exec"], app_rows(data))
+    p.table(APP_HEADERS, app_rows(data))
     return p.render()
 
 

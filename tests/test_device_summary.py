@@ -47,3 +47,25 @@ def test_cpu_by_unit_per_arm(tmp_path, monkeypatch):
     assert rows[-1][0] == "the CPUs busy, share of the time" and rows[-1][2] == "75 % (50-100)"
     assert len(rows) == report.CPU_UNITS + 1
     sys.modules.pop("bench"), sys.modules.pop("report")
+
+
+def test_the_app_table_says_which_launches_waited_for_a_child_starting(tmp_path, monkeypatch):
+    """A launch measured while the daemon's prepared child starts its toolkit shares the CPUs with it;
+    the scenario waits first, and the table says how many did and how long."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import report
+
+    import bench
+
+    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
+
+    def launch(mode: str, cold: bool, ms: float, waited: float) -> dict:
+        return {"mode": mode, "cold": cold, "ms": ms, "waited_for_child_s": waited}
+
+    launches = [launch("served", True, 2000, 0.0), launch("exec", False, 5000, 3.4), launch("served", False, 2400, 0.2)]
+    boots = [{"arm": "headstart", "analysis": a, "home_frame_s": 40.0, "launches": launches}]
+    rows = report.app_rows({"summary": bench.summary(boots)})
+    waits = [r[:2] + r[-1:] for r in rows]
+    assert waits == [["headstart", "cold", "0 of 1"], ["headstart", "warm", "1 of 2, up to 3 s"]]
+    assert rows[1][4] == "0.48"
+    sys.modules.pop("bench"), sys.modules.pop("report")
