@@ -6,14 +6,19 @@ Numbers are for x86-64 and aarch64, the machines headstart runs on."""
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_ST_INFO_TYPE
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
+from elftools.elf.sections import Section
 
 from headstart.errors import HeadstartError
 
@@ -39,6 +44,43 @@ KINDS = {
     "EM_X86_64": Kinds(8, 37, 7, 5, frozenset({16, 17, 18, 19, 36})),
     "EM_AARCH64": Kinds(1027, 1032, 1026, 1024, frozenset({1028, 1029, 1030, 1031})),
 }
+
+
+class _Symbol(NamedTuple):
+    """One entry of .dynsym, as this module needs it."""
+
+    name: str
+    defined: bool  # st_shndx is not SHN_UNDEF
+    default_visibility: bool
+    bind: int  # st_info's binding: 0 local, 1 global, 2 weak, 10 unique
+    type: str  # st_info's type, named as pyelftools names it ("STT_FUNC")
+
+
+_TYPE_NAMES = {v: k for k, v in ENUM_ST_INFO_TYPE.items() if isinstance(v, int)}
+STB_LOCAL, STB_WEAK = 0, 2
+
+
+# The symbol and relocation tables are decoded in bulk from the sections' bytes: pyelftools parses
+# them one entry at a time through construct, which for Qt's or GTK's libraries (hundreds of
+# thousands of entries) took 20 s of a `headstart link` of one Qt program. The rest (headers,
+# dynamic section, packed relocations) stays pyelftools'. ELF64 only, as KINDS.
+def _symbols(elf: ELFFile, dynsym: Section) -> list[_Symbol]:
+    strings = elf.get_section(dynsym["sh_link"]).data()
+    order = "<" if elf.little_endian else ">"
+    table = []
+    for st_name, st_info, st_other, st_shndx, _value, _size in struct.iter_unpack(order + "IBBHQQ", dynsym.data()):
+        end = strings.find(b"\0", st_name)
+        name = strings[st_name:end].decode("utf-8", "replace")
+        kind = _TYPE_NAMES.get(st_info & 0xF, str(st_info & 0xF))
+        table.append(_Symbol(name, st_shndx != 0, st_other & 0x7 == 0, st_info >> 4, kind))
+    return table
+
+
+def _relocations(elf: ELFFile, section: RelocationSection) -> Iterator[tuple[int, int, int]]:
+    """(r_offset, type, symbol index) of each entry of a REL or RELA section."""
+    layout = ("<" if elf.little_endian else ">") + ("QQq" if section.is_RELA() else "QQ")
+    for entry in struct.iter_unpack(layout, section.data()):
+        yield entry[0], entry[1] & 0xFFFFFFFF, entry[1] >> 32
 
 
 @dataclass
@@ -182,7 +224,7 @@ def _read(path: str) -> ObjectFacts:
             elif t.entry.d_tag == "DT_INIT":
                 facts.constructors += 1
         dynsym = elf.get_section_by_name(".dynsym")
-        symbols = list(dynsym.iter_symbols()) if dynsym else []
+        symbols = _symbols(elf, dynsym) if dynsym else []
         if dynsym:
             facts.dynsym_bytes = dynsym["sh_size"]
             dynstr = elf.get_section_by_name(".dynstr")
@@ -190,11 +232,11 @@ def _read(path: str) -> ObjectFacts:
         for s in symbols:
             if not s.name:
                 continue
-            if s["st_shndx"] == "SHN_UNDEF":
+            if not s.defined:
                 facts.imported.add(s.name)
-            elif s["st_other"]["visibility"] == "STV_DEFAULT" and s["st_info"]["bind"] != "STB_LOCAL":
-                facts.exported[s.name] = s["st_info"]["type"]
-                if s["st_info"]["bind"] == "STB_WEAK":
+            elif s.default_visibility and s.bind != STB_LOCAL:
+                facts.exported[s.name] = s.type
+                if s.bind == STB_WEAK:
                     facts.exported_weak.add(s.name)
         facts.bloom_fill = _bloom_fill(elf)
         written: set[int] = set()
@@ -217,27 +259,25 @@ def _read(path: str) -> ObjectFacts:
             else:
                 facts.rela_dyn_bytes += section["sh_size"]
             table = symbols
-            for rel in section.iter_relocations():
-                kind = rel["r_info_type"]
-                written.add(rel["r_offset"] // PAGE)  # lazy PLT slots are written too (base added)
+            for offset, kind, index in _relocations(elf, section):
+                written.add(offset // PAGE)  # lazy PLT slots are written too (base added)
                 if kind == kinds.relative:
                     facts.relative += 1
                     facts.relative_in_rela += 1
-                    relative_offsets.append(rel["r_offset"])
+                    relative_offsets.append(offset)
                     continue
                 if kind == kinds.irelative:
                     facts.irelative += 1
                     continue
                 if kind == kinds.none:
                     continue
-                index = rel["r_info_sym"]
                 sym = table[index] if 0 < index < len(table) else None
                 if kind in kinds.tls:
                     facts.tls += 1
                 if sym is None:
                     continue
-                own = sym["st_shndx"] != "SHN_UNDEF" and sym["st_other"]["visibility"] == "STV_DEFAULT"
-                data = sym["st_info"]["type"] in ("STT_OBJECT", "STT_TLS", "STT_COMMON")
+                own = sym.defined and sym.default_visibility
+                data = sym.type in ("STT_OBJECT", "STT_TLS", "STT_COMMON")
                 what = (
                     "tls"
                     if kind in kinds.tls
