@@ -28,6 +28,8 @@ def split(lines: list[Line]) -> list[list[Line]]:
     last_host: float | None = None
     for i, line in enumerate(lines):
         if _restarts(line, last_kernel, last_host):
+            if _stray(lines, i, last_kernel):
+                continue  # not a new boot, and the time it printed is not the boot's clock
             starts.append(_back_to_setup(lines, starts[-1], i))
         if line.kernel_s is not None:
             last_kernel = line
@@ -44,6 +46,20 @@ def _restarts(line: Line, last_kernel: Line | None, last_host: float | None) -> 
     # CPU" before it, both at 0.000000.
     banner = bool(BANNER.search(line.text)) and line.kernel_s < last_kernel.kernel_s
     return banner or line.kernel_s < last_kernel.kernel_s - _BACKWARDS_S
+
+
+def _stray(lines: list[Line], at: int, last_kernel: Line | None) -> bool:
+    """A step back in printk time that the next line of another time undoes: x86 prints a secondary
+    CPU's first lines ("calibrate_delay_direct() failed", under emulation) at 0.000000 as it comes
+    up, between lines at 0.4 and 0.5 s. A new boot's next lines stay near 0; so does a recording
+    appended with its host times going back, which this does not judge."""
+    line = lines[at]
+    if line.kernel_s is None or last_kernel is None or last_kernel.kernel_s is None or BANNER.search(line.text):
+        return False
+    if line.host_s is not None and last_kernel.host_s is not None and line.host_s < last_kernel.host_s - 1.0:
+        return False
+    following = next((x for x in lines[at + 1 :] if x.kernel_s is not None and x.kernel_s != line.kernel_s), None)
+    return following is not None and following.kernel_s >= last_kernel.kernel_s - _BACKWARDS_S
 
 
 def _back_to_setup(lines: list[Line], since: int, at: int) -> int:
