@@ -53,8 +53,10 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
     if not any(u == "init.scope" for u, _, _ in cpu.units) or cpu.busy_s is None:
         failures.append("no CPU account by unit and for the machine read at the home screen's frame")
     for launch in result.launches:
+        waited = f" (after {launch['waited_for_child_s']:.0f} s waiting for the prepared child to start)"
         print(f"app {'cold' if launch['cold'] else 'warm'} {launch['mode']}: {launch['ms']:.0f} ms, "
-              f"status {launch['status']}, output {launch['output'][:12]}")  # fmt: skip
+              f"status {launch['status']}, output {launch['output'][:12]}"
+              f"{waited if launch['waited_for_child_s'] >= 1 else ''}")  # fmt: skip
     ends = {(launch["status"], launch["output"]) for launch in result.launches}
     if len(ends) != 1:
         failures.append(f"served and exec'd launches of the second app ended differently: {sorted(ends)}")
