@@ -25,6 +25,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 
+from headstart import elf_tables
 from headstart.errors import HeadstartError
 
 # R_X86_64_RELATIVE, R_X86_64_IRELATIVE; R_AARCH64_RELATIVE, R_AARCH64_IRELATIVE.
@@ -77,8 +78,8 @@ def count_object(path: Path) -> Relocations:
                 if section.name in (".rela.plt", ".rel.plt"):
                     plt += section.num_relocations()
                     continue
-                for rel in section.iter_relocations():
-                    if rel["r_info_type"] in relative_types:
+                for _offset, kind, _symbol in elf_tables.relocations(elf, section):
+                    if kind in relative_types:
                         relative += 1
                     else:
                         symbolic += 1

@@ -12,6 +12,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 
+from headstart import elf_tables
 from headstart.errors import HeadstartError
 
 # Where the stubs of `headstart lazy build` name the library they defer (resolver.c's table), so that
@@ -59,20 +60,23 @@ def _imports(elf: ELFFile) -> dict[str, str]:
     data, tls = DATA_RELOCS.get(machine, set()), TLS_RELOCS.get(machine, set())
     copy = COPY_RELOCS.get(machine, set())
     found: dict[str, str] = {}
+    tables: dict[int, list[elf_tables.Symbol]] = {}  # by the symbol table's section index
     for section in elf.iter_sections():
         if not isinstance(section, RelocationSection) or section.name.endswith(".plt"):
             continue
-        symbols = elf.get_section(section["sh_link"])
-        for rel in section.iter_relocations():
-            kind = rel["r_info_type"]
-            if rel["r_info_sym"] == 0 or kind not in data | tls:
+        link = section["sh_link"]
+        if link not in tables:
+            tables[link] = elf_tables.symbols(elf, elf.get_section(link))
+        symbols = tables[link]
+        for _offset, kind, index in elf_tables.relocations(elf, section):
+            if not 0 < index < len(symbols) or kind not in data | tls:
                 continue
-            sym = symbols.get_symbol(rel["r_info_sym"])
-            if sym["st_shndx"] != "SHN_UNDEF" and kind not in copy:
+            sym = symbols[index]
+            if sym.defined and kind not in copy:
                 continue
-            if kind in tls or sym["st_info"]["type"] == "STT_TLS":
+            if kind in tls or sym.type == "STT_TLS":
                 found[sym.name] = "TLS"
-            elif sym["st_info"]["type"] == "STT_OBJECT":
+            elif sym.type == "STT_OBJECT":
                 found.setdefault(sym.name, "data")
     return found
 
@@ -104,7 +108,7 @@ def read_facts(path: str) -> ObjectFacts:
             facts.tls = any(seg["p_type"] == "PT_TLS" for seg in elf.iter_segments())
             dynsym = elf.get_section_by_name(".dynsym")
             if dynsym:
-                facts.defined = {s.name for s in dynsym.iter_symbols() if s["st_shndx"] != "SHN_UNDEF" and s.name}
+                facts.defined = {s.name for s in elf_tables.symbols(elf, dynsym) if s.defined and s.name}
             facts.data_imports = _imports(elf)
             marks = elf.get_section_by_name(LAZY_SECTION)
             if marks:

@@ -6,20 +6,16 @@ Numbers are for x86-64 and aarch64, the machines headstart runs on."""
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
-from elftools.elf.enums import ENUM_ST_INFO_TYPE
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
-from elftools.elf.sections import Section
 
+from headstart.elf_tables import STB_LOCAL, STB_WEAK, relocations, symbols
 from headstart.errors import HeadstartError
 
 PAGE = 4096
@@ -44,43 +40,6 @@ KINDS = {
     "EM_X86_64": Kinds(8, 37, 7, 5, frozenset({16, 17, 18, 19, 36})),
     "EM_AARCH64": Kinds(1027, 1032, 1026, 1024, frozenset({1028, 1029, 1030, 1031})),
 }
-
-
-class _Symbol(NamedTuple):
-    """One entry of .dynsym, as this module needs it."""
-
-    name: str
-    defined: bool  # st_shndx is not SHN_UNDEF
-    default_visibility: bool
-    bind: int  # st_info's binding: 0 local, 1 global, 2 weak, 10 unique
-    type: str  # st_info's type, named as pyelftools names it ("STT_FUNC")
-
-
-_TYPE_NAMES = {v: k for k, v in ENUM_ST_INFO_TYPE.items() if isinstance(v, int)}
-STB_LOCAL, STB_WEAK = 0, 2
-
-
-# The symbol and relocation tables are decoded in bulk from the sections' bytes: pyelftools parses
-# them one entry at a time through construct, which for Qt's or GTK's libraries (hundreds of
-# thousands of entries) took 20 s of a `headstart link` of one Qt program. The rest (headers,
-# dynamic section, packed relocations) stays pyelftools'. ELF64 only, as KINDS.
-def _symbols(elf: ELFFile, dynsym: Section) -> list[_Symbol]:
-    strings = elf.get_section(dynsym["sh_link"]).data()
-    order = "<" if elf.little_endian else ">"
-    table = []
-    for st_name, st_info, st_other, st_shndx, _value, _size in struct.iter_unpack(order + "IBBHQQ", dynsym.data()):
-        end = strings.find(b"\0", st_name)
-        name = strings[st_name:end].decode("utf-8", "replace")
-        kind = _TYPE_NAMES.get(st_info & 0xF, str(st_info & 0xF))
-        table.append(_Symbol(name, st_shndx != 0, st_other & 0x7 == 0, st_info >> 4, kind))
-    return table
-
-
-def _relocations(elf: ELFFile, section: RelocationSection) -> Iterator[tuple[int, int, int]]:
-    """(r_offset, type, symbol index) of each entry of a REL or RELA section."""
-    layout = ("<" if elf.little_endian else ">") + ("QQq" if section.is_RELA() else "QQ")
-    for entry in struct.iter_unpack(layout, section.data()):
-        yield entry[0], entry[1] & 0xFFFFFFFF, entry[1] >> 32
 
 
 @dataclass
@@ -224,12 +183,12 @@ def _read(path: str) -> ObjectFacts:
             elif t.entry.d_tag == "DT_INIT":
                 facts.constructors += 1
         dynsym = elf.get_section_by_name(".dynsym")
-        symbols = _symbols(elf, dynsym) if dynsym else []
+        table = symbols(elf, dynsym) if dynsym else []
         if dynsym:
             facts.dynsym_bytes = dynsym["sh_size"]
             dynstr = elf.get_section_by_name(".dynstr")
             facts.dynstr_bytes = dynstr["sh_size"] if dynstr else 0
-        for s in symbols:
+        for s in table:
             if not s.name:
                 continue
             if not s.defined:
@@ -258,8 +217,7 @@ def _read(path: str) -> ObjectFacts:
                 facts.rela_plt_bytes += section["sh_size"]
             else:
                 facts.rela_dyn_bytes += section["sh_size"]
-            table = symbols
-            for offset, kind, index in _relocations(elf, section):
+            for offset, kind, index in relocations(elf, section):
                 written.add(offset // PAGE)  # lazy PLT slots are written too (base added)
                 if kind == kinds.relative:
                     facts.relative += 1
