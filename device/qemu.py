@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from headstart.boot.console import clean
+
 MARK = "headstart-device: "
 # systemd's console lines for a unit that failed, or that could not start because one it needs failed.
 UNIT_FAILED = re.compile(r"(Failed to start .*|Dependency failed for .*)$")
-_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # systemd colours unit names on the console
 EMMC = ",".join(
     [
         "throttling.bps-read=250000000",
@@ -135,7 +136,7 @@ class Boot:
                     raise DeviceError(f"the device says: {text}")
             for _, text in self.lines():
                 if MARK not in text and (m := UNIT_FAILED.search(text)):
-                    raise DeviceError(f"a unit failed before {pattern!r}: {_COLOUR.sub('', m.group(1)).strip()}")
+                    raise DeviceError(f"a unit failed before {pattern!r}: {clean(m.group(1)).strip()}")
             if self.qemu.poll() is not None:
                 raise DeviceError(f"QEMU ended (status {self.qemu.returncode}) before {pattern!r}{self._last_line()}")
             time.sleep(0.1)

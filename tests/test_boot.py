@@ -18,7 +18,7 @@ from pathlib import Path
 import chrome_trace
 import pytest
 from conftest import SANITIZED, charts_in_chromium
-from headstart.boot import timeline
+from headstart.boot import console, timeline
 from headstart.boot.record import LineStamper, RecordOptions
 
 # Python reading recorded consoles and logs: no program of the sanitizer build runs here.
@@ -659,3 +659,14 @@ def test_an_arm64_kernel_gets_no_decompression_advice(tmp_path):
     x86 = tmp_path / "x86.log"  # the same line before an x86-64 kernel is still advised on
     x86.write_text(lines[0] + "0.010000\tStarting kernel ...\n" + "".join(VERBOSE.read_text().splitlines(True)[1:]))
     assert "decompression" in {r["topic"] for r in analyze_json(str(x86), "--ready", READY)["recommendations"]}
+
+
+def test_a_unit_name_systemd_shortened_leaves_no_half_escape():
+    """systemd shortens a unit's name to the console's width and cuts its colour's end with it
+    ("device-app-agent.s…0m"): the line read is the name, its ellipsis and what follows."""
+    line = "[\x1b[0;32m  OK  \x1b[0m] Started \x1b[0;1;39mdevice-app-agent.s…0m - app opener for the benchmark."
+    assert console.clean(line) == "[  OK  ] Started device-app-agent.s… - app opener for the benchmark."
+    assert console.clean("Dependency failed for \x1b[0;1;39mdevi…[0m - app opener…") == (
+        "Dependency failed for devi… - app opener…"
+    )
+    assert console.clean("[  123.456789] 90m of 100m…") == "[  123.456789] 90m of 100m…"  # no escape: kept

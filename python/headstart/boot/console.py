@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
-# CSI sequences (colours, cursor moves), two-byte escapes, and the control characters left over.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]")
+# CSI sequences (colours, cursor moves), two-byte escapes, and the control characters left over;
+# and what systemd leaves of a colour's end when it shortens a unit's name to the console's width
+# ("device-app-agent.s…0m - app opener": the escape's first bytes cut with the name).
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]|(?<=…)\[?[0-9;]+m")
 _AT_START = re.compile(r"^\s*\[\s*(\d+\.\d+)\]\s?(.*)$")
 # Mid-line only printk's own form, six decimals, so that "[  OK  ]" or "[mem 0x...]" never match.
 _INSIDE = re.compile(r"\[\s*(\d+\.\d{6})\]\s?(.*)$")
