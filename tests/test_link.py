@@ -196,3 +196,16 @@ def test_usage_errors():
     assert done.returncode != 0 and "link check" in done.stderr
     done = headstart("link", "check", "--after", "/nonexistent", "--", "/bin/true")
     assert done.returncode != 0 and "no such file" in done.stderr
+
+
+def test_a_program_that_runs_on_after_its_ready_line_is_stopped_there(tmp_path):
+    """Found by a new user: the untraced timed launches were left to run to --timeout after the
+    ready line (speedcrunch: 62 s for --runs 3 --timeout 20), although --help says the program is
+    stopped there. Here a launch not stopped would write its file 3 s after its ready line."""
+    left = tmp_path / "ran-on"
+    script = f"import time; print('ready', flush=True); time.sleep(3); open({str(left)!r}, 'a').write('x')"
+    d = json.loads(
+        headstart("link", "--runs", "2", "--ready", "^ready$", "--json", "--", sys.executable, "-c", script).stdout
+    )
+    assert d["loader"]["reached_ready"] and d["to_main_us"]["count"] == 2
+    assert not left.exists(), f"{len(left.read_text())} launches ran on after their ready line"

@@ -149,8 +149,8 @@ def timer_rows(
         cmd += ["--build", f"{name}={path}"]
     for name, socket in (daemons or {}).items():
         cmd += ["--daemon", f"{name}={socket}"]
-    if ready is not None:
-        cmd += ["--ready", ready.pattern]
+    if ready is not None:  # stopped there, as the traced launches are: not left to run to --timeout
+        cmd += ["--ready", ready.pattern, "--stop-at-ready"]
     cmd += ["--modes", ",".join(modes), "--", *argv]
     full = dict(os.environ, **(env or {}))
     full = mark_main_env(full, [argv[0], *(builds or {}).values()])
