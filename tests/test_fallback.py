@@ -260,10 +260,12 @@ def test_refuses_root_without_allow_root(tmp_path):
 
 def test_bad_options_are_one_clear_line(tmp_path):
     # A missing --app is not one of these: the daemon serves the others (test_user_errors.py).
-    for argv in (["--bogus"], ["--max-children", "zero"], ["--warm-up", "nothing-known"], ["--pool", "-1"]):
+    numbers = (["--pool", "-1"], ["--trial-timeout", "0"], ["--trial-timeout", " 5"], ["--request-timeout", "+5"])
+    for argv in (["--bogus"], ["--max-children", "zero"], ["--warm-up", "nothing-known"], *numbers):
         got = run_exec([str(bin_path("headstartd")), "--socket", str(tmp_path / "s"), *argv])
         assert got.returncode != 0
         assert got.stderr.strip() and got.stderr.count(b"\n") == 1, got.stderr
+        assert argv[0] == "--bogus" or b"expected" in got.stderr or b"unknown step" in got.stderr, got.stderr
     got = run_exec([str(bin_path("headstart-run"))])
     assert got.returncode == 2 and b"no program given" in got.stderr
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -46,7 +47,8 @@ static int parse_number(const char *key, const char *value, unsigned min, unsign
         char *end;
         errno = 0;
         unsigned long v = strtoul(value, &end, 10);
-        if (errno || *end || end == value || value[0] == '-' || v < min || v > max)
+        /* Digits only: strtoul would take " 5", "+5" and "-1" (the last as a huge number). */
+        if (errno || *end || end == value || !isdigit((unsigned char) value[0]) || v < min || v > max)
                 return log_error("%s%s: expected a number from %u to %u, got '%s'", setting_origin, key, min, max,
                                  value),
                        -EINVAL;
