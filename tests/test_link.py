@@ -187,6 +187,9 @@ def test_a_program_that_exits_with_a_status_of_its_own_is_analysed(tmp_path):
     d = link_json(*argv)
     assert d["loader"]["exit_status"] == 1 and d["to_main_us"]["median"] > 0
     assert d["loader"]["lookups"] == loader_count(argv)["relocations"]
+    # The terminal report says so too (a new user read curl's 37 as a normal run there).
+    done = headstart("link", "--runs", "2", "--", *argv)
+    assert done.returncode == 0 and "the program exited with status 1\n" in done.stdout, done.stdout
 
 
 def test_usage_errors():

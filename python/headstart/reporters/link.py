@@ -73,14 +73,17 @@ def render(data: dict[str, Any], file: IO[str], width: int = 170) -> None:
         )
     console.print(t)
     how = "measured with LD_BIND_NOW" if c["lookup_measured"] else "at most: the relocation phase over its lookups"
+    write = f"{c['write_ns']:,.1f} ns" if c["lookup_measured"] else "not measured (inside the lookup's bound)"
     console.print(
         f"loader phases (under the probe, medians): load {ph['load']:,.0f} µs, relocate {ph['relocate']:,.0f} µs, "
         f"constructors {ph['constructors']:,.0f} µs. Lookups at start-up {loader['lookups']:,} "
         f"(+{loader['from_cache']:,} from the loader's cache), {loader['lookups_bind_now']:,} with LD_BIND_NOW; "
         f"after main "
         f"{loader['bindings_after_main']:,}. One lookup {c['lookup_ns']:,.0f} ns ({how}), one relocation "
-        f"{c['write_ns']:,.1f} ns, one page of a table {c['page_ns']:,.0f} ns."
+        f"{write}, one page of a table {c['page_ns']:,.0f} ns."
     )
+    if loader["exit_status"]:  # a status of its own (diff's 1) is no error here, but is said
+        console.print(f"the program exited with status {loader['exit_status']}")
     if data["loaded_after_main"]:
         console.print(f"loaded after main: {', '.join(Path(p).name for p in data['loaded_after_main'])}")
     yours = [a for a in data["advice"] if a["yours"] and a["holds"] and a["flags"]]
