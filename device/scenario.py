@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headstart.daemon import prepared_pending
 from qemu import MARK, Boot, BootFiles, DeviceError, booted
 
 HOME_FRAME = "home screen frame"
@@ -95,7 +96,7 @@ def _wait_for_prepared_child(boot: Boot, timeout_s: float = 120.0) -> float:
     the emulated board, would otherwise run beside the launch measured next and slow an exec'd one.
     Returns the seconds waited, which the bench reports."""
     started = time.monotonic()
-    while any(line.split(" ", 2)[1] in ("due", "starting") for line in _prepared_lines(boot)):
+    while any(prepared_pending(line) for line in _prepared_lines(boot)):
         if time.monotonic() - started > timeout_s:
             raise DeviceError(f"the daemon's prepared child was still starting after {timeout_s:.0f} s")
         time.sleep(1.0)
@@ -103,7 +104,9 @@ def _wait_for_prepared_child(boot: Boot, timeout_s: float = 120.0) -> float:
 
 
 def _prepared_lines(boot: Boot) -> list[str]:
-    return [line for line in _lines(boot, "status", 120) if line.startswith("prepared: ")]
+    """The `prepared` values of the daemon's --status, read over the console."""
+    key = "prepared: "
+    return [line[len(key) :] for line in _lines(boot, "status", 120) if line.startswith(key)]
 
 
 def _lines(boot: Boot, command: str, timeout_s: float) -> list[str]:

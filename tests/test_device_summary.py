@@ -69,3 +69,14 @@ def test_the_app_table_says_which_launches_waited_for_a_child_starting(tmp_path,
     assert waits == [["headstart", "cold", "0 of 1"], ["headstart", "warm", "1 of 2, up to 3 s"]]
     assert rows[1][4] == "0.48"
     sys.modules.pop("bench"), sys.modules.pop("report")
+
+
+def test_a_child_due_or_starting_is_waited_for_by_the_bench_and_the_device():
+    """Both read a `prepared` status line (docs/protocol.md) through one predicate: the host's bench
+    before it counts a daemon's memory, the device's scenario before each launch."""
+    from headstart.daemon import prepared_pending
+
+    assert prepared_pending("due gtk3 /usr/bin/galculator 0 -- the CPUs are busy, as in the zygote's first 20 s")
+    assert prepared_pending("starting gtk4+adwaita /usr/bin/baobab 3")
+    for state in ("ready", "retrying", "idle", "unlaunched", "failed", "refused"):
+        assert not prepared_pending(f"{state} gtk3 /usr/bin/galculator 2"), state

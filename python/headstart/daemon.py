@@ -19,6 +19,12 @@ from headstart.errors import HeadstartError
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+def prepared_pending(line: str) -> bool:
+    """Whether a `prepared` status line (docs/protocol.md) names a child still to come: due to be
+    forked, or starting its toolkit. Read by whatever must not measure beside that start."""
+    return line.split(" ", 1)[0] in ("due", "starting")
+
+
 @dataclass
 class RunningDaemon:
     process: subprocess.Popen[bytes]

@@ -18,7 +18,7 @@ from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import Section
 
 _TYPE_NAMES = {v: k for k, v in ENUM_ST_INFO_TYPE.items() if isinstance(v, int)}
-STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
+STB_LOCAL, STB_WEAK = 0, 2
 SHN_UNDEF = 0
 
 
@@ -28,7 +28,7 @@ class Symbol(NamedTuple):
     name: str
     defined: bool  # st_shndx is not SHN_UNDEF
     default_visibility: bool
-    bind: int  # st_info's binding: STB_LOCAL, STB_GLOBAL, STB_WEAK, 10 (unique)
+    bind: int  # st_info's binding: STB_LOCAL, 1 (global), STB_WEAK, 10 (unique)
     type: str  # st_info's type, named as pyelftools names it ("STT_FUNC")
 
 

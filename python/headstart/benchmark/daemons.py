@@ -15,7 +15,7 @@ from typing import Any
 
 from headstart.benchmark.programs import Program
 from headstart.benchmark.timing import run_launch_timer
-from headstart.daemon import RunningDaemon, private_daemon
+from headstart.daemon import RunningDaemon, prepared_pending, private_daemon
 from headstart.errors import HeadstartError
 from headstart.profiling.memory import read_memory
 
@@ -141,7 +141,7 @@ def wait_prepared(daemon: RunningDaemon) -> None:
     """Until each child of --prepare-display due after the last launch was forked and started its
     toolkit (fonts, GL programs), so that what it holds is counted whole; the timings do not wait."""
     deadline = time.monotonic() + PREPARED_TIMEOUT_S
-    while any(line.startswith(("due", "starting")) for line in daemon.prepared_lines().values()):
+    while any(prepared_pending(line) for line in daemon.prepared_lines().values()):
         if time.monotonic() > deadline:
             raise HeadstartError(f"a prepared child was not ready {PREPARED_TIMEOUT_S:.0f} s after the last launch")
         time.sleep(0.05)

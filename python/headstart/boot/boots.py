@@ -27,9 +27,7 @@ def split(lines: list[Line]) -> list[list[Line]]:
     last_kernel: Line | None = None
     last_host: float | None = None
     for i, line in enumerate(lines):
-        if _restarts(line, last_kernel, last_host):
-            if _stray(lines, i, last_kernel):
-                continue  # not a new boot, and the time it printed is not the boot's clock
+        if _restarts(lines, i, last_kernel, last_host):
             starts.append(_back_to_setup(lines, starts[-1], i))
         if line.kernel_s is not None:
             last_kernel = line
@@ -37,29 +35,23 @@ def split(lines: list[Line]) -> list[list[Line]]:
     return [_rebased(lines, a, b) for a, b in zip(starts, [*starts[1:], len(lines)], strict=False)]
 
 
-def _restarts(line: Line, last_kernel: Line | None, last_host: float | None) -> bool:
+def _restarts(lines: list[Line], at: int, last_kernel: Line | None, last_host: float | None) -> bool:
+    line = lines[at]
     if line.host_s is not None and last_host is not None and line.host_s < last_host - 1.0:
         return True  # a second recording appended to the first
     if line.kernel_s is None or last_kernel is None or last_kernel.kernel_s is None:
         return False
     # The banner starts a boot only after a later line: arm64 prints "Booting Linux on physical
     # CPU" before it, both at 0.000000.
-    banner = bool(BANNER.search(line.text)) and line.kernel_s < last_kernel.kernel_s
-    return banner or line.kernel_s < last_kernel.kernel_s - _BACKWARDS_S
-
-
-def _stray(lines: list[Line], at: int, last_kernel: Line | None) -> bool:
-    """A step back in printk time that the next line of another time undoes: x86 prints a secondary
-    CPU's first lines ("calibrate_delay_direct() failed", under emulation) at 0.000000 as it comes
-    up, between lines at 0.4 and 0.5 s. A new boot's next lines stay near 0; so does a recording
-    appended with its host times going back, which this does not judge."""
-    line = lines[at]
-    if line.kernel_s is None or last_kernel is None or last_kernel.kernel_s is None or BANNER.search(line.text):
+    if BANNER.search(line.text):
+        return line.kernel_s < last_kernel.kernel_s
+    if line.kernel_s >= last_kernel.kernel_s - _BACKWARDS_S:
         return False
-    if line.host_s is not None and last_kernel.host_s is not None and line.host_s < last_kernel.host_s - 1.0:
-        return False
+    # A step back that the next line of another time undoes is a stray line, not a new boot: x86
+    # prints a secondary CPU's first lines ("calibrate_delay_direct() failed", under emulation) at
+    # 0.000000 as it comes up, between lines at 0.4 and 0.5 s. A new boot's next lines stay near 0.
     following = next((x for x in lines[at + 1 :] if x.kernel_s is not None and x.kernel_s != line.kernel_s), None)
-    return following is not None and following.kernel_s >= last_kernel.kernel_s - _BACKWARDS_S
+    return following is None or following.kernel_s < last_kernel.kernel_s - _BACKWARDS_S
 
 
 def _back_to_setup(lines: list[Line], since: int, at: int) -> int:

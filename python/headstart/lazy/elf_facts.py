@@ -55,19 +55,20 @@ def _dynamic(elf: ELFFile) -> DynamicSection | None:
     return None
 
 
-def _imports(elf: ELFFile) -> dict[str, str]:
+def _imports(elf: ELFFile, tables: dict[str, list[elf_tables.Symbol]]) -> dict[str, str]:
+    """The data and TLS symbols the object's relocations bind at load. `tables`: the symbol tables
+    already decoded, by section name; those decoded here join them."""
     machine = elf["e_machine"]
     data, tls = DATA_RELOCS.get(machine, set()), TLS_RELOCS.get(machine, set())
     copy = COPY_RELOCS.get(machine, set())
     found: dict[str, str] = {}
-    tables: dict[int, list[elf_tables.Symbol]] = {}  # by the symbol table's section index
     for section in elf.iter_sections():
         if not isinstance(section, RelocationSection) or section.name.endswith(".plt"):
             continue
-        link = section["sh_link"]
-        if link not in tables:
-            tables[link] = elf_tables.symbols(elf, elf.get_section(link))
-        symbols = tables[link]
+        linked = elf.get_section(section["sh_link"])
+        if linked.name not in tables:
+            tables[linked.name] = elf_tables.symbols(elf, linked)
+        symbols = tables[linked.name]
         for _offset, kind, index in elf_tables.relocations(elf, section):
             if not 0 < index < len(symbols) or kind not in data | tls:
                 continue
@@ -107,9 +108,9 @@ def read_facts(path: str) -> ObjectFacts:
                     facts.bind_now = True
             facts.tls = any(seg["p_type"] == "PT_TLS" for seg in elf.iter_segments())
             dynsym = elf.get_section_by_name(".dynsym")
-            if dynsym:
-                facts.defined = {s.name for s in elf_tables.symbols(elf, dynsym) if s.defined and s.name}
-            facts.data_imports = _imports(elf)
+            tables = {".dynsym": elf_tables.symbols(elf, dynsym)} if dynsym else {}
+            facts.defined = {s.name for s in tables.get(".dynsym", []) if s.defined and s.name}
+            facts.data_imports = _imports(elf, tables)
             marks = elf.get_section_by_name(LAZY_SECTION)
             if marks:
                 facts.stubs_for = [n.decode() for n in marks.data().split(b"\0") if n]
