@@ -31,7 +31,7 @@ import report
 import scenario
 from headstart.boot import analysis
 from provision import provision
-from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, require
+from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, board_args, describe, require
 
 REPO = Path(__file__).resolve().parent.parent
 ARMS = ["stock", "headstart", "headstart+advice"]
@@ -169,7 +169,7 @@ def main() -> int:
     try:
         require(args.arch)
         accel = accelerator(args.arch, out / "accel")
-        print(f"QEMU accelerator: {accel}" + (" (KVM does not boot a guest here)" if accel == "tcg" else ""))
+        print(describe(args.arch, accel))
         (out / "bench").mkdir(parents=True, exist_ok=True)
         provision(args.arch, files_for(out, "headstart"), accel, out / "bench" / "provision.log")
         boots: list[dict[str, Any]] = []
@@ -204,6 +204,7 @@ def _save(
     data = {
         "arch": args.arch,
         "accelerator": accel,
+        "board_args": board_args(args.arch, accel),
         "advice_args": applied.kernel_args if applied else [],
         "advice_small_initrd": applied.small_initrd if applied else False,
         "summary": summary(boots),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import scenario
 from provision import provision
-from qemu import BootFiles, DeviceError, accelerator, require
+from qemu import BootFiles, DeviceError, accelerator, describe, require
 
 from bench import analyze, files_for
 
@@ -112,7 +112,7 @@ def main() -> int:
     try:
         require(args.arch)
         accel = accelerator(args.arch, out / "accel")
-        print(f"QEMU accelerator: {accel}")
+        print(describe(args.arch, accel))
         failures = check_good_boot(args.arch, out, accel) + check_broken(args.arch, out, accel)
     except DeviceError as e:
         failures = [str(e)]

@@ -55,6 +55,13 @@ ARCH = {
 # each initcall's duration at a log level the console prints).
 BASE_ARGS = ["root=/dev/vda", "rw", "printk.time=1"]
 VERBOSE_ARGS = ["initcall_debug", "loglevel=8"]
+# What an emulated board passes so that its boot costs what the board's would. QEMU's TCG keeps one
+# address space ID and flushes its whole TLB whenever the guest switches to another (target/arm,
+# vmsa_ttbr_write), and Debian's arm64 kernel, given a KASLR seed, forces page table isolation on, which
+# switches it at every kernel entry and exit: on a Cortex-A72 a tagged register write, under TCG two
+# whole TLB flushes per system call and interrupt. Two boots of the stock image each way (2026-11-28):
+# the home screen's frame at 33.8 and 34.1 s with it, 23.0 and 24.7 s without (docs/device.md).
+TCG_ARGS = {"arm64": ["kpti=0"]}
 
 
 class DeviceError(Exception):
@@ -92,9 +99,21 @@ def _host_arch() -> str:
     return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def board_args(arch: str, accel: str) -> list[str]:
+    """The kernel arguments every boot of this board gets from the emulator it runs on (TCG_ARGS)."""
+    return TCG_ARGS.get(arch, []) if accel == "tcg" else []
+
+
+def describe(arch: str, accel: str) -> str:
+    """One line on how the device is emulated, for a run's output."""
+    line = f"QEMU accelerator: {accel}" + (" (KVM does not boot a guest here)" if accel == "tcg" else "")
+    extra = board_args(arch, accel)
+    return line + (f"; every boot gets {' '.join(extra)}, for the emulator (docs/device.md)" if extra else "")
+
+
 def qemu_argv(arch: str, files: BootFiles, accel: str, kernel_args: list[str], tmp: Path, snapshot: bool) -> list[str]:
     a = ARCH[arch]
-    args = [f"console={a['console']}", a["early"], *BASE_ARGS, *kernel_args]
+    args = [f"console={a['console']}", a["early"], *BASE_ARGS, *board_args(arch, accel), *kernel_args]
     argv = [a["qemu"], *a["machine"], "-accel", accel, "-smp", "2", "-m", "1024", "-S", "-nographic"]
     argv += ["-kernel", str(files.kernel), "-append", " ".join(args)]
     if files.initrd is not None:

@@ -121,11 +121,16 @@ def _chart(data: dict[str, Any]) -> Figure:
     return fig
 
 
+def _board_args(data: dict[str, Any]) -> str:
+    args = data.get("board_args")
+    return f" Every arm booted with {' '.join(args)}, for the emulator (docs/device.md)." if args else ""
+
+
 def page(data: dict[str, Any]) -> str:
     p = Page(f"The virtual device: power-on to the home screen ({data['arch']}, QEMU {data['accelerator']})")
     p.text(
         "Each arm booted alternately; times are the host's stamps of serial console lines, from the moment "
-        "QEMU's CPUs started. Medians with p10-p90."
+        "QEMU's CPUs started. Medians with p10-p90." + _board_args(data)
     )
     p.heading("Power-on to the home screen's first frame")
     p.table(["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data))
