@@ -101,7 +101,7 @@ def _calibration(log: BootLog) -> list[Advice]:
     return []
 
 
-# arm64's line when only KASLR asks for isolation (a CPU that Meltdown affects says "detected" alone).
+# arm64's line when KASLR turned isolation on, before asking whether the CPU needs it against Meltdown.
 _KPTI_FOR_KASLR = re.compile(r"kernel page table isolation forced ON by KASLR")
 
 
@@ -113,13 +113,14 @@ def _page_table_isolation(log: BootLog) -> list[Advice]:
     return [
         Advice(
             "page table isolation",
-            "The kernel isolates its page tables only to keep its randomised address (KASLR) hidden from user "
-            "space; this CPU does not need it against Meltdown. Every entry to the kernel and return then "
-            "switches address space: a few cycles on a CPU whose TLB is tagged by address space, but under "
-            "QEMU's TCG each switch flushes the whole emulated TLB, which took a third of the virtual device's "
-            "boot (docs/device.md). When measuring under TCG, boot with `kpti=0` so that the figures are the "
-            "board's. On the product, `kpti=0` gives up that protection of the kernel's address for little "
-            "time: measure it on the board before choosing.",
+            "The kernel turned page table isolation on because KASLR is on, to keep its randomised address "
+            "hidden from user space. Every entry to the kernel and return then switches address space: a few "
+            "cycles on a CPU whose TLB is tagged by address space, but under QEMU's TCG each switch flushes the "
+            "whole emulated TLB, which took a third of the virtual device's boot (docs/device.md). When "
+            "measuring under TCG, boot with `kpti=0` so that the figures are the board's. On the product, "
+            "`kpti=0` is only for a CPU that Meltdown does not affect (a Cortex-A72 or A53, not an A75), and "
+            "even there gives up that protection of the kernel's address for little time: measure it on the "
+            "board before choosing.",
             [f"{line.source}: {line.text.strip()}"],
             None,
         )
