@@ -325,6 +325,67 @@ def test_core_initcalls_are_never_advised_for_the_blacklist(tmp_path):
     assert f"initcall_blacklist={line.group(1)}" in driver["message"] and "module" in driver["message"]
 
 
+def _crypto_advice(log: Path) -> list[dict]:
+    return [r for r in analyze_json(str(log))["recommendations"] if r["topic"] == "crypto self-tests"]
+
+
+def test_crypto_self_tests_are_advised_off_unless_already_off_or_required_by_fips(tmp_path):
+    """crypto_algapi_init's time is the tests of the algorithms built in: skipped by cryptomgr.notests,
+    which the advice carries, and which a command line that has it, or FIPS mode (which runs them
+    anyway), gets no advice for."""
+    (advice,) = _crypto_advice(VERBOSE)
+    assert advice["kernel_args"] == ["cryptomgr.notests"]
+    assert advice["seconds"] == pytest.approx(0.217793)
+    line = "initcall crypto_algapi_init+0x0/0x7e returned 0 after 217793 usecs"
+    assert advice["evidence"] == [f"qemu-initcall-debug.log:1659: {line}"]
+    assert "crypto modules" not in advice["message"]  # this boot loaded none
+    text = VERBOSE.read_text()
+    for extra in ("cryptomgr.notests", "cryptomgr.notests=1", "fips=1"):
+        log = tmp_path / f"{extra}.log"
+        log.write_text(text.replace("initcall_debug loglevel=8", f"initcall_debug {extra} loglevel=8"))
+        assert _crypto_advice(log) == [], extra
+
+
+def test_module_initcalls_are_read_apart_and_the_crypto_ones_named(tmp_path):
+    """A module's initcall line names its module ("[aes_ce_blk]"): kept apart from the kernel's own
+    initcalls (a module is already off the kernel's boot path), and the crypto modules among them
+    counted in the crypto advice. The device's arm64 boot, with initcall_debug."""
+    log = FIXTURES / "device-arm64-initcall-debug.log"
+    data = analyze_json(str(log))
+    text = log.read_text()
+    in_modules = re.findall(r"initcall \S+ \[(\w+)\] returned -?\d+ after (\d+) usecs", text)
+    assert len(data["module_initcalls"]) == len(in_modules) > 20
+    assert data["module_initcalls"][0] == {
+        "name": "cpu_feature_match_AES_init",
+        "module": "aes_ce_blk",
+        "duration_ms": pytest.approx(244.862),
+        "evidence": "device-arm64-initcall-debug.log:2413: initcall cpu_feature_match_AES_init+0x0/0x1000 "
+        "[aes_ce_blk] returned 0 after 244862 usecs",
+    }
+    assert not {c["name"] for c in data["initcalls"]} & {c["name"] for c in data["module_initcalls"]}
+    (advice,) = [r for r in data["recommendations"] if r["topic"] == "crypto self-tests"]
+    assert "The 10 crypto modules loaded later took 586 ms" in advice["message"]
+    assert "aes_ce_blk 245 ms" in advice["message"] and "virtio_gpu" not in advice["message"]
+    # arm64 says "Kernel command line:" only: read there too
+    log2 = tmp_path / "notests.log"
+    log2.write_text(text.replace("initcall_debug loglevel=8", "initcall_debug cryptomgr.notests loglevel=8", 1))
+    assert _crypto_advice(log2) == []
+
+
+def test_an_initcall_that_waited_for_the_initramfs_says_so():
+    """crypto_kdf108_init asked for a module while the initramfs was still being unpacked, which a
+    module request waits for: the advice says so and quotes the unpacking's end. One that started
+    after it (the x86 boot's) does not."""
+    data = analyze_json(str(FIXTURES / "device-arm64-initcall-debug.log"))
+    kdf = next(r for r in data["recommendations"] if r["message"].startswith("crypto_kdf108_init took"))
+    assert "returned 0.224 s after" in kdf["message"] and "smaller initramfs" in kdf["message"]
+    assert kdf["evidence"][1] == "device-arm64-initcall-debug.log:1147: Freeing initrd memory: 34760K"
+    others = [r for r in data["recommendations"] if r["topic"] == "initcall" and r is not kdf]
+    assert others and not any("initramfs was unpacked" in r["message"] for r in others)
+    x86 = analyze_json(str(VERBOSE))["recommendations"]
+    assert not any("initramfs was unpacked" in r["message"] for r in x86 if r["topic"] == "initcall")
+
+
 CAPTURED = {  # the same QEMU boot read by the tools people use (tests/boot/capture.py)
     "qemu-ts-default.log": "ts",
     "qemu-ts-since-start.log": "ts-clock",

@@ -9,14 +9,15 @@ from typing import Any
 
 from headstart.boot import initcalls
 from headstart.boot.logs import BootLog
-from headstart.boot.timeline import Timeline
+from headstart.boot.timeline import Initcall, Timeline
 
 SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
 TOP_INITCALLS = 5
 # Calibrated at boot (init/calibrate.c), not "(skipped)": the line is printed before the loop runs.
 _CALIBRATING = re.compile(r"Calibrating delay (?:loop\.\.\.|using timer specific routine).*\(lpj=(\d+)\)")
 _QUIET = re.compile(r"(^|\s)(quiet|loglevel=[0-4])(\s|$)")
-_COMMAND_LINE = re.compile(r"Command line: (.*)$")
+# x86-64 prints "Command line:", arm64 "Kernel command line:" only.
+_COMMAND_LINE = re.compile(r"[Cc]ommand line: (.*)$")
 
 
 @dataclass
@@ -49,6 +50,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_calibration(log),
         *_page_table_isolation(log),
         *_initcalls(t),
+        *_crypto_self_tests(t, log),
         *_decompression(t, log),
         *_initramfs(t),
         *_units(t),
@@ -57,8 +59,12 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
+def _command_line(log: BootLog) -> str | None:
+    return next((m.group(1) for line in log.lines if (m := _COMMAND_LINE.search(line.text))), None)
+
+
 def _console(t: Timeline, log: BootLog) -> list[Advice]:
-    command_line = next((m.group(1) for line in log.lines if (m := _COMMAND_LINE.search(line.text))), None)
+    command_line = _command_line(log)
     if "kernel_start" not in t.moments or t.console_lines < 50 or (command_line and _QUIET.search(command_line)):
         return []
     seconds = t.console_bytes * 10 / log.baud if log.baud else None  # 10 bits a byte on a UART
@@ -129,16 +135,84 @@ def _page_table_isolation(log: BootLog) -> list[Advice]:
 
 def _initcalls(t: Timeline) -> list[Advice]:
     out = []
+    unpacked = t.moments.get("initramfs_done")
     for call in t.initcalls[:TOP_INITCALLS]:
         if call.duration_s < SLOW_INITCALL_S:
             break
         evidence = [f"{call.evidence.source}: {call.evidence.text.strip()}"]
-        out.append(Advice("initcall", _initcall_message(call.name, call.duration_s), evidence, call.duration_s))
+        waited = ""
+        if unpacked is not None and _waited_for_initramfs(call, unpacked.at_s):
+            waited = _WAITED_FOR_INITRAMFS.format(after=(call.start_s or 0.0) + call.duration_s - unpacked.at_s)
+            evidence.append(f"{unpacked.evidence.source}: {unpacked.evidence.text.strip()}")
+        out.append(Advice("initcall", _initcall_message(call.name, call.duration_s, waited), evidence, call.duration_s))
     return out
 
 
-def _initcall_message(name: str, seconds: float) -> str:
-    took = f"{name} took {seconds * 1000:,.1f} ms."
+# Both the helper that runs modprobe for a module request (kernel/umh.c) and the firmware loader wait
+# until the initramfs is unpacked, which the kernel does in the background while the initcalls run.
+_WAITED_FOR_INITRAMFS = (
+    " It was running while the initramfs was unpacked and returned {after:.3f} s after: an initcall that "
+    "requests a module or firmware waits until the initramfs is unpacked, so most of this time is likely that "
+    "wait. A smaller initramfs shortens it (the initramfs advice)."
+)
+
+
+def _waited_for_initramfs(call: Initcall, unpacked_s: float) -> bool:
+    """Started before the initramfs was unpacked, and spent most of its time until then."""
+    if call.start_s is None:
+        return False
+    end = call.start_s + call.duration_s
+    return call.start_s < unpacked_s < end and unpacked_s - call.start_s >= call.duration_s / 2
+
+
+# Modules that register crypto algorithms, by the names Linux gives them on arm64 and x86-64 (aes_ce_blk,
+# aesni_intel, sha256_arm64, sha2_ce, ghash_clmulni_intel, crc32c_generic, polyval_ce...).
+_CRYPTO_MODULE = re.compile(
+    r"^(?:aes|aesni|sha\d*|ghash|polyval|crc32c?|crct10dif|chacha\d*|poly1305|blake2[bs]|nhpoly1305|curve25519|"
+    r"sm[34]|des3?|twofish|serpent|camellia|cast[56])(?:_|$)"
+)
+# The kernel tests each crypto algorithm as it registers it (crypto/testmgr.c); crypto_algapi_init runs
+# the tests of those registered before the test manager was ready.
+_CRYPTO_TESTS_AT_INIT = "crypto_algapi_init"
+_NO_CRYPTO_TESTS = re.compile(r"(^|\s)(cryptomgr\.notests(=1|=y|=Y)?|fips=1)(\s|$)")
+
+
+def _crypto_self_tests(t: Timeline, log: BootLog) -> list[Advice]:
+    """Said and applied: the tests check that an implementation gives known answers and change nothing
+    when it does; a kernel in FIPS mode runs them anyway (testmgr ignores notests under fips=1)."""
+    command_line = _command_line(log)
+    tests = next((c for c in t.initcalls if c.name == _CRYPTO_TESTS_AT_INIT), None)
+    if command_line is None or _NO_CRYPTO_TESTS.search(command_line) or tests is None:
+        return []
+    if tests.duration_s < SLOW_INITCALL_S:
+        return []
+    modules = [c for c in t.module_initcalls if c.module and _CRYPTO_MODULE.match(c.module)]
+    loaded = ""
+    if modules:
+        slowest = ", ".join(f"{c.module} {c.duration_s * 1000:,.0f} ms" for c in modules[:TOP_INITCALLS])
+        total = sum(c.duration_s for c in modules) * 1000
+        loaded = (
+            f" The {len(modules)} crypto modules loaded later took {total:,.0f} ms in their initcalls, each testing "
+            f"the algorithms it registers ({slowest})."
+        )
+    return [
+        Advice(
+            "crypto self-tests",
+            "The kernel tests each crypto algorithm against known answers as it registers it. "
+            f"{tests.name}, which tests those built in, took {tests.duration_s * 1000:,.0f} ms (on the virtual "
+            f"device, 245 ms with the tests and 5 ms without).{loaded} The tests change nothing when the "
+            "implementations are right. Boot with `cryptomgr.notests` to skip them; a kernel in FIPS mode "
+            "(`fips=1`) runs them anyway, as FIPS requires. Linux 6.1's KDF test (crypto_kdf108_init) runs "
+            "either way.",
+            [f"{c.evidence.source}: {c.evidence.text.strip()}" for c in [tests, *modules[:TOP_INITCALLS]]],
+            tests.duration_s,
+            ["cryptomgr.notests"],
+        )
+    ]
+
+
+def _initcall_message(name: str, seconds: float, waited: str = "") -> str:
+    took = f"{name} took {seconds * 1000:,.1f} ms.{waited}"
     drv = initcalls.driver(name)
     if drv is not None:
         return (

@@ -18,7 +18,8 @@ _DRIVER = re.compile(r"^(\w+)_driver_init$")
 CORE = {
     "acpi_init": "it brings up ACPI itself: devices, interrupt routing, power button and thermal zones",
     "oom_init": "it starts the out-of-memory killer's reaper",
-    "crypto_algapi_init": "it sets up the crypto API that module signatures, dm-crypt and file systems use",
+    "crypto_algapi_init": "it sets up the crypto API that module signatures, dm-crypt and file systems use, "
+    "and tests the algorithms built in (the crypto self-tests advice)",
     "inet_init": "it registers IPv4, which local sockets and most daemons need",
     "inet6_init": "it registers IPv6; leave it out with CONFIG_IPV6=n instead, if the product has no IPv6",
     "populate_rootfs": "it unpacks the initramfs",

@@ -18,8 +18,9 @@ from typing import Any
 from headstart.boot.boots import SETUP
 from headstart.boot.logs import BootLog, CpuAccount, Line
 
-_INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)? returned (-?\d+) after (\d+) usecs")
-_INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)? @ \d+")
+# A module's initcall names its module after the address: "initcall aes_init+0x0/0x1000 [aes_ce_blk] returned".
+_INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)?(?: \[(\w+)\])? returned (-?\d+) after (\d+) usecs")
+_INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)?(?: \[(\w+)\])? @ \d+")
 _UNPACK = re.compile(r"Trying to unpack rootfs image as initramfs|Unpacking initramfs")
 _UNPACKED = re.compile(r"Freeing initrd memory")
 _ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
@@ -52,6 +53,7 @@ class Initcall:
     duration_s: float
     start_s: float | None
     evidence: Line
+    module: str | None = None  # None: built into the kernel
 
 
 @dataclass
@@ -60,13 +62,15 @@ class Timeline:
     kernel_offset_s: float | None  # the kernel's time 0 on the axis
     moments: dict[str, Moment]
     phases: list[Phase]
-    initcalls: list[Initcall]  # slowest first
+    initcalls: list[Initcall]  # built into the kernel, slowest first
     services: list[tuple[str, float, str]]  # systemd units, slowest first
     console_lines: int  # kernel lines printed on the console before init
     console_bytes: int
     end_s: float | None  # the last line's time
     warnings: list[str] = field(default_factory=list)
     cpu: CpuAccount = field(default_factory=CpuAccount)  # units by CPU time, most first; no slices
+    # Modules' initcalls, run as each module loads (most by udev, after init), slowest first.
+    module_initcalls: list[Initcall] = field(default_factory=list)
     chain: dict[str, str] = field(default_factory=lambda: dict(CHAIN))  # its moments in boot order, named
 
     def at(self, name: str) -> float | None:
@@ -124,17 +128,19 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
         first("ready", ready)
     dropped = _in_boot_order(moments, chain)
 
+    calls = _initcalls(log, axis, offset)
     timeline = Timeline(
         axis,
         offset if axis == "host" else 0.0,
         moments,
         [],
-        _initcalls(log, axis, offset),
+        [c for c in calls if c.module is None],
         sorted(log.systemd_blame, key=lambda s: -s[1]),
         *_console_output(log),
         _end(log, axis, offset),
         cpu=_cpu(log.cpu),
         chain=chain,
+        module_initcalls=[c for c in calls if c.module is not None],
     )
     timeline.phases = _phases(timeline, log)
     timeline.warnings = dropped + _warnings(timeline, log, ready)
@@ -205,16 +211,16 @@ def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[st
 
 
 def _initcalls(log: BootLog, axis: str, offset: float | None) -> list[Initcall]:
-    started: dict[str, float] = {}
+    started: dict[tuple[str, str | None], float] = {}
     calls = []
     for line in log.lines:
         t = _time(line, axis, offset)
         if m := _INITCALL_START.search(line.text):
             if t is not None:
-                started[m.group(1)] = t
+                started[m.group(1), m.group(2)] = t
         elif m := _INITCALL_DONE.search(line.text):
-            name = m.group(1)
-            calls.append(Initcall(name, int(m.group(3)) / 1e6, started.get(name), line))
+            name, module = m.group(1), m.group(2)
+            calls.append(Initcall(name, int(m.group(4)) / 1e6, started.get((name, module)), line, module))
     return sorted(calls, key=lambda c: -c.duration_s)
 
 
@@ -309,6 +315,10 @@ def as_dict(t: Timeline) -> dict[str, Any]:
                 "evidence": _evidence(c.evidence),
             }
             for c in t.initcalls
+        ],
+        "module_initcalls": [
+            {"name": c.name, "module": c.module, "duration_ms": c.duration_s * 1000, "evidence": _evidence(c.evidence)}
+            for c in t.module_initcalls
         ],
         "services": [{"unit": u, "duration_s": s, "evidence": src} for u, s, src in t.services],
         "cpu": {
