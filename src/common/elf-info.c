@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -379,11 +380,12 @@ static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
         return NULL;
 }
 
-/* Marks the exports that the file's copy relocations fill, by symbol index: 1, or 2 when another
- * of its relocations refers to the symbol too. */
-static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
+/* Where the file's dynamic relocation table (DT_RELA, DT_RELASZ) is in the file: 0 with *len 0 when
+ * it has none, -ENOEXEC when its headers or its table lie outside the file. */
+static int rela_range(const struct image *im, uint64_t *ret_off, uint64_t *ret_len) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         const Elf64_Phdr *ph = elf_at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
+        *ret_off = *ret_len = 0;
         if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
                 return -ENOEXEC;
         struct image m = *im;
@@ -396,7 +398,7 @@ static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
                         dyn = elf_at(im, ph[i].p_offset, ph[i].p_filesz, _Alignof(Elf64_Dyn));
                         ndyn = ph[i].p_filesz / sizeof *dyn;
                 }
-        uint64_t rela = 0, relasz = 0, off;
+        uint64_t rela = 0, relasz = 0;
         for (size_t i = 0; dyn && i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
                 if (dyn[i].d_tag == DT_RELA)
                         rela = dyn[i].d_un.d_ptr;
@@ -405,12 +407,23 @@ static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
         }
         if (relasz == 0)
                 return 0;
-        if (elf_vaddr_to_offset(&m, rela, relasz, &off) < 0)
+        if (elf_vaddr_to_offset(&m, rela, relasz, ret_off) < 0)
                 return -ENOEXEC;
-        const Elf64_Rela *r = elf_at(im, off, relasz, _Alignof(Elf64_Rela));
-        for (uint64_t i = 0; r && i < relasz / sizeof *r; i++) {
-                uint64_t idx = ELF64_R_SYM(r[i].r_info);
-                bool copy = ELF64_R_TYPE(r[i].r_info) == HS_R_COPY;
+        *ret_len = relasz;
+        return 0;
+}
+
+/* Marks the exports that the file's copy relocations fill, by symbol index: 1, or 2 when another
+ * of its relocations refers to the symbol too. */
+static int mark_copied(const struct image *im, uint8_t *copied, size_t nsym) {
+        uint64_t off, relasz;
+        int r = rela_range(im, &off, &relasz);
+        if (r < 0 || relasz == 0)
+                return r;
+        const Elf64_Rela *rel = elf_at(im, off, relasz, _Alignof(Elf64_Rela));
+        for (uint64_t i = 0; rel && i < relasz / sizeof *rel; i++) {
+                uint64_t idx = ELF64_R_SYM(rel[i].r_info);
+                bool copy = ELF64_R_TYPE(rel[i].r_info) == HS_R_COPY;
                 if (copy && idx >= nsym)
                         return -ENOEXEC;
                 if (copy)
@@ -484,13 +497,76 @@ int elf_exports_of(const struct elf_file *f, struct elf_exports *ret) {
         return r;
 }
 
+/* Reads len bytes at off into the image's own place for them; a range outside the file is left
+ * unread, for the reader's bounds check to refuse. A short read is a file cut while we read it. */
+static int read_range(int fd, const struct image *im, uint64_t off, uint64_t len) {
+        if (off > im->size || len > im->size - off)
+                return 0;
+        uint8_t *to = (uint8_t *) im->data + off;
+        for (uint64_t got = 0; got < len;) {
+                ssize_t n = pread(fd, to + got, len - got, (off_t) (off + got));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -ENOEXEC;
+                got += (uint64_t) n;
+        }
+        return 0;
+}
+
+/* Of the 64-bit ELF file at fd, what read_exports looks at, each part at its own offset in a zeroed
+ * anonymous mapping of the file's size: the headers, the dynamic symbol tables, the dynamic section
+ * and the relocations. The daemon reads the exports of every library of every program it registers
+ * as it starts, and those parts are a small share of a library (GTK 3's 8.5 MB): the rest is neither
+ * read nor given a page. */
+static int read_export_parts(int fd, const struct image *im) {
+        int r = read_range(fd, im, 0, sizeof(Elf64_Ehdr));
+        if (r < 0 || !is_elf64(im))
+                return r;
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        if ((r = read_range(fd, im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr))) < 0 ||
+            (r = read_range(fd, im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr))) < 0)
+                return r;
+        const Elf64_Shdr *sh = elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
+        for (unsigned i = 0; sh && e->e_shentsize == sizeof(Elf64_Shdr) && i < e->e_shnum && r >= 0; i++) {
+                Elf64_Word type = sh[i].sh_type;
+                if (type == SHT_DYNSYM || type == SHT_GNU_versym || type == SHT_GNU_verneed || type == SHT_GNU_verdef)
+                        r = read_range(fd, im, sh[i].sh_offset, sh[i].sh_size);
+                if (r >= 0 && type == SHT_DYNSYM && sh[i].sh_link < e->e_shnum)
+                        r = read_range(fd, im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size);
+        }
+        const Elf64_Phdr *ph = elf_at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
+        for (unsigned i = 0; ph && e->e_phentsize == sizeof(Elf64_Phdr) && i < e->e_phnum && r >= 0; i++)
+                if (ph[i].p_type == PT_DYNAMIC)
+                        r = read_range(fd, im, ph[i].p_offset, ph[i].p_filesz);
+        uint64_t off, len;
+        if (r >= 0 && rela_range(im, &off, &len) >= 0 && len > 0)
+                r = read_range(fd, im, off, len);
+        return r;
+}
+
 int elf_exports_read(int fd, struct elf_exports *ret) {
-        struct elf_file f = { 0 };
+        struct stat st;
         *ret = (struct elf_exports){ 0 };
-        int r = elf_file_read(fd, &f);
-        if (r >= 0)
-                r = elf_exports_of(&f, ret);
-        elf_file_done(&f);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EACCES;
+        if ((uint64_t) st.st_size > ELF_MAX_FILE)
+                return -EFBIG;
+        if (st.st_size < (off_t) sizeof(Elf64_Ehdr))
+                return 0; /* not ELF: exports nothing, as elf_exports_of says of it */
+        size_t size = (size_t) st.st_size;
+        void *data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (data == MAP_FAILED)
+                return -errno;
+        struct image im = { .data = data, .size = size };
+        int r = read_export_parts(fd, &im);
+        if (r >= 0 && is_elf64(&im))
+                r = read_exports(&im, ret);
+        if (r < 0)
+                elf_exports_done(ret);
+        munmap(data, size);
         return r;
 }
 
