@@ -152,6 +152,15 @@ static int map_headers(const struct image *im, struct image *m) {
         return m->phdr ? 0 : -ENOEXEC;
 }
 
+/* The PT_DYNAMIC header of m (its headers mapped), the last when there are several, as the loader's. */
+static const Elf64_Phdr *dynamic_segment(const struct image *m) {
+        const Elf64_Phdr *dyn = NULL;
+        for (unsigned i = 0; i < m->ehdr->e_phnum; i++)
+                if (m->phdr[i].p_type == PT_DYNAMIC)
+                        dyn = &m->phdr[i];
+        return dyn;
+}
+
 static int parse(const struct image *im, struct elf_info *info) {
         const unsigned char *ident = im->data;
         if (im->size < EI_NIDENT || memcmp(ident, ELFMAG, SELFMAG) != 0)
@@ -184,44 +193,47 @@ static int parse(const struct image *im, struct elf_info *info) {
         return 0;
 }
 
-/* Reads the whole file rather than mapping it: a file truncated while we parse it would raise
- * SIGBUS through a mapping, and the daemon must survive anything a client hands it. */
-static int read_all(int fd, size_t size, uint8_t **ret) {
-        uint8_t *buf = malloc(size);
-        if (!buf)
-                return -ENOMEM;
-        size_t got = 0;
-        while (got < size) {
-                ssize_t n = pread(fd, buf + got, size - got, (off_t) got);
+/* Files are read, never mapped: a file truncated while we parse it would raise SIGBUS through a
+ * mapping, and the daemon must survive anything a client hands it. A short read is such a file. */
+static int pread_full(int fd, uint8_t *buf, uint64_t len, uint64_t off) {
+        for (uint64_t got = 0; got < len;) {
+                ssize_t n = pread(fd, buf + got, len - got, (off_t) (off + got));
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0) {
-                        free(buf);
+                if (n <= 0)
                         return n < 0 ? -errno : -ENOEXEC;
-                }
-                got += (size_t) n;
+                got += (uint64_t) n;
         }
-        *ret = buf;
+        return 0;
+}
+
+/* The size of the regular file open at fd, within what the readers take. */
+static int regular_file_size(int fd, size_t *ret) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EACCES;
+        if ((uint64_t) st.st_size > ELF_MAX_FILE)
+                return -EFBIG;
+        *ret = (size_t) st.st_size;
         return 0;
 }
 
 /* Reads the regular file open at fd into *im (data NULL for a file too short to be ELF). */
 static int image_load(int fd, struct image *im) {
-        struct stat st;
+        size_t size = 0;
         *im = (struct image){ 0 };
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EACCES;
-        if (st.st_size < EI_NIDENT)
-                return 0;
-        if ((uint64_t) st.st_size > ELF_MAX_FILE)
-                return -EFBIG;
-        uint8_t *data = NULL;
-        int r = read_all(fd, (size_t) st.st_size, &data);
-        if (r < 0)
+        int r = regular_file_size(fd, &size);
+        if (r < 0 || size < EI_NIDENT)
                 return r;
-        *im = (struct image){ .data = data, .size = (size_t) st.st_size };
+        uint8_t *data = malloc(size);
+        if (!data)
+                return -ENOMEM;
+        r = pread_full(fd, data, size, 0);
+        if (r < 0)
+                return free(data), r;
+        *im = (struct image){ .data = data, .size = size };
         return 0;
 }
 
@@ -383,21 +395,13 @@ static const char *version_name(const struct symbol_tables *t, uint16_t ndx) {
 /* Where the file's dynamic relocation table (DT_RELA, DT_RELASZ) is in the file: 0 with *len 0 when
  * it has none, -ENOEXEC when its headers or its table lie outside the file. */
 static int rela_range(const struct image *im, uint64_t *ret_off, uint64_t *ret_len) {
-        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
-        const Elf64_Phdr *ph = elf_at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
+        struct image m;
         *ret_off = *ret_len = 0;
-        if (!ph || e->e_phentsize != sizeof(Elf64_Phdr))
+        if (map_headers(im, &m) < 0)
                 return -ENOEXEC;
-        struct image m = *im;
-        m.ehdr = e;
-        m.phdr = ph;
-        const Elf64_Dyn *dyn = NULL;
-        size_t ndyn = 0;
-        for (unsigned i = 0; i < e->e_phnum; i++)
-                if (ph[i].p_type == PT_DYNAMIC) {
-                        dyn = elf_at(im, ph[i].p_offset, ph[i].p_filesz, _Alignof(Elf64_Dyn));
-                        ndyn = ph[i].p_filesz / sizeof *dyn;
-                }
+        const Elf64_Phdr *dynp = dynamic_segment(&m);
+        const Elf64_Dyn *dyn = dynp ? elf_at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn)) : NULL;
+        size_t ndyn = dynp ? dynp->p_filesz / sizeof *dyn : 0;
         uint64_t rela = 0, relasz = 0;
         for (size_t i = 0; dyn && i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
                 if (dyn[i].d_tag == DT_RELA)
@@ -498,20 +502,11 @@ int elf_exports_of(const struct elf_file *f, struct elf_exports *ret) {
 }
 
 /* Reads len bytes at off into the image's own place for them; a range outside the file is left
- * unread, for the reader's bounds check to refuse. A short read is a file cut while we read it. */
+ * unread, for the reader's bounds check to refuse. */
 static int read_range(int fd, const struct image *im, uint64_t off, uint64_t len) {
         if (off > im->size || len > im->size - off)
                 return 0;
-        uint8_t *to = (uint8_t *) im->data + off;
-        for (uint64_t got = 0; got < len;) {
-                ssize_t n = pread(fd, to + got, len - got, (off_t) (off + got));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -ENOEXEC;
-                got += (uint64_t) n;
-        }
-        return 0;
+        return pread_full(fd, (uint8_t *) im->data + off, len, off);
 }
 
 /* Of the 64-bit ELF file at fd, what read_exports looks at, each part at its own offset in a zeroed
@@ -535,10 +530,10 @@ static int read_export_parts(int fd, const struct image *im) {
                 if (r >= 0 && type == SHT_DYNSYM && sh[i].sh_link < e->e_shnum)
                         r = read_range(fd, im, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size);
         }
-        const Elf64_Phdr *ph = elf_at(im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr), _Alignof(Elf64_Phdr));
-        for (unsigned i = 0; ph && e->e_phentsize == sizeof(Elf64_Phdr) && i < e->e_phnum && r >= 0; i++)
-                if (ph[i].p_type == PT_DYNAMIC)
-                        r = read_range(fd, im, ph[i].p_offset, ph[i].p_filesz);
+        struct image m;
+        const Elf64_Phdr *dynp = r >= 0 && map_headers(im, &m) >= 0 ? dynamic_segment(&m) : NULL;
+        if (dynp)
+                r = read_range(fd, im, dynp->p_offset, dynp->p_filesz);
         uint64_t off, len;
         if (r >= 0 && rela_range(im, &off, &len) >= 0 && len > 0)
                 r = read_range(fd, im, off, len);
@@ -546,22 +541,16 @@ static int read_export_parts(int fd, const struct image *im) {
 }
 
 int elf_exports_read(int fd, struct elf_exports *ret) {
-        struct stat st;
+        size_t size = 0;
         *ret = (struct elf_exports){ 0 };
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EACCES;
-        if ((uint64_t) st.st_size > ELF_MAX_FILE)
-                return -EFBIG;
-        if (st.st_size < (off_t) sizeof(Elf64_Ehdr))
-                return 0; /* not ELF: exports nothing, as elf_exports_of says of it */
-        size_t size = (size_t) st.st_size;
+        int r = regular_file_size(fd, &size);
+        if (r < 0 || size < sizeof(Elf64_Ehdr))
+                return r; /* too short to be ELF: exports nothing, as elf_exports_of says of it */
         void *data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (data == MAP_FAILED)
                 return -errno;
         struct image im = { .data = data, .size = size };
-        int r = read_export_parts(fd, &im);
+        r = read_export_parts(fd, &im);
         if (r >= 0 && is_elf64(&im))
                 r = read_exports(&im, ret);
         if (r < 0)

@@ -141,8 +141,9 @@ def _initcalls(t: Timeline) -> list[Advice]:
             break
         evidence = [f"{call.evidence.source}: {call.evidence.text.strip()}"]
         waited = ""
-        if unpacked is not None and _waited_for_initramfs(call, unpacked.at_s):
-            waited = _WAITED_FOR_INITRAMFS.format(after=(call.start_s or 0.0) + call.duration_s - unpacked.at_s)
+        after = _after_initramfs(call, unpacked.at_s) if unpacked is not None else None
+        if unpacked is not None and after is not None:
+            waited = _WAITED_FOR_INITRAMFS.format(after=after)
             evidence.append(f"{unpacked.evidence.source}: {unpacked.evidence.text.strip()}")
         out.append(Advice("initcall", _initcall_message(call.name, call.duration_s, waited), evidence, call.duration_s))
     return out
@@ -157,12 +158,14 @@ _WAITED_FOR_INITRAMFS = (
 )
 
 
-def _waited_for_initramfs(call: Initcall, unpacked_s: float) -> bool:
-    """Started before the initramfs was unpacked, and spent most of its time until then."""
+def _after_initramfs(call: Initcall, unpacked_s: float) -> float | None:
+    """For a call that started before the initramfs was unpacked and spent most of its time until then,
+    how long it ran after; None for any other."""
     if call.start_s is None:
-        return False
+        return None
     end = call.start_s + call.duration_s
-    return call.start_s < unpacked_s < end and unpacked_s - call.start_s >= call.duration_s / 2
+    waited = call.start_s < unpacked_s < end and unpacked_s - call.start_s >= call.duration_s / 2
+    return end - unpacked_s if waited else None
 
 
 # Modules that register crypto algorithms, by the names Linux gives them on arm64 and x86-64 (aes_ce_blk,
@@ -175,16 +178,19 @@ _CRYPTO_MODULE = re.compile(
 # the tests of those registered before the test manager was ready.
 _CRYPTO_TESTS_AT_INIT = "crypto_algapi_init"
 _NO_CRYPTO_TESTS = re.compile(r"(^|\s)(cryptomgr\.notests(=1|=y|=Y)?|fips=1)(\s|$)")
+_TESTS_DISABLED = re.compile(r"alg: self-tests disabled")
 
 
 def _crypto_self_tests(t: Timeline, log: BootLog) -> list[Advice]:
     """Said and applied: the tests check that an implementation gives known answers and change nothing
     when it does; a kernel in FIPS mode runs them anyway (testmgr ignores notests under fips=1)."""
-    command_line = _command_line(log)
+    # A console opened late may have lost the command line (initcall_debug overflows the kernel's
+    # buffer first): then the tests' own time, and the kernel's line when it skips them, say enough.
+    command_line = _command_line(log) or ""
     tests = next((c for c in t.initcalls if c.name == _CRYPTO_TESTS_AT_INIT), None)
-    if command_line is None or _NO_CRYPTO_TESTS.search(command_line) or tests is None:
+    if tests is None or tests.duration_s < SLOW_INITCALL_S or _NO_CRYPTO_TESTS.search(command_line):
         return []
-    if tests.duration_s < SLOW_INITCALL_S:
+    if any(_TESTS_DISABLED.search(line.text) for line in log.lines):
         return []
     modules = [c for c in t.module_initcalls if c.module and _CRYPTO_MODULE.match(c.module)]
     loaded = ""
