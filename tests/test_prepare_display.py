@@ -510,6 +510,31 @@ def test_at_start_a_kept_launchs_child_waits_for_a_cpu_to_spare(compositor, tmp_
         stop_spinning(spinners)
 
 
+def test_after_a_launch_the_next_child_waits_for_a_cpu_to_spare(compositor, tmp_path):
+    """The next launch's child is not started beside the program just launched while every CPU is
+    busy (on a slow board it ran beside the whole launch), and is started once one is spare."""
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(GTK3), extra=["--verbose"]) as d:
+        spinners = spin_every_cpu()
+        try:
+            run_served(d, [str(GTK3)], env=env)
+            deadline = time.monotonic() + WAIT_S
+            while "busy after its launch" not in (state := prepared_state(d, str(GTK3))):
+                assert state.startswith("due"), state  # never forked while every CPU is busy
+                assert time.monotonic() < deadline, state
+                time.sleep(0.05)
+            time.sleep(1.0)  # five more looks, each as busy
+            assert prepared_state(d, str(GTK3)).startswith("due"), prepared_state(d, str(GTK3))
+            stop_spinning(spinners)
+            wait_prepared(d, str(GTK3))
+            # On a machine busy with other work too, it is prepared 5 s after the launch at the latest.
+            assert re.search(
+                r"(a CPU is spare since its launch|5 s have passed since its launch); preparing", d.log_text()
+            ), d.log_text()
+        finally:
+            stop_spinning(spinners)
+
+
 def compositor_pid(found: dict[str, str]) -> int:
     """The weston serving found's display: the one started with its XDG_RUNTIME_DIR."""
     mark = f"XDG_RUNTIME_DIR={found['XDG_RUNTIME_DIR']}".encode()

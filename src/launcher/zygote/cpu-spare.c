@@ -44,3 +44,9 @@ bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms) 
         }
         return c->spare;
 }
+
+void cpu_spare_restart(struct cpu_spare *c, uint64_t now_ms) {
+        c->seen = read_ticks(&c->idle, &c->total);
+        c->spare = !c->seen; /* counters it cannot read never make anyone wait */
+        c->looked_ms = now_ms;
+}

@@ -27,9 +27,16 @@
 #include "run-program.h"
 #include "server.h"
 
-/* After a launch, the next child is prepared this much later, so that its toolkit's start does not
- * compete for a CPU with the program just started (50 to 500 ms of its own). */
+/* After a launch, the next child is prepared no sooner than this, and then only once the CPUs have
+ * had one to spare since the launch (looked at every PREPARE_LAUNCH_POLL_MS), or after
+ * PREPARE_LAUNCH_MAX_MS in any case: its toolkit's start would otherwise compete for a CPU with the
+ * program just started, which the user is waiting for. On a two-CPU board, where a GTK program takes
+ * 1.5 s to its first frame, a child forked 100 ms after each launch ran beside all of it. The next
+ * launch of the same program comes after this one's window is closed, seconds later at the least. */
 #define PREPARE_DELAY_MS 100u
+#define PREPARE_LAUNCH_POLL_MS 200u
+#define PREPARE_LAUNCH_MAX_S 5
+#define PREPARE_LAUNCH_MAX_MS (PREPARE_LAUNCH_MAX_S * 1000u)
 /* After a failed fork or a failure that may pass (the display not there), doubling up to the most:
  * a try costs a fork and a toolkit's start that fails, and at boot the display comes a while after
  * us, so the first launch must not find a minute's pause (a device's did). */
@@ -42,7 +49,7 @@
  * beside it), a child for a program not launched yet is forked only when the CPUs have one to spare
  * (cpu-spare.h), looked at every PREPARE_SPARE_POLL_MS: on a device whose CPUs are its boot's
  * bottleneck, a toolkit started ahead for a later launch took seconds of CPU from the home screen's
- * first frame. Once the program is launched, its user is waiting for the next one. */
+ * first frame. Once the program is launched, the pause after each launch above applies instead. */
 #define PREPARE_SPARE_WINDOW_S 20
 #define PREPARE_SPARE_WINDOW_MS (PREPARE_SPARE_WINDOW_S * 1000u)
 #define PREPARE_SPARE_POLL_MS 500u
@@ -520,6 +527,8 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
         if (!p || p->refusal[0])
                 return;
         p->launched = true;
+        p->launched_ms = now_ms();
+        cpu_spare_restart(&s->prepare_cpu, p->launched_ms);
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(s, p, c);
@@ -546,13 +555,29 @@ int prepared_fill_in_ms(const struct server *s) {
         return next == UINT64_MAX ? -1 : next <= now ? 0 : (int) (next - now);
 }
 
-/* Whether p's child may be forked now: always, but for a program not launched yet in the zygote's
- * first PREPARE_SPARE_WINDOW_MS, when the CPUs had one to spare since the last look (one look per
- * poll, shared by the programs). */
+/* How long a child put off for want of a CPU waits before the next look. */
+static unsigned spare_poll_ms(const struct prepared_program *p) {
+        return p->launched ? PREPARE_LAUNCH_POLL_MS : PREPARE_SPARE_POLL_MS;
+}
+
+/* Whether p's child may be forked now: when the CPUs had one to spare since the last look (one look
+ * per poll, shared by the programs), in the PREPARE_LAUNCH_MAX_MS after a launch of it and, for a
+ * program not launched yet, in the zygote's first PREPARE_SPARE_WINDOW_MS; otherwise always. */
 static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
-        if (p->launched || now >= s->started_ms + PREPARE_SPARE_WINDOW_MS)
-                return true;
-        return cpu_spare_look(&s->prepare_cpu, now, PREPARE_SPARE_POLL_MS);
+        bool busy_window = p->launched ? now < p->launched_ms + PREPARE_LAUNCH_MAX_MS
+                                       : now < s->started_ms + PREPARE_SPARE_WINDOW_MS;
+        return !busy_window || cpu_spare_look(&s->prepare_cpu, now, spare_poll_ms(p));
+}
+
+/* Why a child put off for want of a CPU is forked now. */
+static const char *why_now(const struct server *s, const struct prepared_program *p, uint64_t now) {
+        if (p->launched)
+                return now >= p->launched_ms + PREPARE_LAUNCH_MAX_MS
+                               ? STRINGIFY(PREPARE_LAUNCH_MAX_S) " s have passed since its launch"
+                               : "a CPU is spare since its launch";
+        return now >= s->started_ms + PREPARE_SPARE_WINDOW_MS
+                       ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed"
+                       : "a CPU is spare";
 }
 
 void prepared_fill(struct server *s) {
@@ -564,14 +589,11 @@ void prepared_fill(struct server *s) {
                         if (!p->waits_for_cpu && s->options->verbose)
                                 log_info("%s: the CPUs are busy; preparing its toolkit once one is spare", p->program);
                         p->waits_for_cpu = true;
-                        p->prepare_at = now + PREPARE_SPARE_POLL_MS;
+                        p->prepare_at = now + spare_poll_ms(p);
                         continue;
                 }
                 if (p->waits_for_cpu && s->options->verbose)
-                        log_info("%s: %s; preparing its toolkit now", p->program,
-                                 now >= s->started_ms + PREPARE_SPARE_WINDOW_MS
-                                         ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed"
-                                         : "a CPU is spare");
+                        log_info("%s: %s; preparing its toolkit now", p->program, why_now(s, p, now));
                 p->waits_for_cpu = false;
                 p->prepare_at = 0;
                 p->forked_ms = now;
@@ -632,7 +654,9 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
         if (p->retrying[0])
                 return *ret_why = p->retrying, "retrying";
         if (p->waits_for_cpu)
-                *ret_why = "the CPUs are busy, as in the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s: "
-                           "waiting for one to spare";
+                *ret_why = p->launched ? "the CPUs are busy after its launch: waiting for one to spare, "
+                                         STRINGIFY(PREPARE_LAUNCH_MAX_S) " s at most"
+                                       : "the CPUs are busy, as in the zygote's first " STRINGIFY(
+                                                 PREPARE_SPARE_WINDOW_S) " s: waiting for one to spare";
         return "due";
 }
