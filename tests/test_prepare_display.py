@@ -484,6 +484,16 @@ def stop_spinning(spinners: list[subprocess.Popen[bytes]]) -> None:
         p.wait()
 
 
+def wait_waiting_for_cpu(d: RunningDaemon, program: str, why: str, allowed: tuple[str, ...]) -> None:
+    """Waits until program's state says why its child waits for a CPU; until then the state must be
+    one of allowed (never forked, while every CPU is busy)."""
+    deadline = time.monotonic() + WAIT_S
+    while why not in (state := prepared_state(d, program)):
+        assert state.startswith(allowed), state
+        assert time.monotonic() < deadline, state
+        time.sleep(0.05)
+
+
 def test_at_start_a_kept_launchs_child_waits_for_a_cpu_to_spare(compositor, tmp_path):
     """At boot the home screen needs the CPUs first: a child prepared from the launch kept by the last
     daemon is forked once the CPUs have one to spare, not while every one is busy."""
@@ -495,11 +505,7 @@ def test_at_start_a_kept_launchs_child_waits_for_a_cpu_to_spare(compositor, tmp_
     spinners = spin_every_cpu()
     try:
         with prepared_daemon(compositor, str(GTK3), extra=args) as d:
-            deadline = time.monotonic() + WAIT_S
-            while "the CPUs are busy" not in (state := prepared_state(d, str(GTK3))):
-                assert state.startswith(("unlaunched", "due")), state
-                assert time.monotonic() < deadline, state
-                time.sleep(0.05)
+            wait_waiting_for_cpu(d, str(GTK3), "the CPUs are busy", ("unlaunched", "due"))
             time.sleep(1.5)  # three more looks, each as busy
             assert prepared_state(d, str(GTK3)).startswith("due"), prepared_state(d, str(GTK3))
             stop_spinning(spinners)
@@ -518,11 +524,7 @@ def test_after_a_launch_the_next_child_waits_for_a_cpu_to_spare(compositor, tmp_
         spinners = spin_every_cpu()
         try:
             run_served(d, [str(GTK3)], env=env)
-            deadline = time.monotonic() + WAIT_S
-            while "busy after its launch" not in (state := prepared_state(d, str(GTK3))):
-                assert state.startswith("due"), state  # never forked while every CPU is busy
-                assert time.monotonic() < deadline, state
-                time.sleep(0.05)
+            wait_waiting_for_cpu(d, str(GTK3), "busy after its launch", ("due",))
             time.sleep(1.0)  # five more looks, each as busy
             assert prepared_state(d, str(GTK3)).startswith("due"), prepared_state(d, str(GTK3))
             stop_spinning(spinners)
