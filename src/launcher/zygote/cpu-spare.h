@@ -20,6 +20,6 @@ struct cpu_spare {
  * counters cannot be read, count as spare: the caller never waits on what it cannot see. */
 bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms);
 /* Starts a new look from now: the next answer covers only the time from now, and until it is taken
- * (interval_ms later) the answer is no. At a launch, so that the time before it, often idle, does
+ * (interval_ms later) the answer is no. After a launch, so that the time before it, often idle, does
  * not vouch for the CPUs while the program just started is using them. */
 void cpu_spare_restart(struct cpu_spare *c, uint64_t now_ms);

@@ -28,7 +28,7 @@
 #include "server.h"
 
 /* After a launch, the next child is prepared no sooner than this, and then only once the CPUs have
- * had one to spare since the launch (looked at every PREPARE_LAUNCH_POLL_MS), or after
+ * had one to spare since then (looked at every PREPARE_LAUNCH_POLL_MS), or after
  * PREPARE_LAUNCH_MAX_MS in any case: its toolkit's start would otherwise compete for a CPU with the
  * program just started, which the user is waiting for. On a two-CPU board, where a GTK program takes
  * 1.5 s to its first frame, a child forked 100 ms after each launch ran beside all of it. The next
@@ -526,9 +526,7 @@ void prepared_note_launch(struct server *s, const struct conn *c, const struct i
         struct prepared_program *p = find(s, image->dev, image->ino);
         if (!p || p->refusal[0])
                 return;
-        p->launched = true;
         p->launched_ms = now_ms();
-        cpu_spare_restart(&s->prepare_cpu, p->launched_ms);
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(s, p, c);
@@ -557,27 +555,34 @@ int prepared_fill_in_ms(const struct server *s) {
 
 /* How long a child put off for want of a CPU waits before the next look. */
 static unsigned spare_poll_ms(const struct prepared_program *p) {
-        return p->launched ? PREPARE_LAUNCH_POLL_MS : PREPARE_SPARE_POLL_MS;
+        return p->launched_ms ? PREPARE_LAUNCH_POLL_MS : PREPARE_SPARE_POLL_MS;
 }
 
-/* Whether p's child may be forked now: when the CPUs had one to spare since the last look (one look
- * per poll, shared by the programs), in the PREPARE_LAUNCH_MAX_MS after a launch of it and, for a
- * program not launched yet, in the zygote's first PREPARE_SPARE_WINDOW_MS; otherwise always. */
+/* Until when p's child waits for a CPU to spare: PREPARE_LAUNCH_MAX_MS after its last launch; for a
+ * program not launched yet, the zygote's first PREPARE_SPARE_WINDOW_MS. */
+static uint64_t spare_window_end(const struct server *s, const struct prepared_program *p) {
+        return p->launched_ms ? p->launched_ms + PREPARE_LAUNCH_MAX_MS : s->started_ms + PREPARE_SPARE_WINDOW_MS;
+}
+
+/* Whether p's child may be forked now: after its window, or when the CPUs had one to spare since the
+ * last look (one look per poll, shared by the programs). A look from before the program's last
+ * launch starts again (cpu-spare.h): the idle time before the launch would vouch for the CPUs it now
+ * uses. Taken here, once the launch is under way, not in the launch's own path. */
 static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
-        bool busy_window = p->launched ? now < p->launched_ms + PREPARE_LAUNCH_MAX_MS
-                                       : now < s->started_ms + PREPARE_SPARE_WINDOW_MS;
-        return !busy_window || cpu_spare_look(&s->prepare_cpu, now, spare_poll_ms(p));
+        if (now >= spare_window_end(s, p))
+                return true;
+        if (p->launched_ms && s->prepare_cpu.looked_ms < p->launched_ms)
+                cpu_spare_restart(&s->prepare_cpu, now);
+        return cpu_spare_look(&s->prepare_cpu, now, spare_poll_ms(p));
 }
 
 /* Why a child put off for want of a CPU is forked now. */
 static const char *why_now(const struct server *s, const struct prepared_program *p, uint64_t now) {
-        if (p->launched)
-                return now >= p->launched_ms + PREPARE_LAUNCH_MAX_MS
-                               ? STRINGIFY(PREPARE_LAUNCH_MAX_S) " s have passed since its launch"
-                               : "a CPU is spare since its launch";
-        return now >= s->started_ms + PREPARE_SPARE_WINDOW_MS
-                       ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed"
-                       : "a CPU is spare";
+        bool over = now >= spare_window_end(s, p);
+        if (p->launched_ms)
+                return over ? STRINGIFY(PREPARE_LAUNCH_MAX_S) " s have passed since its launch"
+                            : "a CPU is spare since its launch";
+        return over ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed" : "a CPU is spare";
 }
 
 void prepared_fill(struct server *s) {
@@ -654,7 +659,7 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
         if (p->retrying[0])
                 return *ret_why = p->retrying, "retrying";
         if (p->waits_for_cpu)
-                *ret_why = p->launched ? "the CPUs are busy after its launch: waiting for one to spare, "
+                *ret_why = p->launched_ms ? "the CPUs are busy after its launch: waiting for one to spare, "
                                          STRINGIFY(PREPARE_LAUNCH_MAX_S) " s at most"
                                        : "the CPUs are busy, as in the zygote's first " STRINGIFY(
                                                  PREPARE_SPARE_WINDOW_S) " s: waiting for one to spare";

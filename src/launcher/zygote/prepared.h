@@ -43,8 +43,7 @@ struct prepared_program {
         unsigned prepare_ms;  /* how long the last child took from its fork to ready; 0: none yet */
         struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
-        bool launched;        /* this zygote has had a launch of it */
-        uint64_t launched_ms; /* when its last launch came (CLOCK_MONOTONIC ms) */
+        uint64_t launched_ms; /* when its last launch in this zygote came (CLOCK_MONOTONIC ms); 0: none */
         bool waits_for_cpu;   /* due, but put off until the CPUs have one to spare (prepared.c) */
         unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
