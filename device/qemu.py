@@ -61,7 +61,12 @@ VERBOSE_ARGS = ["initcall_debug", "loglevel=8"]
 # switches it at every kernel entry and exit: on a Cortex-A72 a tagged register write, under TCG two
 # whole TLB flushes per system call and interrupt. Two boots of the stock image each way (2026-11-28):
 # the home screen's frame at 33.8 and 34.1 s with it, 23.0 and 24.7 s without (docs/device.md).
-TCG_ARGS = {"arm64": ["kpti=0"]}
+# TCG also keeps the code it translated by virtual address and physical page: a program exec'd again
+# at the addresses ASLR draws anew pays the translation of all it runs at every launch, where one forked
+# from a zygote (at the zygote's addresses) pays it once. A board translates nothing: with norandmaps
+# exec'd launches pay it once too. The same galculator exec'd five times after its first launch, two
+# boots each way (2026-11-28): 1,535-1,674 ms with ASLR, 1,092-1,308 ms without (docs/device.md).
+TCG_ARGS = {"arm64": ["kpti=0", "norandmaps"]}
 
 
 class DeviceError(Exception):
