@@ -65,8 +65,9 @@ VERBOSE_ARGS = ["initcall_debug", "loglevel=8"]
 # at the addresses ASLR draws anew pays the translation of all it runs at every launch, where one forked
 # from a zygote (at the zygote's addresses) pays it once. A board translates nothing: with norandmaps
 # exec'd launches pay it once too. The same galculator exec'd five times after its first launch, two
-# boots each way (2026-11-28): 1,535-1,674 ms with ASLR, 1,092-1,308 ms without (docs/device.md).
-TCG_ARGS = {"arm64": ["kpti=0", "norandmaps"]}
+# boots each way (2026-11-28): arm64 1,535-1,674 ms with ASLR, 1,092-1,308 ms without; amd64
+# 1,355-1,603 and 910-1,207 ms (docs/device.md). x86's emulated CPU is not page-table isolated.
+TCG_ARGS = {"arm64": ["kpti=0", "norandmaps"], "amd64": ["norandmaps"]}
 
 
 class DeviceError(Exception):

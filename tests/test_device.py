@@ -67,14 +67,14 @@ def test_a_device_never_built_fails_in_one_line(tmp_path):
 
 @pytest.mark.parametrize(
     ("arch", "accel", "expected"),
-    [("arm64", "tcg", ["kpti=0", "norandmaps"]), ("arm64", "kvm", []), ("amd64", "tcg", [])],
+    [("arm64", "tcg", ["kpti=0", "norandmaps"]), ("arm64", "kvm", []), ("amd64", "tcg", ["norandmaps"])],
 )
-def test_an_emulated_arm64_board_boots_without_what_tcg_makes_dear(arch, accel, expected, monkeypatch, tmp_path):
+def test_an_emulated_board_boots_without_what_tcg_makes_dear(arch, accel, expected, monkeypatch, tmp_path):
     """Under TCG every address space switch flushes QEMU's whole TLB, which page table isolation does
     at each kernel entry and exit, and code is translated again at every new address, which ASLR gives
-    every exec (docs/device.md): the arm64 board boots without both there. On KVM it boots as it is,
-    and so does x86 under TCG (its emulated CPU is not isolated; its translations were not measured).
-    The measured arguments come after them."""
+    every exec (docs/device.md): the arm64 board boots without both there, the x86 one (whose emulated
+    CPU is not isolated) without ASLR; on KVM either boots as it is. The measured arguments come after
+    them."""
     monkeypatch.syspath_prepend(str(DEVICE))
     import qemu
 
@@ -84,4 +84,4 @@ def test_an_emulated_arm64_board_boots_without_what_tcg_makes_dear(arch, accel, 
     assert [a for a in args if a in ("kpti=0", "norandmaps")] == expected
     assert args[-1] == "quiet"
     assert all(a in qemu.describe(arch, accel) for a in expected)
-    assert ("kpti=0" in qemu.describe(arch, accel)) == bool(expected)
+    assert ("norandmaps" in qemu.describe(arch, accel)) == bool(expected)
