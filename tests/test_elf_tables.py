@@ -43,6 +43,7 @@ def test_symbols_and_relocations_decoded_in_bulk_are_pyelftools_ones(name):
             for g, w in zip(got, want, strict=True):
                 assert g.name == w.name and g.type == w["st_info"]["type"], (path, w.name)
                 assert g.defined == (w["st_shndx"] != "SHN_UNDEF")
+                assert (g.value, g.size) == (w["st_value"], w["st_size"])
                 assert g.default_visibility == (w["st_other"]["visibility"] == "STV_DEFAULT")
                 assert g.bind == {"STB_LOCAL": 0, "STB_GLOBAL": 1, "STB_WEAK": 2}.get(w["st_info"]["bind"], 10)
             sections = [s for s in elf.iter_sections() if isinstance(s, RelocationSection)]

@@ -30,22 +30,23 @@ class Symbol(NamedTuple):
     default_visibility: bool
     bind: int  # st_info's binding: STB_LOCAL, 1 (global), STB_WEAK, 10 (unique)
     type: str  # st_info's type, named as pyelftools names it ("STT_FUNC")
+    value: int
+    size: int
 
 
 def symbols(elf: ELFFile, table: Section) -> list[Symbol]:
     """Every entry of a symbol table (.dynsym, .symtab), index 0 included, in order."""
     strings = elf.get_section(table["sh_link"]).data()
     if elf.elfclass == 64:
-        fields = _entries(table, _order(elf) + "IBBHQQ")
-        entries = ((name, info, other, shndx) for name, info, other, shndx, _value, _size in fields)
+        entries = _entries(table, _order(elf) + "IBBHQQ")
     else:
         fields = _entries(table, _order(elf) + "IIIBBH")
-        entries = ((name, info, other, shndx) for name, _value, _size, info, other, shndx in fields)
+        entries = ((name, info, other, shndx, value, size) for name, value, size, info, other, shndx in fields)
     out = []
-    for st_name, st_info, st_other, st_shndx in entries:
+    for st_name, st_info, st_other, st_shndx, st_value, st_size in entries:
         name = strings[st_name : strings.find(b"\0", st_name)].decode("utf-8", "replace")
         kind = _TYPE_NAMES.get(st_info & 0xF, str(st_info & 0xF))
-        out.append(Symbol(name, st_shndx != SHN_UNDEF, st_other & 0x7 == 0, st_info >> 4, kind))
+        out.append(Symbol(name, st_shndx != SHN_UNDEF, st_other & 0x7 == 0, st_info >> 4, kind, st_value, st_size))
     return out
 
 

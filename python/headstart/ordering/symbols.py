@@ -10,6 +10,7 @@ from functools import lru_cache
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from headstart import elf_tables
 from headstart.errors import HeadstartError
 
 PF_X = 1
@@ -81,9 +82,9 @@ def load(path: str) -> ObjectSymbols:
             ]
             table = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
             by_start: dict[int, Function] = {}
-            for sym in table.iter_symbols() if table else []:
-                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_shndx"] != "SHN_UNDEF" and sym["st_value"]:
-                    by_start.setdefault(sym["st_value"], Function(sym["st_value"], sym["st_size"], sym.name))
+            for sym in elf_tables.symbols(elf, table) if table else []:
+                if sym.type == "STT_FUNC" and sym.defined and sym.value:
+                    by_start.setdefault(sym.value, Function(sym.value, sym.size, sym.name))
             return ObjectSymbols(
                 path, elf["e_type"] == "ET_EXEC", sorted(by_start.values(), key=lambda f: f.start), text
             )
