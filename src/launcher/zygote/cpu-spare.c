@@ -37,16 +37,18 @@ static bool spare_since_last(struct cpu_spare *c) {
         return didle * (uint64_t) (ncpu > 2 ? ncpu : 2) >= dtotal;
 }
 
-bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms) {
+static void restart(struct cpu_spare *c, uint64_t now_ms) {
+        c->seen = read_ticks(&c->idle, &c->total);
+        c->spare = !c->seen; /* counters it cannot read never make anyone wait */
+        c->looked_ms = now_ms;
+}
+
+bool cpu_spare_look(struct cpu_spare *c, uint64_t since_ms, uint64_t now_ms, uint64_t interval_ms) {
+        if (c->looked_ms < since_ms)
+                restart(c, now_ms);
         if (!c->seen || now_ms >= c->looked_ms + interval_ms) {
                 c->spare = spare_since_last(c);
                 c->looked_ms = now_ms;
         }
         return c->spare;
-}
-
-void cpu_spare_restart(struct cpu_spare *c, uint64_t now_ms) {
-        c->seen = read_ticks(&c->idle, &c->total);
-        c->spare = !c->seen; /* counters it cannot read never make anyone wait */
-        c->looked_ms = now_ms;
 }

@@ -17,9 +17,8 @@ struct cpu_spare {
 /* Whether, between the last look and now, the CPUs were idle for at least one CPU's time, or half
  * the machine's when it has a single CPU; a look younger than interval_ms is answered again rather
  * than taken anew, as too few clock ticks would have passed. The first look, and a machine whose
- * counters cannot be read, count as spare: the caller never waits on what it cannot see. */
-bool cpu_spare_look(struct cpu_spare *c, uint64_t now_ms, uint64_t interval_ms);
-/* Starts a new look from now: the next answer covers only the time from now, and until it is taken
- * (interval_ms later) the answer is no. After a launch, so that the time before it, often idle, does
- * not vouch for the CPUs while the program just started is using them. */
-void cpu_spare_restart(struct cpu_spare *c, uint64_t now_ms);
+ * counters cannot be read, count as spare: the caller never waits on what it cannot see. A last look
+ * from before since_ms (a launch: the idle time before it would vouch for the CPUs the program just
+ * started is using) is not taken: a new look starts from now, and the answer is no until it is
+ * taken, interval_ms later. */
+bool cpu_spare_look(struct cpu_spare *c, uint64_t since_ms, uint64_t now_ms, uint64_t interval_ms);

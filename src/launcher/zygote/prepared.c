@@ -516,7 +516,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                                     names->items[i], p->refusal);
         }
         /* The first look, from which the first child's is counted. */
-        (void) cpu_spare_look(&s->prepare_cpu, now_ms(), PREPARE_SPARE_POLL_MS);
+        (void) cpu_spare_look(&s->prepare_cpu, 0, now_ms(), PREPARE_SPARE_POLL_MS);
         if (names->n)
                 load_shapes(s);
         return 0;
@@ -565,15 +565,11 @@ static uint64_t spare_window_end(const struct server *s, const struct prepared_p
 }
 
 /* Whether p's child may be forked now: after its window, or when the CPUs had one to spare since the
- * last look (one look per poll, shared by the programs). A look from before the program's last
- * launch starts again (cpu-spare.h): the idle time before the launch would vouch for the CPUs it now
- * uses. Taken here, once the launch is under way, not in the launch's own path. */
+ * last look (one look per poll, shared by the programs), a look from after its last launch. Taken
+ * here, once the launch is under way, not in the launch's own path. */
 static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
-        if (now >= spare_window_end(s, p))
-                return true;
-        if (p->launched_ms && s->prepare_cpu.looked_ms < p->launched_ms)
-                cpu_spare_restart(&s->prepare_cpu, now);
-        return cpu_spare_look(&s->prepare_cpu, now, spare_poll_ms(p));
+        return now >= spare_window_end(s, p) ||
+               cpu_spare_look(&s->prepare_cpu, p->launched_ms, now, spare_poll_ms(p));
 }
 
 /* Why a child put off for want of a CPU is forked now. */
