@@ -5,7 +5,7 @@
  * Usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]...
  *                     [--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME...]
  *                     [--ready REGEX] [--ready-window] [--stop-at-ready] [--any-status] [--linger-ms MS]
- *                     [--pause-ms MS] [--timeout SECONDS] -- PROGRAM ARGS...
+ *                     [--pause-ms MS] [--wait-prepared NAME] [--timeout SECONDS] -- PROGRAM ARGS...
  *   exec         posix_spawn of the program itself (the baseline)
  *   exec@BUILD   posix_spawn of another build of it (--build BUILD=PATH: relinked, say) with the same
  *                arguments, its argv[0] that PATH
@@ -25,6 +25,8 @@
  * status 3, after its line): the next ones would most likely wait as long, for nothing. A launch
  * that exits with a status other than 0 is an error too, unless --any-status (diff, grep and cmp
  * say what they found in it); each line gives the exit status, -1 for a launch stopped at ready.
+ * --wait-prepared NAME: after each pause, also until daemon NAME has no child of --prepare-display
+ * due or starting (its --status, asked through the run client), PREPARED_WAIT_NS at most.
  *
  * SIGTERM, and the end of our parent (PR_SET_PDEATHSIG), stop the launch under way and end the run
  * once it is reported: the timer never outlives what started it. SIGUSR1 lets the launch under way
@@ -91,6 +93,7 @@ struct config {
         bool any_status;    /* --any-status: an exit with any status is a launch (diff's 1), not a failure */
         long long linger_ms; /* with --stop-at-ready: how long after ready */
         long long pause_ms;  /* --pause-ms: between launches */
+        const char *wait_prepared; /* --wait-prepared: that daemon's socket, or NULL */
         long long timeout_ns; /* --timeout: a launch's time to ready or end; <0: none */
         char **argv; /* program and its arguments */
         char path[PATH_MAX]; /* the program, absolute */
@@ -279,6 +282,8 @@ static bool read_output(const struct config *c, int fd, struct seen *v, long lon
 /* With a ready condition and no --timeout, a launch not ready by then is stopped; one that ignores
  * SIGTERM is killed after the grace. */
 #define READY_TIMEOUT_NS (30LL * 1000000000LL)
+/* --wait-prepared: the daemon's 5 s for a spare CPU after a launch, and the toolkit's start. */
+#define PREPARED_WAIT_NS (10LL * 1000000000LL)
 #define STOP_GRACE_NS (5LL * 1000000000LL)
 
 /* After a Wayland program's first frame, how long it runs on before it is stopped: time for the
@@ -412,17 +417,51 @@ static bool describe_refusal(const struct config *c, char *buf, size_t size) {
         return true;
 }
 
-/* --pause-ms: time between launches for what a daemon does after one (headstartd --prepare-display
- * readies the next), so that it does not run during another mode's launch. The Wayland proxy passes
- * on meanwhile what the programs' connections send, as a compositor would. */
-static void pause_between(const struct config *c) {
-        long long until = now_ns() + c->pause_ms * 1000000LL;
+static void pause_for(const struct config *c, long long ms) {
+        long long until = now_ns() + ms * 1000000LL;
         for (long long now = now_ns(); now < until && !stop_requested; now = now_ns()) {
                 struct pollfd p = { c->wayland ? wayland_watch_fd(c->wayland) : -1, POLLIN, 0 };
                 (void) poll(&p, 1, (int) ((until - now) / 1000000LL) + 1);
                 if (c->wayland)
                         (void) wayland_watch_shown(c->wayland);
         }
+}
+
+/* Whether the daemon at socket says a child of --prepare-display is due or starting
+ * (docs/protocol.md, `prepared`); false when it cannot be asked. */
+static bool prepared_pending(const struct config *c, const char *socket) {
+        int out[2];
+        if (pipe2(out, O_CLOEXEC) < 0)
+                return false;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+        char *argv[] = { (char *) c->run_client, "--socket", (char *) socket, "--status", NULL };
+        pid_t pid;
+        int r = posix_spawn(&pid, c->run_client, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(out[1]);
+        char text[1 << 16];
+        size_t n = 0;
+        for (ssize_t got; r == 0 && n < sizeof text - 1 && (got = read(out[0], text + n, sizeof text - 1 - n)) > 0;)
+                n += (size_t) got;
+        text[n] = '\0';
+        close(out[0]);
+        if (r == 0)
+                (void) waitpid(pid, NULL, 0);
+        return strstr(text, "prepared: due ") || strstr(text, "prepared: starting ");
+}
+
+/* --pause-ms: time between launches for what a daemon does after one (headstartd --prepare-display
+ * readies the next), so that it does not run during another mode's launch. The Wayland proxy passes
+ * on meanwhile what the programs' connections send, as a compositor would. With --wait-prepared,
+ * longer while the next child is to come: on a busy machine the daemon waits up to 5 s after a
+ * launch for a CPU to spare before it starts one (docs/architecture.md). */
+static void pause_between(const struct config *c) {
+        pause_for(c, c->pause_ms);
+        long long until = now_ns() + PREPARED_WAIT_NS;
+        while (c->wait_prepared && !stop_requested && now_ns() < until && prepared_pending(c, c->wait_prepared))
+                pause_for(c, 50);
 }
 
 /* False when the launch was not ready within the timeout. */
@@ -565,6 +604,8 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                         c->linger_ms = atoll(v);
                 else if (strcmp(argv[i], "--pause-ms") == 0)
                         c->pause_ms = atoll(v);
+                else if (strcmp(argv[i], "--wait-prepared") == 0)
+                        c->wait_prepared = v; /* a daemon's name: its socket once all are read */
                 else if (strcmp(argv[i], "--timeout") == 0) {
                         char *end;
                         double seconds = strtod(v, &end);
@@ -604,12 +645,17 @@ static int parse_args(struct config *c, int argc, char *argv[]) {
                 fprintf(stderr, "usage: launch-timer --runs N --run-client PATH [--socket PATH] [--daemon NAME=PATH]... "
                                 "[--build NAME=PATH]... [--modes exec,exec@BUILD,run,direct,run@NAME,direct@NAME] "
                                 "[--ready REGEX] [--ready-window] "
-                                "[--stop-at-ready] [--any-status] [--linger-ms MS] [--pause-ms MS] [--timeout SECONDS] -- PROGRAM "
+                                "[--stop-at-ready] [--any-status] [--linger-ms MS] [--pause-ms MS] [--wait-prepared NAME] "
+                                "[--timeout SECONDS] -- PROGRAM "
                                 "ARGS...\n");
                 return -1;
         }
         if (parse_modes(c, c->mode_list ? c->mode_list : "exec,run,direct") < 0)
                 return -1;
+        if (c->wait_prepared && !(c->wait_prepared = daemon_socket(c, c->wait_prepared))) {
+                fprintf(stderr, "launch-timer: --wait-prepared: no --daemon of that name\n");
+                return -1;
+        }
         c->argv = argv + i + 1;
         if (!realpath(c->argv[0], c->path)) {
                 fprintf(stderr, "launch-timer: %s: %s\n", c->argv[0], strerror(errno));

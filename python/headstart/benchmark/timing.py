@@ -104,7 +104,7 @@ def run_launch_timer(
     if linger_ms:
         cmd += ["--linger-ms", str(linger_ms)]
     if any(daemon_mode(k) == "prepared" for k in keys) and prepares(daemons, program):
-        cmd += ["--pause-ms", str(PREPARED_PAUSE_MS)]
+        cmd += ["--pause-ms", str(PREPARED_PAUSE_MS), "--wait-prepared", "prepared"]
     cmd += ["--", *program.argv]
     task = progress.add_task(program.name, total=runs * len(keys)) if progress else None
     rows = []
