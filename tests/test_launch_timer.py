@@ -114,6 +114,14 @@ def test_bad_timeout_is_refused():
     assert done.returncode == 2 and "--timeout: not a number of seconds: soon" in done.stderr
 
 
+def test_waiting_for_an_unknown_daemons_prepared_child_is_refused():
+    """--wait-prepared names a daemon given with --daemon; any other name is one line, not a run."""
+    done = subprocess.run([*timer("--wait-prepared", "nosuch", "--"), "/bin/true"], capture_output=True, text=True,
+                          timeout=10)  # fmt: skip
+    assert done.returncode == 2 and done.stderr == "launch-timer: --wait-prepared: no --daemon of that name\n"
+    assert done.stdout == ""
+
+
 # Starts the timer as its child, says the timer's pid, and waits to be killed.
 PARENT = """
 import subprocess, sys, time
