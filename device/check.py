@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import scenario
+from headstart.daemon import prepared_pending
 from provision import provision
 from qemu import BootFiles, DeviceError, accelerator, describe, require
 
@@ -71,9 +72,8 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
     print("headstartd:", prepared)
     # TAKEN (2) says both launches took one. The child after them may still be to come when the status
     # is read: due (waiting up to 5 s for a spare CPU after a launch) or starting (seconds, emulated).
-    if not any(
-        line.split()[1] in ("ready", "starting", "due") and line.split()[2:5:2] == ["gtk3", "2"] for line in prepared
-    ):
+    values = [line.removeprefix("prepared: ") for line in prepared]
+    if not any((v.startswith("ready ") or prepared_pending(v)) and v.split()[1:4:2] == ["gtk3", "2"] for v in values):
         failures.append(f"the second app's served launches were not both taken by a prepared child: {prepared}")
     return failures
 
