@@ -531,10 +531,30 @@ def test_after_a_launch_the_next_child_waits_for_a_cpu_to_spare(compositor, tmp_
             wait_prepared(d, str(GTK3))
             # On a machine busy with other work too, it is prepared 5 s after the launch at the latest.
             assert re.search(
-                r"(a CPU is spare since its launch|5 s have passed since its launch); preparing", d.log_text()
+                r"(its launch has settled and a CPU is spare|5 s have passed since its launch); preparing", d.log_text()
             ), d.log_text()
         finally:
             stop_spinning(spinners)
+
+
+def test_after_a_launch_the_next_child_waits_for_the_program_to_settle(compositor):
+    """A CPU to spare is not enough: while the program just launched still computes after its first
+    frame (one CPU of the device's two was idle through most of a launch, and the next child started
+    beside it), the next launch's child waits, and it is started once the program has settled."""
+    env = base_env(**compositor)
+    with prepared_daemon(compositor, str(GTK3), extra=["--verbose"]) as d:
+        launch = served_in_background(d, [str(GTK3), "spin:3000"], env=env)
+        try:
+            wait_waiting_for_cpu(d, str(GTK3), "its launch is still starting", ("unlaunched", "due"))
+            for _ in range(4):  # through 1.6 s of its spin: eight looks, each finding it busy
+                time.sleep(0.4)
+                assert prepared_state(d, str(GTK3)).startswith("due"), d.log_text()
+            assert launch.wait(timeout=WAIT_S) == 0
+            wait_prepared(d, str(GTK3))
+            assert "its launch has settled and a CPU is spare; preparing" in d.log_text(), d.log_text()
+        finally:
+            launch.kill()
+            launch.wait()
 
 
 def compositor_pid(found: dict[str, str]) -> int:

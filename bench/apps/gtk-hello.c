@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #ifdef GDK_WINDOWING_WAYLAND
 #include <gdk/gdkwayland.h>
 #endif
@@ -80,12 +81,25 @@ static gboolean on_mapped(GtkWidget *w, GdkEvent *e, gpointer data) {
         return FALSE;
 }
 
+static void spin(long ms) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do
+                clock_gettime(CLOCK_MONOTONIC, &now);
+        while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
 int main(int argc, char *argv[]) {
         headstart_mark_main();
         printf("gtk-hello: GTK %u.%u.%u, %d argument(s)\n", gtk_get_major_version(), gtk_get_minor_version(),
                gtk_get_micro_version(), argc - 1);
         bool says_locale = false;
+        long spin_ms = 0;
         for (int i = 1; i < argc; i++) {
+                /* "spin:MS": computes for MS ms once its window is shown, as a program that builds more
+                 * after its first frame does. */
+                if (strncmp(argv[i], "spin:", 5) == 0)
+                        spin_ms = strtol(argv[i] + 5, NULL, 10);
                 printf("  argv[%d] = %s\n", i, argv[i]);
                 /* "locale": the locale as main starts and once GTK started (exec: C, then the
                  * environment's), for tests to compare. */
@@ -182,5 +196,6 @@ int main(int argc, char *argv[]) {
         gtk_widget_show_all(window);
         gtk_main();
         gdk_display_flush(gdk_display_get_default()); /* Wayland: the frame's commit, still buffered */
+        spin(spin_ms);
         return 0;
 }

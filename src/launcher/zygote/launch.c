@@ -207,7 +207,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         s->launches++;
         launch_counts_launched(s->counts, source);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
-        prepared_note_launch(s, c, image);
+        prepared_note_launch(s, c, image, ch->pid);
         if (s->options->verbose)
                 log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
                          source == LAUNCH_PREPARED ? ", prepared ahead"

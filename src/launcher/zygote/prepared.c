@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "cpu-spare.h"
 #include "image-cache.h"
+#include "launch-settle.h"
 #include "log.h"
 #include "macro.h"
 #include "pool.h"
@@ -27,12 +28,14 @@
 #include "run-program.h"
 #include "server.h"
 
-/* After a launch, the next child is prepared no sooner than this, and then only once the CPUs have
- * had one to spare since then (looked at every PREPARE_LAUNCH_POLL_MS), or after
- * PREPARE_LAUNCH_MAX_MS in any case: its toolkit's start would otherwise compete for a CPU with the
- * program just started, which the user is waiting for. On a two-CPU board, where a GTK program takes
- * 1.5 s to its first frame, a child forked 100 ms after each launch ran beside all of it. The next
- * launch of the same program comes after this one's window is closed, seconds later at the least. */
+/* After a launch, the next child is prepared no sooner than this, and then only once the program
+ * launched has settled (launch-settle.h) and the CPUs have had one to spare since the last look
+ * (looked at every PREPARE_LAUNCH_POLL_MS), or after PREPARE_LAUNCH_MAX_MS in any case: its
+ * toolkit's start would otherwise compete for a CPU with the program just started, which the user is
+ * waiting for. On a two-CPU board, where a GTK program takes 1.5 s to its first frame, a child forked
+ * 100 ms after each launch ran beside all of it; one forked once a CPU was spare ran beside the
+ * second half of a 0.7 s launch. The next launch of the same program comes after this one's window
+ * is closed, seconds later at the least. */
 #define PREPARE_DELAY_MS 100u
 #define PREPARE_LAUNCH_POLL_MS 200u
 #define PREPARE_LAUNCH_MAX_S 5
@@ -522,11 +525,12 @@ int prepared_init(struct server *s, const struct string_list *names) {
         return 0;
 }
 
-void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image) {
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image, pid_t pid) {
         struct prepared_program *p = find(s, image->dev, image->ino);
         if (!p || p->refusal[0])
                 return;
         p->launched_ms = now_ms();
+        launch_settle_start(&p->settle, pid, p->launched_ms);
         /* A child prepared for another launch is of no use now; one still starting for a launch like
          * this one (which it was not ready for) serves the next. */
         bool changed = keep_shape(s, p, c);
@@ -564,12 +568,21 @@ static uint64_t spare_window_end(const struct server *s, const struct prepared_p
         return p->launched_ms ? p->launched_ms + PREPARE_LAUNCH_MAX_MS : s->started_ms + PREPARE_SPARE_WINDOW_MS;
 }
 
-/* Whether p's child may be forked now: after its window, or when the CPUs had one to spare since the
- * last look (one look per poll, shared by the programs), a look from after its last launch. Taken
- * here, once the launch is under way, not in the launch's own path. */
-static bool cpu_to_spare(struct server *s, const struct prepared_program *p, uint64_t now) {
-        return now >= spare_window_end(s, p) ||
-               cpu_spare_look(&s->prepare_cpu, p->launched_ms, now, spare_poll_ms(p));
+/* Whether p's child may be forked now: after its window; or when its last launch has settled, if it
+ * was launched, and the CPUs had one to spare since the last look (one look per poll, shared by the
+ * programs), a look from after its last launch. Both are looked at every poll, so that they cover the
+ * same time. Taken here, once the launch is under way, not in the launch's own path. */
+static bool time_to_prepare(struct server *s, struct prepared_program *p, uint64_t now) {
+        if (now >= spare_window_end(s, p))
+                return true;
+        bool settled = !p->launched_ms || launch_settle_look(&p->settle, now, PREPARE_LAUNCH_POLL_MS);
+        bool spare = cpu_spare_look(&s->prepare_cpu, p->launched_ms, now, spare_poll_ms(p));
+        return settled && spare;
+}
+
+/* Whether p's last launch is still starting, by the last look. */
+static bool launch_starting(const struct prepared_program *p) {
+        return p->launched_ms && !p->settle.settled && p->settle.pid;
 }
 
 /* Why a child put off for want of a CPU is forked now. */
@@ -577,7 +590,7 @@ static const char *why_now(const struct server *s, const struct prepared_program
         bool over = now >= spare_window_end(s, p);
         if (p->launched_ms)
                 return over ? STRINGIFY(PREPARE_LAUNCH_MAX_S) " s have passed since its launch"
-                            : "a CPU is spare since its launch";
+                            : "its launch has settled and a CPU is spare";
         return over ? "the zygote's first " STRINGIFY(PREPARE_SPARE_WINDOW_S) " s have passed" : "a CPU is spare";
 }
 
@@ -586,9 +599,11 @@ void prepared_fill(struct server *s) {
         for (struct prepared_program *p = s->prepared; p; p = p->next) {
                 if (!p->prepare_at || p->child || p->prepare_at > now)
                         continue;
-                if (!cpu_to_spare(s, p, now)) {
+                if (!time_to_prepare(s, p, now)) {
                         if (!p->waits_for_cpu && s->options->verbose)
-                                log_info("%s: the CPUs are busy; preparing its toolkit once one is spare", p->program);
+                                log_info("%s: %s; preparing its toolkit once %s", p->program,
+                                         launch_starting(p) ? "its launch is still starting" : "the CPUs are busy",
+                                         p->launched_ms ? "it has settled and a CPU is spare" : "one is spare");
                         p->waits_for_cpu = true;
                         p->prepare_at = now + spare_poll_ms(p);
                         continue;
@@ -655,7 +670,9 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
         if (p->retrying[0])
                 return *ret_why = p->retrying, "retrying";
         if (p->waits_for_cpu)
-                *ret_why = p->launched_ms ? "the CPUs are busy after its launch: waiting for one to spare, "
+                *ret_why = launch_starting(p) ? "its launch is still starting: waiting for it to settle and a CPU "
+                                                "to spare, " STRINGIFY(PREPARE_LAUNCH_MAX_S) " s at most"
+                           : p->launched_ms ? "the CPUs are busy after its launch: waiting for one to spare, "
                                          STRINGIFY(PREPARE_LAUNCH_MAX_S) " s at most"
                                        : "the CPUs are busy, as in the zygote's first " STRINGIFY(
                                                  PREPARE_SPARE_WINDOW_S) " s: waiting for one to spare";

@@ -12,6 +12,7 @@
 #include "display-watch.h"
 #include "prepare-toolkit.h"
 #include "protocol.h"
+#include "launch-settle.h"
 #include "string-list.h"
 #include "watch.h"
 
@@ -44,7 +45,9 @@ struct prepared_program {
         struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
         uint64_t launched_ms; /* when its last launch in this zygote came (CLOCK_MONOTONIC ms); 0: none */
-        bool waits_for_cpu;   /* due, but put off until the CPUs have one to spare (prepared.c) */
+        struct launch_settle settle; /* whether its last launch has settled */
+        bool waits_for_cpu;   /* due, but put off until that launch settles and the CPUs have one to spare
+                               * (prepared.c) */
         unsigned retry_ms;    /* after a failure that may pass, the pause before the next try */
         char failed[HS_MAX_TEXT]; /* why preparing with shape failed: not tried again until it changes */
         char retrying[HS_MAX_TEXT]; /* why the last try failed, when it may pass: tried again after retry_ms,
@@ -75,8 +78,8 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
  * before any launch. Returns 0 or -ENOMEM. */
 int prepared_init(struct server *s, const struct string_list *names);
 /* A launch of the program image was started: if --prepare-display names it, the next child for it
- * is prepared with this request (c's payload). */
-void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image);
+ * is prepared with this request (c's payload), once the program, running as pid, has settled. */
+void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image, pid_t pid);
 /* p's child said something on its channel (started, or of no use): read as it comes. */
 void prepared_on_news(struct server *s, struct prepared_program *p);
 /* w, the display watch of one of s's programs, has news: a child is prepared at once if the display
