@@ -31,14 +31,10 @@ int elf_vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len, ui
         return -ENOEXEC;
 }
 
-static void read_program_headers(const struct image *im, struct elf_info *info, const Elf64_Phdr **ret_dyn) {
+static void read_program_headers(const struct image *im, struct elf_info *info) {
         for (unsigned i = 0; i < im->ehdr->e_phnum; i++) {
                 const Elf64_Phdr *p = &im->phdr[i];
                 switch (p->p_type) {
-                case PT_DYNAMIC:
-                        info->has_dynamic = true;
-                        *ret_dyn = p;
-                        break;
                 case PT_INTERP: {
                         const char *s = elf_at(im, p->p_offset, p->p_filesz, 1);
                         info->has_interp = true;
@@ -179,8 +175,9 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->entry = m.ehdr->e_entry;
         info->phnum = m.ehdr->e_phnum;
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
-        const Elf64_Phdr *dyn = NULL;
-        read_program_headers(&m, info, &dyn);
+        read_program_headers(&m, info);
+        const Elf64_Phdr *dyn = dynamic_segment(&m);
+        info->has_dynamic = dyn != NULL;
         if (!info->phdr_vaddr)
                 info->phdr_vaddr = headers_vaddr(&m);
         if (dyn) {
@@ -294,12 +291,18 @@ static size_t section_alignment(uint32_t type) {
         }
 }
 
+/* The section headers of im (its ELF header in place), or NULL when they are not all in it. */
+static const Elf64_Shdr *section_headers(const struct image *im) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        return elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
+}
+
 int elf_find_symbol_tables(const struct image *im, struct symbol_tables *t) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         *t = (struct symbol_tables){ 0 };
         if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
                 return 0;
-        const Elf64_Shdr *sh = elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
+        const Elf64_Shdr *sh = section_headers(im);
         if (!sh)
                 return -ENOEXEC;
         size_t nversym = 0;
@@ -522,7 +525,7 @@ static int read_export_parts(int fd, const struct image *im) {
         if ((r = read_range(fd, im, e->e_phoff, (uint64_t) e->e_phnum * sizeof(Elf64_Phdr))) < 0 ||
             (r = read_range(fd, im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr))) < 0)
                 return r;
-        const Elf64_Shdr *sh = elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
+        const Elf64_Shdr *sh = section_headers(im);
         for (unsigned i = 0; sh && e->e_shentsize == sizeof(Elf64_Shdr) && i < e->e_shnum && r >= 0; i++) {
                 Elf64_Word type = sh[i].sh_type;
                 if (type == SHT_DYNSYM || type == SHT_GNU_versym || type == SHT_GNU_verneed || type == SHT_GNU_verdef)
