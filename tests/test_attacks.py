@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import base_env, bin_path, helper_path, proc_fields, run_served
+from conftest import base_env, bin_path, helper_path, proc_fields, run_exec, run_served
 from elftools.elf.elffile import ELFFile
 from headstart.daemon import private_daemon
 
@@ -514,3 +514,71 @@ def test_the_log_says_how_a_program_ended_in_words():
         log = d.log_text()
         assert "ended: exited with status 0" in log and "ended: killed by SIGKILL" in log, log
         assert "(code " not in log
+
+
+def build_sandbox(tmp: Path) -> Path:
+    """A sandbox of the daemon's own user: no_new_privs and a seccomp filter that fails mkdir with
+    EPERM, then the command it is given, by exec."""
+    src = tmp / "sandbox.c"
+    src.write_text(
+        "#include <errno.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <unistd.h>\n"
+        "#include <linux/filter.h>\n#include <linux/seccomp.h>\n#include <sys/prctl.h>\n#include <sys/syscall.h>\n"
+        "int main(int argc, char **argv) {\n"
+        "  (void) argc;\n"
+        "  struct sock_filter f[] = {\n"
+        "    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),\n"
+        "    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mkdir, 2, 0),\n"
+        "    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mkdirat, 1, 0),\n"
+        "    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),\n"
+        "    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),\n"
+        "  };\n"
+        "  struct sock_fprog prog = { sizeof f / sizeof f[0], f };\n"
+        "  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {\n"
+        '    perror("seccomp");\n    return 99;\n  }\n'
+        "  execv(argv[1], argv + 1);\n"
+        '  perror("execv");\n  return 98;\n}\n'
+    )
+    out = tmp / "sandbox"
+    subprocess.run(["gcc", "-O1", "-o", str(out), str(src)], check=True)
+    return out
+
+
+CONTEXTS = {
+    "seccomp": (lambda tmp: [str(build_sandbox(tmp))], ["/usr/bin/mkdir", "{tmp}/made"]),
+    "capabilities": (
+        lambda tmp: ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"],
+        ["/usr/bin/cat", "{tmp}/secret"],
+    ),
+    "groups": (lambda tmp: ["setpriv", "--regid", "100", "--groups", "5,7"], ["/usr/bin/id"]),
+    "namespaces": (lambda tmp: ["unshare", "--net"], ["/usr/bin/cat", "/proc/self/net/dev"]),
+    "personality": (lambda tmp: ["setarch", "--addr-no-randomize"], ["/usr/bin/cat", "/proc/self/personality"]),
+    "io priority": (lambda tmp: ["ionice", "-c", "3"], ["/usr/bin/ionice"]),
+    "oom score": (lambda tmp: ["choom", "-n", "300", "--"], ["/usr/bin/cat", "/proc/self/oom_score_adj"]),
+}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setpriv changes groups and capabilities only as root")
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_path, context):
+    """A process of the daemon's own user in a sandbox (a seccomp filter, capabilities dropped, other
+    groups, other namespaces) asked the daemon, and its program ran outside the sandbox, as the
+    daemon: a directory made that the filter forbids, a file read that the capabilities left did not
+    allow. Such a client, and one whose personality, I/O priority or OOM score differs, is declined
+    and execs the program in its own context, which the program then shows as under exec."""
+    wrapper_of, argv = CONTEXTS[context]
+    (tmp_path / "secret").write_text("secret\n")
+    (tmp_path / "secret").chmod(0)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    wrapper = wrapper_of(tmp_path)
+    env = base_env(HEADSTART_DEBUG="1")
+    with private_daemon([Path(argv[0])]) as d:
+        plain = run_served(d, argv, env=env)
+        assert b"by exec" not in plain.stderr, plain.stderr  # served without the wrapper
+        shutil.rmtree(tmp_path / "made", ignore_errors=True)
+        expected = run_exec(wrapper + argv, env=env)
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        got = run_exec(wrapper + client + argv, env=env)
+    assert b"by exec" in got.stderr, got.stderr
+    assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+    assert got.stderr.endswith(expected.stderr), (got.stderr, expected.stderr)
+    assert not (tmp_path / "made").exists()  # the sandbox forbade it, served or not

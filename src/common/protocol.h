@@ -118,7 +118,8 @@ struct hs_reason {
 /* Why the daemon would not serve a program: the client then execs it itself. */
 enum hs_decline_reason {
         HS_DECLINE_UNSUPPORTED = 1, /* the program is of a kind the daemon cannot run as exec would */
-        HS_DECLINE_ENVIRONMENT = 2, /* the client's loader environment differs from the daemon's */
+        HS_DECLINE_ENVIRONMENT = 2, /* the client's loader environment, scheduling, rights or namespaces differ
+                                     * from the daemon's */
         HS_DECLINE_LIMITS = 3,      /* a resource limit the daemon cannot grant */
         HS_DECLINE_START_FAILED = 4, /* loading failed in the child, before the program's main ran */
         HS_DECLINE_BUSY = 5,        /* too many launches in flight, or shutting down */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "children.h"
+#include "client-context.h"
 #include "launch-counts.h"
 #include "launch.h"
 #include "log.h"
@@ -152,7 +153,8 @@ void conn_accept_all(struct server *s) {
                         close(fd);
                         continue;
                 }
-                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms };
+                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms,
+                                    .context_refusal = client_context_refusal(fd) };
                 if (watch_fd(s->epoll_fd, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
                         close(fd);
                         free(c);

@@ -40,6 +40,8 @@ struct conn {
         size_t nfds;
         struct child *child;
         const struct schedule *caller_schedule; /* applied to the client before it is declined */
+        const char *context_refusal; /* why its process is not run as the zygote's children are
+                                      * (client-context.h), read as it was accepted; NULL: it is */
 };
 
 /* Accepts every client waiting on the socket (only our own user's). */

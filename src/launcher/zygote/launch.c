@@ -244,6 +244,8 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 reason = "too many programs running";
         if (reason) {
                 decline(c, HS_DECLINE_BUSY, reason, ret);
+        } else if (c->context_refusal) {
+                decline(c, HS_DECLINE_ENVIRONMENT, c->context_refusal, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);

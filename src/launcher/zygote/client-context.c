@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+#include "client-context.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
+
+/* The lines of /proc/PID/status that say what the process may do: read whole, compared as text. */
+static const char *const status_keys[] = { "Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:",
+                                           "CapAmb:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:" };
+static const char *const namespaces[] = { "cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts" };
+
+#define VALUE_MAX 512
+
+struct context {
+        char status[ELEMENTSOF(status_keys)][VALUE_MAX]; /* "" where the kernel has no such line */
+        ino_t ns[ELEMENTSOF(namespaces)];                /* 0 where the kernel has no such namespace */
+        char personality[32];
+        char oom_score_adj[32];
+        long ioprio;
+};
+
+/* The first line of the file, without its newline; false when it cannot be read. */
+static bool read_line(const char *path, char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f || !fgets(buf, (int) size, f))
+                return false;
+        buf[strcspn(buf, "\n")] = '\0';
+        return true;
+}
+
+static bool read_status(const char *proc, struct context *c) {
+        char path[64], line[VALUE_MAX];
+        snprintf(path, sizeof path, "%s/status", proc);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        while (fgets(line, sizeof line, f))
+                for (size_t i = 0; i < ELEMENTSOF(status_keys); i++)
+                        if (strncmp(line, status_keys[i], strlen(status_keys[i])) == 0)
+                                snprintf(c->status[i], VALUE_MAX, "%s", line + strlen(status_keys[i]));
+        return c->status[0][0] != '\0'; /* every kernel has Uid: */
+}
+
+static bool read_namespaces(const char *proc, struct context *c) {
+        for (size_t i = 0; i < ELEMENTSOF(namespaces); i++) {
+                char path[64];
+                struct stat st;
+                snprintf(path, sizeof path, "%s/ns/%s", proc, namespaces[i]);
+                if (stat(path, &st) == 0)
+                        c->ns[i] = st.st_ino;
+                else if (errno != ENOENT) /* ENOENT: a kernel without that kind of namespace */
+                        return false;
+        }
+        return true;
+}
+
+static bool read_context(pid_t pid, struct context *c) {
+        char proc[32], path[64];
+        *c = (struct context){ 0 };
+        snprintf(proc, sizeof proc, "/proc/%d", (int) pid);
+        errno = 0;
+        c->ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid);
+        snprintf(path, sizeof path, "%s/personality", proc);
+        bool ok = read_line(path, c->personality, sizeof c->personality);
+        snprintf(path, sizeof path, "%s/oom_score_adj", proc);
+        return ok && read_line(path, c->oom_score_adj, sizeof c->oom_score_adj) && c->ioprio >= 0 &&
+               read_status(proc, c) && read_namespaces(proc, c);
+}
+
+static const char *difference(const struct context *a, const struct context *b) {
+        for (size_t i = 0; i < ELEMENTSOF(status_keys); i++)
+                if (strcmp(a->status[i], b->status[i]) != 0)
+                        return i < 3    ? "the client's user or group IDs or supplementary groups differ from the "
+                                          "daemon's (setpriv, sg, newgrp)"
+                               : i < 8 ? "the client's capabilities differ from the daemon's (setpriv, capsh)"
+                                       : "the client is confined otherwise than the daemon (no_new_privs or a "
+                                         "seccomp filter)";
+        for (size_t i = 0; i < ELEMENTSOF(namespaces); i++)
+                if (a->ns[i] != b->ns[i])
+                        return "the client is in other namespaces than the daemon (unshare, a container, a "
+                               "sandbox)";
+        if (strcmp(a->personality, b->personality) != 0)
+                return "the client's execution domain differs from the daemon's (setarch)";
+        if (a->ioprio != b->ioprio)
+                return "the client's I/O priority differs from the daemon's (ionice)";
+        if (strcmp(a->oom_score_adj, b->oom_score_adj) != 0)
+                return "the client's OOM score adjustment differs from the daemon's (choom)";
+        return NULL;
+}
+
+/* The peer's pidfd from the kernel (Linux 6.5), else one opened on its pid: that pid is its own
+ * until it ends, and a connection is judged as it is accepted, while the client waits for it. */
+static int peer_pidfd(int fd, pid_t *ret_pid) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+                return -1;
+        *ret_pid = cred.pid;
+#ifdef SO_PEERPIDFD
+        int pidfd;
+        len = sizeof pidfd;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
+                return pidfd;
+#endif
+        return pidfd_open(cred.pid, 0);
+}
+
+const char *client_context_refusal(int fd) {
+        /* The zygote's own is read once: nothing changes it, and this is on every connection. */
+        static struct context ours;
+        static bool known;
+        if (!known && !(known = read_context(getpid(), &ours)))
+                return "the daemon cannot read its own rights and namespaces";
+        pid_t pid;
+        _cleanup_close_ int pidfd = peer_pidfd(fd, &pid);
+        struct context theirs;
+        if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
+                return "the client's rights and namespaces cannot be read (a process that is not "
+                       "dumpable, or gone)";
+        return difference(&theirs, &ours);
+}
