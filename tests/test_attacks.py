@@ -553,7 +553,6 @@ CONTEXTS = {
     "namespaces": (lambda tmp: ["unshare", "--net"], ["/usr/bin/cat", "/proc/self/net/dev"]),
     "personality": (lambda tmp: ["setarch", "--addr-no-randomize"], ["/usr/bin/cat", "/proc/self/personality"]),
     "io priority": (lambda tmp: ["ionice", "-c", "3"], ["/usr/bin/ionice"]),
-    "oom score": (lambda tmp: ["choom", "-n", "300", "--"], ["/usr/bin/cat", "/proc/self/oom_score_adj"]),
 }
 
 
@@ -563,8 +562,8 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     """A process of the daemon's own user in a sandbox (a seccomp filter, capabilities dropped, other
     groups, other namespaces) asked the daemon, and its program ran outside the sandbox, as the
     daemon: a directory made that the filter forbids, a file read that the capabilities left did not
-    allow. Such a client, and one whose personality, I/O priority or OOM score differs, is declined
-    and execs the program in its own context, which the program then shows as under exec."""
+    allow. Such a client, and one whose personality or I/O priority differs, is declined and execs
+    the program in its own context, which the program then shows as under exec."""
     wrapper_of, argv = CONTEXTS[context]
     (tmp_path / "secret").write_text("secret\n")
     (tmp_path / "secret").chmod(0)
@@ -582,3 +581,18 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
     assert got.stderr.endswith(expected.stderr), (got.stderr, expected.stderr)
     assert not (tmp_path / "made").exists()  # the sandbox forbade it, served or not
+
+
+def test_a_clients_oom_score_adjustment_is_given_to_its_program():
+    """A client with another OOM score adjustment (choom; a service manager's OOMScoreAdjust=, 100 for
+    a user's daemon under systemd's user manager) is served, and its program has the client's, as
+    under exec, not the zygote's."""
+    argv = ["/usr/bin/cat", "/proc/self/oom_score_adj"]
+    env = base_env(HEADSTART_DEBUG="1")
+    with private_daemon([Path(argv[0])]) as d:
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        got = run_exec(["choom", "-n", "300", "--", *client, *argv], env=env)
+        plain = run_served(d, argv, env=env)
+    assert b"by exec" not in got.stderr, got.stderr
+    assert got.stdout == b"300\n"
+    assert plain.stdout == Path("/proc/self/oom_score_adj").read_bytes()  # the next launch: its own again

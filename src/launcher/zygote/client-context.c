@@ -28,7 +28,7 @@ struct context {
         char status[ELEMENTSOF(status_keys)][VALUE_MAX]; /* "" where the kernel has no such line */
         ino_t ns[ELEMENTSOF(namespaces)];                /* 0 where the kernel has no such namespace */
         char personality[32];
-        char oom_score_adj[32];
+        char oom_score_adj[OOM_SCORE_MAX];
         long ioprio;
 };
 
@@ -96,8 +96,6 @@ static const char *difference(const struct context *a, const struct context *b) 
                 return "the client's execution domain differs from the daemon's (setarch)";
         if (a->ioprio != b->ioprio)
                 return "the client's I/O priority differs from the daemon's (ionice)";
-        if (strcmp(a->oom_score_adj, b->oom_score_adj) != 0)
-                return "the client's OOM score adjustment differs from the daemon's (choom)";
         return NULL;
 }
 
@@ -118,10 +116,11 @@ static int peer_pidfd(int fd, pid_t *ret_pid) {
         return pidfd_open(cred.pid, 0);
 }
 
-const char *client_context_refusal(int fd) {
+const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX]) {
         /* The zygote's own is read once: nothing changes it, and this is on every connection. */
         static struct context ours;
         static bool known;
+        ret_oom_score[0] = '\0';
         if (!known && !(known = read_context(getpid(), &ours)))
                 return "the daemon cannot read its own rights and namespaces";
         pid_t pid;
@@ -130,5 +129,17 @@ const char *client_context_refusal(int fd) {
         if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 return "the client's rights and namespaces cannot be read (a process that is not "
                        "dumpable, or gone)";
+        if (strcmp(theirs.oom_score_adj, ours.oom_score_adj) != 0)
+                snprintf(ret_oom_score, OOM_SCORE_MAX, "%s", theirs.oom_score_adj);
         return difference(&theirs, &ours);
+}
+
+void client_context_give_oom_score(pid_t child, const char *oom_score) {
+        char path[64];
+        if (!oom_score[0])
+                return;
+        snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int) child);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, oom_score, strlen(oom_score)) < 0)
+                return; /* below the zygote's floor (EACCES): it keeps the zygote's */
 }

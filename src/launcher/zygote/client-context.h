@@ -2,15 +2,29 @@
 /* What exec gives a program from the process that starts it, and a child of the zygote would not
  * have: the rights and confinement of the process (its user and group IDs and supplementary groups,
  * capabilities, no_new_privs, seccomp filters), the namespaces it sees, its execution domain
- * (personality: setarch), its I/O priority (ionice) and OOM score adjustment (choom). A child forked
- * from the zygote has the zygote's. A client that differs in any of them is declined, and execs the
- * program itself, as it would have: otherwise a sandbox of the daemon's own user (a namespace, a
- * seccomp filter, capabilities dropped, a group left) would run programs outside itself through us.
+ * (personality: setarch) and its I/O priority (ionice). A child forked from the zygote has the
+ * zygote's. A client that differs in any of them is declined, and execs the program itself, as it
+ * would have: otherwise a sandbox of the daemon's own user (a namespace, a seccomp filter,
+ * capabilities dropped, a group left) would run programs outside itself through us. Its OOM score
+ * adjustment (choom, a service manager's OOMScoreAdjust=) is given to the program instead, where the
+ * kernel lets us: a user's daemon under systemd's user manager has 100, and the clients of an SSH or
+ * console login 0, which declining would leave with no launch served.
  *
  * Read from the kernel for the process that connected (SO_PEERCRED), as it accepts the connection,
  * never from what the client says. */
 #pragma once
 
+#include <sys/types.h>
+
+#define OOM_SCORE_MAX 16
+
 /* NULL when the process that connected on fd runs as the zygote does in all of the above, else why
- * not (a static string). One whose state cannot be read, or that is gone, is refused. */
-const char *client_context_refusal(int fd);
+ * not (a static string). One whose state cannot be read, or that is gone, is refused. Into
+ * ret_oom_score: its OOM score adjustment where it differs from the zygote's, else "". */
+const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX]);
+
+/* Gives the child that will run the launch (before its main) the client's OOM score adjustment
+ * (oom_score, from client_context_refusal; "" leaves it). The kernel refuses to lower it below what
+ * the zygote was given by a privileged process (a service manager's OOMScoreAdjust=): then the
+ * program keeps the zygote's, as docs/limitations.md says. */
+void client_context_give_oom_score(pid_t child, const char *oom_score);

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "children.h"
-#include "client-context.h"
 #include "launch-counts.h"
 #include "launch.h"
 #include "log.h"
@@ -153,8 +152,8 @@ void conn_accept_all(struct server *s) {
                         close(fd);
                         continue;
                 }
-                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms,
-                                    .context_refusal = client_context_refusal(fd) };
+                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms };
+                c->context_refusal = client_context_refusal(fd, c->oom_score);
                 if (watch_fd(s->epoll_fd, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
                         close(fd);
                         free(c);

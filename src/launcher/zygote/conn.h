@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client-context.h"
 #include "protocol.h"
 #include "watch.h"
 
@@ -42,6 +43,7 @@ struct conn {
         const struct schedule *caller_schedule; /* applied to the client before it is declined */
         const char *context_refusal; /* why its process is not run as the zygote's children are
                                       * (client-context.h), read as it was accepted; NULL: it is */
+        char oom_score[OOM_SCORE_MAX]; /* its OOM score adjustment, for its program; "": the zygote's */
 };
 
 /* Accepts every client waiting on the socket (only our own user's). */

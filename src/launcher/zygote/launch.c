@@ -15,6 +15,7 @@
 
 #include "after-main.h"
 #include "children.h"
+#include "client-context.h"
 #include "run-program.h"
 #include "conn.h"
 #include "launch-counts.h"
@@ -200,6 +201,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
                 return decline(c, HS_DECLINE_BUSY, "the daemon cannot start more programs", ret);
         }
         ch->report_fd = report[0];
+        client_context_give_oom_score(ch->pid, c->oom_score);
         ch->program = registered_path(s, image->dev, image->ino);
         ch->started_ms = now_ms();
         child_list_push(&s->children, ch);
