@@ -333,3 +333,43 @@ def test_a_changed_file_is_never_served_stale(daemon, tmp_path):
         second = run_served(daemon, [str(prog), "80", "16", "16"])
     want = run_exec([str(bin_path("jpeg-encode")), "80", "16", "16"])
     assert second.stdout == want.stdout and second.stdout.startswith(b"\xff\xd8")
+
+
+# A caller that sets up, then execs headstart-run: what exec keeps from it for the program.
+KEPT_ACROSS_EXEC = {
+    # A CPU-time timer bounding the program: under exec it fires after 0.3 s of the program's CPU.
+    "interval timer": (
+        "import os, signal, sys; signal.setitimer(signal.ITIMER_VIRTUAL, 0.3); os.execv(sys.argv[1], sys.argv[1:])",
+        ["/usr/bin/sha256sum", "/dev/zero"],
+    ),
+    # A signal blocked and pending: under exec the program finds it pending at main.
+    "pending signal": (
+        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1}); "
+        "os.kill(os.getpid(), signal.SIGUSR1); os.execv(sys.argv[1], sys.argv[1:])",
+        ["/usr/bin/grep", "ShdPnd", "/proc/self/status"],
+    ),
+    # A limit on the address space, which the zygote's mappings would use up in a served program.
+    "address space limit": (
+        "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30)); "
+        "os.execv(sys.argv[1], sys.argv[1:])",
+        ["/usr/bin/grep", "address space", "/proc/self/limits"],
+    ),
+}
+
+
+@pytest.mark.parametrize("kept", KEPT_ACROSS_EXEC)
+def test_what_exec_keeps_from_the_caller_for_the_program_makes_the_client_exec(kept):
+    """An interval timer set by the caller (the daemon's child had none: a program ran on where exec's
+    was killed by SIGVTALRM) or a signal pending (not pending at the served program's main) is kept by
+    exec for the program: headstart-run then execs it."""
+    setup, argv = KEPT_ACROSS_EXEC[kept]
+    env = base_env(HEADSTART_DEBUG="1")
+    caller = ["python3", "-c", setup]
+    with private_daemon([Path(argv[0])]) as d:
+        expected = run_exec([*caller, *argv], env=env)
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        got = run_exec([*caller, *client, *argv], env=env)
+        plain = run_served(d, [argv[0], "--version"], env=env)
+    assert b"by exec" not in plain.stderr, plain.stderr  # served when nothing is kept
+    assert b"by exec" in got.stderr, got.stderr
+    assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)

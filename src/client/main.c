@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +131,26 @@ static _Noreturn void exec_program(char *argv[], const char *why) {
         int e = errno;
         log_error_errno(e, "%s", argv[0]);
         _exit(e == ENOENT ? 127 : 126);
+}
+
+/* What exec keeps for the program from this process and a child of the daemon cannot be given: a
+ * signal pending (blocked by the caller), which the program would find pending at main; an interval
+ * timer (alarm, setitimer), which would go on counting for it: a CPU-time one set by a caller to
+ * bound the program's CPU (the daemon's child has its own, unset). NULL when there is neither. */
+static const char *kept_across_exec(void) {
+        sigset_t pending;
+        sigemptyset(&pending);
+        (void) sigpending(&pending);
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sigismember(&pending, sig) == 1)
+                        return "a signal is pending, which exec keeps pending for the program";
+        static const int timers[] = { ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF };
+        for (size_t i = 0; i < sizeof timers / sizeof timers[0]; i++) {
+                struct itimerval t;
+                if (getitimer(timers[i], &t) == 0 && (t.it_value.tv_sec || t.it_value.tv_usec))
+                        return "an interval timer is set (alarm, setitimer), which exec keeps for the program";
+        }
+        return NULL;
 }
 
 static _Noreturn void exit_like(int code, int status) {
@@ -378,6 +399,9 @@ int main(int argc, char *argv[]) {
         char path[PATH_MAX];
         if (hs_find_program(prog_argv[0], path, sizeof path) < 0)
                 exec_program(prog_argv, "not found on PATH");
+        const char *kept = kept_across_exec();
+        if (kept)
+                exec_program(prog_argv, kept);
         /* Block every signal before asking, so none is lost before the program can receive it. */
         sigset_t all;
         catchable_signals(&all);

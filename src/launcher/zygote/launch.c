@@ -70,8 +70,12 @@ static const char *client_schedule_refusal(const struct conn *c, const struct sc
                "which exec keeps";
 }
 
-/* A limit above our own hard limit is one our child could not set (only root may raise it). */
+/* A limit above our own hard limit is one our child could not set (only root may raise it). A limit
+ * on the address space would count the zygote's mappings, which exec's program does not have (a
+ * served python3 starts with twice exec's): what fits under it by exec may not when served. */
 static const char *rlimits_refusal(const struct hs_launch_request *req) {
+        if (req->fixed.rlimits[RLIMIT_AS].cur != RLIM_INFINITY)
+                return "the client limits the address space (ulimit -v), which the daemon's mappings would use up";
         if (geteuid() == 0)
                 return NULL;
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
