@@ -281,6 +281,29 @@ def test_a_program_that_parses_its_own_options_is_prepared_for_launches_without_
         assert "its last launch had arguments" in prepared_state(d, program)
 
 
+def test_a_launch_with_glibs_keyfile_settings_is_not_prepared(compositor, tmp_path):
+    """GLib's keyfile settings backend: a child prepared ahead read the file as its toolkit started,
+    never saw a setting another process wrote while it waited, and the program saved its stale copy
+    over it; making the backend also made folders in $HOME that a --help launch would not. Such a
+    launch gets no prepared child, and the status says why."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = base_env(**compositor, HOME=str(home), GSETTINGS_BACKEND="keyfile")
+    program = str(GTK3)
+    with prepared_daemon(compositor, program) as d:
+        run_served(d, [program, "--version"], env=env)
+        time.sleep(1.0)  # a child would be forked 100 ms after the launch, once a CPU is spare
+        state = prepared_state(d, program)
+        assert state.startswith("idle gtk3"), state
+        assert "its last launch had GSETTINGS_BACKEND=keyfile" in state, state
+        assert not any(home.iterdir()), list(home.rglob("*"))  # nothing made in $HOME
+        with Served(d):
+            got = run_served(d, [program, "--version"], env=env)
+        assert taken_ahead(d) == 0, d.log_text()
+    expected = run_exec([program, "--version"], env=env)
+    assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+
+
 def test_a_program_that_defines_its_librarys_inline_function_again_is_prepared(compositor):
     env = base_env(**compositor)
     with prepared_daemon(compositor, str(SAME_CODE), str(OTHER_CODE)) as d:

@@ -156,12 +156,28 @@ static bool has_gtk3_option(char *const *argv) {
         return false;
 }
 
-/* Why the arguments argv rule out p's prepared child, or NULL. */
-static const char *unlike_arguments(const struct prepared_program *p, char *const *argv) {
+/* GLib's settings kept in a file of the user's (the keyfile backend: chosen by the variable, and by
+ * GLib itself in a Flatpak sandbox). A toolkit started ahead reads that file into memory, and a
+ * waiting child runs no main loop to see it change: the program then wrote its stale copy over a
+ * change made meanwhile by another process (a trial: gsettings set, then a launch; the setting was
+ * lost). Creating the backend also makes its folder in $HOME, which a launch that ends before its
+ * toolkit starts (--help) would not. */
+static bool uses_keyfile_settings(char *const *envp) {
+        for (size_t i = 0; envp[i]; i++)
+                if (strcmp(envp[i], "GSETTINGS_BACKEND=keyfile") == 0)
+                        return true;
+        return false;
+}
+
+/* Why the arguments argv or the environment envp of a launch rule out a prepared child for p, or NULL. */
+static const char *unpreparable(const struct prepared_program *p, char *const *argv, char *const *envp) {
         if (p->terms.no_arguments && argv[0] && argv[1])
                 return "arguments, which it parses as GTK starts (gtk_init_with_args)";
         if (p->toolkit == TOOLKIT_GTK3 && has_gtk3_option(argv))
                 return "a GTK option among its arguments";
+        if (uses_keyfile_settings(envp))
+                return "GSETTINGS_BACKEND=keyfile, whose file a waiting child would read before changes made "
+                       "while it waits, and the program write over them";
         return NULL;
 }
 
@@ -216,7 +232,7 @@ static const char *mismatch(const struct prepared_program *p, const struct hs_la
         }
         if (!same_targets(a, req))
                 return "other file descriptors passed (or not stdin, stdout and stderr)";
-        return unlike_arguments(p, req->argv);
+        return unpreparable(p, req->argv, req->envp);
 }
 
 /* The launch waiting for p's child, if any, is tried again: the child is ready or gone. */
@@ -381,7 +397,7 @@ static void forget_shape(struct prepared_program *p) {
 
 /* Whether a launch could ever take a child prepared with p's shape: the matching's own conditions. */
 static bool could_match(const struct prepared_program *p) {
-        return same_targets(&p->shape, &p->shape) && !unlike_arguments(p, p->shape.argv);
+        return same_targets(&p->shape, &p->shape) && !unpreparable(p, p->shape.argv, p->shape.envp);
 }
 
 /* Makes the request (payload, size bytes, with nfds fds; ours to keep or free) in the working
@@ -662,9 +678,9 @@ const char *prepared_state(const struct prepared_program *p, const char **ret_wh
                 return "unlaunched";
         if (!could_match(p)) {
                 static char why[HS_MAX_TEXT];
-                const char *arguments = unlike_arguments(p, p->shape.argv);
-                snprintf(why, sizeof why, "its last launch %s%s", arguments ? "had " : "",
-                         arguments ? arguments : "did not pass stdin, stdout and stderr");
+                const char *unlike = unpreparable(p, p->shape.argv, p->shape.envp);
+                snprintf(why, sizeof why, "its last launch %s%s", unlike ? "had " : "",
+                         unlike ? unlike : "did not pass stdin, stdout and stderr");
                 return *ret_why = why, "idle";
         }
         if (p->retrying[0])
