@@ -17,15 +17,33 @@
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
 
-/* The lines of /proc/PID/status that say what the process may do: read whole, compared as text. */
-static const char *const status_keys[] = { "Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:",
-                                           "CapAmb:", "NoNewPrivs:", "Seccomp:", "Seccomp_filters:" };
+#define IDS "the client's user or group IDs or supplementary groups differ from the daemon's (setpriv, sg, newgrp)"
+#define CAPABILITIES "the client's capabilities differ from the daemon's (setpriv, capsh)"
+#define CONFINED "the client is confined otherwise than the daemon (no_new_privs or a seccomp filter)"
+
+/* The lines of /proc/PID/status that say what the process may do, compared as text, and what a
+ * difference in each means. */
+static const struct {
+        const char *key, *why;
+} status_lines[] = {
+        { "Uid:", IDS },
+        { "Gid:", IDS },
+        { "Groups:", IDS },
+        { "CapInh:", CAPABILITIES },
+        { "CapPrm:", CAPABILITIES },
+        { "CapEff:", CAPABILITIES },
+        { "CapBnd:", CAPABILITIES },
+        { "CapAmb:", CAPABILITIES },
+        { "NoNewPrivs:", CONFINED },
+        { "Seccomp:", CONFINED },
+        { "Seccomp_filters:", CONFINED },
+};
 static const char *const namespaces[] = { "cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts" };
 
 #define VALUE_MAX 512
 
 struct context {
-        char status[ELEMENTSOF(status_keys)][VALUE_MAX]; /* "" where the kernel has no such line */
+        char status[ELEMENTSOF(status_lines)][VALUE_MAX]; /* "" where the kernel has no such line */
         ino_t ns[ELEMENTSOF(namespaces)];                /* 0 where the kernel has no such namespace */
         char personality[32];
         char oom_score_adj[OOM_SCORE_MAX];
@@ -48,9 +66,9 @@ static bool read_status(const char *proc, struct context *c) {
         if (!f)
                 return false;
         while (fgets(line, sizeof line, f))
-                for (size_t i = 0; i < ELEMENTSOF(status_keys); i++)
-                        if (strncmp(line, status_keys[i], strlen(status_keys[i])) == 0)
-                                snprintf(c->status[i], VALUE_MAX, "%s", line + strlen(status_keys[i]));
+                for (size_t i = 0; i < ELEMENTSOF(status_lines); i++)
+                        if (strncmp(line, status_lines[i].key, strlen(status_lines[i].key)) == 0)
+                                snprintf(c->status[i], VALUE_MAX, "%s", line + strlen(status_lines[i].key));
         return c->status[0][0] != '\0'; /* every kernel has Uid: */
 }
 
@@ -71,7 +89,6 @@ static bool read_context(pid_t pid, struct context *c) {
         char proc[32], path[64];
         *c = (struct context){ 0 };
         snprintf(proc, sizeof proc, "/proc/%d", (int) pid);
-        errno = 0;
         c->ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid);
         snprintf(path, sizeof path, "%s/personality", proc);
         bool ok = read_line(path, c->personality, sizeof c->personality);
@@ -81,13 +98,9 @@ static bool read_context(pid_t pid, struct context *c) {
 }
 
 static const char *difference(const struct context *a, const struct context *b) {
-        for (size_t i = 0; i < ELEMENTSOF(status_keys); i++)
+        for (size_t i = 0; i < ELEMENTSOF(status_lines); i++)
                 if (strcmp(a->status[i], b->status[i]) != 0)
-                        return i < 3    ? "the client's user or group IDs or supplementary groups differ from the "
-                                          "daemon's (setpriv, sg, newgrp)"
-                               : i < 8 ? "the client's capabilities differ from the daemon's (setpriv, capsh)"
-                                       : "the client is confined otherwise than the daemon (no_new_privs or a "
-                                         "seccomp filter)";
+                        return status_lines[i].why;
         for (size_t i = 0; i < ELEMENTSOF(namespaces); i++)
                 if (a->ns[i] != b->ns[i])
                         return "the client is in other namespaces than the daemon (unshare, a container, a "
