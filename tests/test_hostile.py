@@ -7,6 +7,7 @@ written out here so that these tests can craft requests the real client never wo
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import socket
 import struct
@@ -56,7 +57,8 @@ def launch_payload(argv: list[bytes], env: list[bytes], path: bytes, nfds: int =
     strings = b"".join(x + b"\0" for x in argv + env)
     fields = {"argc": len(argv), "envc": len(env), "path_size": len(path) + 1, "strings_size": len(strings)}
     fields.update(over)
-    limits = [0] * 32
+    # The client's own limits, as headstart-run sends them (RLIM_INFINITY as the kernel's all-ones).
+    limits = [v & 0xFFFFFFFFFFFFFFFF for r in range(16) for v in resource.getrlimit(r)]
     fixed = FIXED.pack(
         0,
         0o22,
