@@ -361,7 +361,10 @@ KEPT_ACROSS_EXEC = {
 def test_what_exec_keeps_from_the_caller_for_the_program_makes_the_client_exec(kept):
     """An interval timer set by the caller (the daemon's child had none: a program ran on where exec's
     was killed by SIGVTALRM) or a signal pending (not pending at the served program's main) is kept by
-    exec for the program: headstart-run then execs it."""
+    exec for the program: headstart-run then execs it. So it does when the daemon declines a limit on
+    the address space, which the zygote's mappings use (a served python3 had twice exec's)."""
+    if kept == "address space limit" and SANITIZED:
+        pytest.skip("a sanitizer build of headstart-run cannot start under a limit on its address space")
     setup, argv = KEPT_ACROSS_EXEC[kept]
     env = base_env(HEADSTART_DEBUG="1")
     caller = ["python3", "-c", setup]
