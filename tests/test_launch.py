@@ -376,3 +376,37 @@ def test_what_exec_keeps_from_the_caller_for_the_program_makes_the_client_exec(k
     assert b"by exec" not in plain.stderr, plain.stderr  # served when nothing is kept
     assert b"by exec" in got.stderr, got.stderr
     assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+
+
+STACK_AT_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* How far below the stack's start (field 28 of /proc/self/stat) main runs, in bytes. */
+int main(void) {
+        char line[1024];
+        FILE *f = fopen("/proc/self/stat", "r");
+        if (!f || !fgets(line, sizeof line, f))
+                return 1;
+        char *p = strrchr(line, ')') + 4; /* past ") S " */
+        unsigned long start = 0;
+        for (int field = 4; field <= 28; field++)
+                start = strtoul(p, &p, 10);
+        int here;
+        printf("%lu\n", start - (unsigned long) &here);
+        return 0;
+}
+"""
+
+
+def test_main_has_about_the_stack_it_has_under_exec(tmp_path):
+    """main runs below the zygote's frames: they held 100 KiB (its 60 KB server on the stack), so a
+    recursion that fit in `ulimit -s 1024` by exec overflowed served. They are now a few KiB."""
+    src = tmp_path / "stack.c"
+    src.write_text(STACK_AT_MAIN)
+    program = tmp_path / "stack"
+    subprocess.run(["gcc", "-O1", "-fPIE", "-pie", "-o", str(program), str(src)], check=True)
+    with private_daemon([program]) as d, Served(d):
+        served = run_served(d, [str(program)])
+    exec_depth = int(run_exec([str(program)]).stdout)
+    assert int(served.stdout) - exec_depth < 24 * 1024, (int(served.stdout), exec_depth)
