@@ -26,6 +26,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
+#include "proc-stat.h"
 
 extern char **environ;
 
@@ -176,21 +177,13 @@ static void catchable_signals(sigset_t *set) {
         sigdelset(set, SIGSTOP);
 }
 
-/* Fields of /proc/PID/stat after the name (which may hold spaces and parentheses): the state, then
- * the parent, the process group and the session. */
+/* The state, parent, process group and session of pid (/proc/PID/stat). */
 static bool read_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgrp, pid_t *sid) {
-        char name[64], buf[512];
-        snprintf(name, sizeof name, "/proc/%d/stat", (int) pid);
-        _cleanup_close_ int fd = open(name, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
+        struct proc_stat st;
+        if (proc_stat_read(pid, &st) < 0)
                 return false;
-        buf[n] = '\0';
-        const char *end = strrchr(buf, ')');
-        int p, g, s;
-        if (!end || sscanf(end + 1, " %c %d %d %d", state, &p, &g, &s) != 4)
-                return false;
-        *ppid = p, *pgrp = g, *sid = s;
+        *state = st.state;
+        *ppid = (pid_t) st.v[4], *pgrp = (pid_t) st.v[5], *sid = (pid_t) st.v[6];
         return true;
 }
 

@@ -9,36 +9,14 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* Reads fields 26.. of /proc/self/stat (1-based numbering of proc(5)) into v[field]. */
-static int read_stat_fields(unsigned long long v[53]) {
-        char buf[2048];
-        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return -EIO;
-        buf[n] = '\0';
-
-        /* The command name (field 2) is in parentheses and may hold spaces: start after the last ')'. */
-        char *p = strrchr(buf, ')');
-        if (!p)
-                return -EIO;
-        p += 2;
-        for (int field = 3; field <= 52 && *p; field++) {
-                char *end;
-                v[field] = strtoull(p, &end, 10);
-                p = *end ? end + 1 : end;
-        }
-        return 0;
-}
+#include "proc-stat.h"
 
 int proc_title_set(const struct hs_launch_request *req) {
-        unsigned long long v[53] = { 0 };
-        int r = read_stat_fields(v);
+        struct proc_stat st;
+        int r = proc_stat_read(0, &st);
         if (r < 0)
                 return r;
+        const unsigned long long *v = st.v;
 
         char *last_arg = req->argv[req->fixed.argc - 1];
         unsigned long arg_end = (unsigned long) (last_arg + strlen(last_arg) + 1);

@@ -113,7 +113,7 @@ static const char *difference(const struct context *a, const struct context *b) 
 }
 
 /* The peer's pidfd from the kernel (Linux 6.5), else one opened on its pid: that pid is its own
- * until it ends, and a connection is judged as it is accepted, while the client waits for it. */
+ * until it ends, and a launch is judged as its request is read, while the client waits for the answer. */
 static int peer_pidfd(int fd, pid_t *ret_pid) {
         struct ucred cred;
         socklen_t len = sizeof cred;

@@ -10,7 +10,7 @@
  * kernel lets us: a user's daemon under systemd's user manager has 100, and the clients of an SSH or
  * console login 0, which declining would leave with no launch served.
  *
- * Read from the kernel for the process that connected (SO_PEERCRED), as it accepts the connection,
+ * Read from the kernel for the process that connected (SO_PEERCRED), as the zygote handles its launch,
  * never from what the client says. */
 #pragma once
 

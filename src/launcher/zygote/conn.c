@@ -153,7 +153,6 @@ void conn_accept_all(struct server *s) {
                         continue;
                 }
                 *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms };
-                c->context_refusal = client_context_refusal(fd, c->oom_score);
                 if (watch_fd(s->epoll_fd, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
                         close(fd);
                         free(c);

@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client-context.h"
 #include "protocol.h"
 #include "watch.h"
 
@@ -41,9 +40,6 @@ struct conn {
         size_t nfds;
         struct child *child;
         const struct schedule *caller_schedule; /* applied to the client before it is declined */
-        const char *context_refusal; /* why its process is not run as the zygote's children are
-                                      * (client-context.h), read as it was accepted; NULL: it is */
-        char oom_score[OOM_SCORE_MAX]; /* its OOM score adjustment, for its program; "": the zygote's */
 };
 
 /* Accepts every client waiting on the socket (only our own user's). */

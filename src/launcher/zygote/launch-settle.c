@@ -1,27 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include "launch-settle.h"
 
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "macro.h"
+#include "proc-stat.h"
 
-/* Its user and system time (fields 14 and 15 of /proc/PID/stat, after the name in parentheses,
- * which may hold spaces and parentheses itself); false when it is gone, a zombie, or unreadable. */
+/* Its user and system time (fields 14 and 15); false when it is gone, a zombie, or unreadable. */
 static bool read_ticks(pid_t pid, uint64_t *ret) {
-        char path[64], line[1024];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f || !fgets(line, sizeof line, f))
+        struct proc_stat st;
+        if (proc_stat_read(pid, &st) < 0 || st.state == 'Z')
                 return false;
-        const char *after_name = strrchr(line, ')');
-        char state;
-        unsigned long long utime, stime;
-        if (!after_name || sscanf(after_name + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state,
-                                  &utime, &stime) != 3 || state == 'Z')
-                return false;
-        *ret = utime + stime;
+        *ret = st.v[14] + st.v[15];
         return true;
 }
 

@@ -184,7 +184,7 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
 }
 
 static void start(struct server *s, struct conn *c, const struct hs_launch_request *req,
-                  const struct image_entry *image, struct launch_verdict *ret) {
+                  const struct image_entry *image, const char *oom_score, struct launch_verdict *ret) {
         if (prepared_wait_for_child(s, c, req, image)) {
                 *ret = (struct launch_verdict){ .outcome = LAUNCH_WAITING };
                 return;
@@ -205,7 +205,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
                 return decline(c, HS_DECLINE_BUSY, "the daemon cannot start more programs", ret);
         }
         ch->report_fd = report[0];
-        client_context_give_oom_score(ch->pid, c->oom_score);
+        client_context_give_oom_score(ch->pid, oom_score);
         ch->program = registered_path(s, image->dev, image->ino);
         ch->started_ms = now_ms();
         child_list_push(&s->children, ch);
@@ -230,7 +230,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         struct hs_launch_request req;
         const char *what = NULL;
         const struct image_entry *image = NULL;
-        char buf[HS_MAX_TEXT];
+        char buf[HS_MAX_TEXT], oom_score[OOM_SCORE_MAX];
 
         int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);
         if (r < 0) {
@@ -250,8 +250,8 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 reason = "too many programs running";
         if (reason) {
                 decline(c, HS_DECLINE_BUSY, reason, ret);
-        } else if (c->context_refusal) {
-                decline(c, HS_DECLINE_ENVIRONMENT, c->context_refusal, ret);
+        } else if ((reason = client_context_refusal(c->fd, oom_score))) {
+                decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);
@@ -265,7 +265,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(c, HS_DECLINE_UNSUPPORTED, reason, ret);
         } else {
-                start(s, c, &req, image, ret);
+                start(s, c, &req, image, oom_score, ret);
         }
         hs_launch_request_done(&req);
 }
