@@ -128,6 +128,14 @@ int hs_launch_parse(const void *payload, size_t size, size_t nfds_received, stru
         return 0;
 }
 
+const char *hs_env_value(char *const *envp, const char *name) {
+        size_t len = strlen(name);
+        for (; envp && *envp; envp++)
+                if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+                        return *envp + len + 1;
+        return NULL;
+}
+
 void hs_launch_request_done(struct hs_launch_request *req) {
         free(req->argv);
         req->argv = req->envp = NULL;

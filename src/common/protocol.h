@@ -145,6 +145,9 @@ int hs_header_check(const struct hs_header *h);
 int hs_launch_parse(const void *payload, size_t size, size_t nfds_received, struct hs_launch_request *ret_req,
                     const char **ret_what);
 void hs_launch_request_done(struct hs_launch_request *req);
+/* The value of NAME in a request's environment (envp, NULL-terminated), as getenv would find it: the
+ * first entry NAME=...; NULL when there is none. */
+const char *hs_env_value(char *const *envp, const char *name);
 
 /* Encodes a LAUNCH payload. Returns a malloc'ed buffer of *ret_size bytes or NULL with errno set. */
 void *hs_launch_encode(const struct hs_launch_fixed *fixed, const uint32_t *fd_targets, const char *path,

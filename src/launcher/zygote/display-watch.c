@@ -8,13 +8,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-static const char *env_value(char *const *envp, const char *name) {
-        size_t len = strlen(name);
-        for (; envp && *envp; envp++)
-                if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
-                        return *envp + len + 1;
-        return NULL;
-}
+#include "protocol.h"
 
 /* ":0", ":0.1", "unix:0": the X server's socket; another host's display has none here. */
 static int x11_socket_path(const char *display, char *buf, size_t size) {
@@ -28,14 +22,14 @@ static int x11_socket_path(const char *display, char *buf, size_t size) {
 }
 
 int display_socket_path(char *const *envp, char *buf, size_t size) {
-        const char *wayland = env_value(envp, "WAYLAND_DISPLAY");
-        const char *x11 = env_value(envp, "DISPLAY");
-        const char *backend = env_value(envp, "GDK_BACKEND");
+        const char *wayland = hs_env_value(envp, "WAYLAND_DISPLAY");
+        const char *x11 = hs_env_value(envp, "DISPLAY");
+        const char *backend = hs_env_value(envp, "GDK_BACKEND");
         if (x11 && ((backend && strncmp(backend, "x11", 3) == 0) || !wayland))
                 return x11_socket_path(x11, buf, size);
         if (!wayland)
                 wayland = "wayland-0";
-        const char *runtime = env_value(envp, "XDG_RUNTIME_DIR");
+        const char *runtime = hs_env_value(envp, "XDG_RUNTIME_DIR");
         if (wayland[0] != '/' && !runtime)
                 return -ENOENT;
         int n = wayland[0] == '/' ? snprintf(buf, size, "%s", wayland) : snprintf(buf, size, "%s/%s", runtime, wayland);

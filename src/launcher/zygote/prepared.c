@@ -163,10 +163,8 @@ static bool has_gtk3_option(char *const *argv) {
  * lost). Creating the backend also makes its folder in $HOME, which a launch that ends before its
  * toolkit starts (--help) would not. */
 static bool uses_keyfile_settings(char *const *envp) {
-        for (size_t i = 0; envp[i]; i++)
-                if (strcmp(envp[i], "GSETTINGS_BACKEND=keyfile") == 0)
-                        return true;
-        return false;
+        const char *backend = hs_env_value(envp, "GSETTINGS_BACKEND");
+        return backend && strcmp(backend, "keyfile") == 0;
 }
 
 /* Why the arguments argv or the environment envp of a launch rule out a prepared child for p, or NULL. */
@@ -598,7 +596,7 @@ static bool time_to_prepare(struct server *s, struct prepared_program *p, uint64
 
 /* Whether p's last launch is still starting, by the last look. */
 static bool launch_starting(const struct prepared_program *p) {
-        return p->launched_ms && !p->settle.settled && p->settle.pid;
+        return p->settle.pid && !p->settle.settled;
 }
 
 /* Why a child put off for want of a CPU is forked now. */
