@@ -9,6 +9,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -410,3 +411,92 @@ def test_main_has_about_the_stack_it_has_under_exec(tmp_path):
         served = run_served(d, [str(program)])
     exec_depth = int(run_exec([str(program)]).stdout)
     assert int(served.stdout) - exec_depth < 24 * 1024, (int(served.stdout), exec_depth)
+
+
+def stops_and_end(argv: list[str], timeout: float = 30) -> list[str]:
+    """What a parent waiting with WUNTRACED sees of argv, run in a session of its own (so its process
+    group is orphaned): each stop, after which it sends SIGCONT, then the end."""
+    p = subprocess.Popen(
+        argv, env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+        if pid == 0:
+            time.sleep(0.01)
+        elif os.WIFSTOPPED(status):
+            seen.append(f"stopped by {signal.Signals(os.WSTOPSIG(status)).name}")
+            os.kill(p.pid, signal.SIGCONT)
+        else:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return [*seen, f"ended {p.returncode}"]
+    p.kill()
+    p.wait()
+    return [*seen, "still running"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGTSTP])
+def test_a_program_that_stops_itself_stops_its_client_as_under_exec(daemon, sig):
+    """The client followed only the stops it forwarded (Ctrl-Z): a program that stopped itself stopped
+    alone, and its parent never saw it. SIGSTOP stops under exec; SIGTSTP, in this orphaned process
+    group, does not (the kernel drops it), and the served program, which stopped in the daemon's
+    session, is continued."""
+    argv = observe("kill", str(int(sig)))
+    want = stops_and_end(argv)
+    with Served(daemon):
+        got = stops_and_end([str(bin_path("headstart-run")), "--socket", str(daemon.socket), *argv])
+    assert got == want
+    assert want == (["stopped by SIGSTOP", "ended 100"] if sig == signal.SIGSTOP else ["ended 100"])
+
+
+def stopped_and_continued_by_another(
+    argv: list[str], program_of: Callable[[int], int], timeout: float = 30
+) -> list[str]:
+    """What a parent waiting with WUNTRACED | WCONTINUED sees of argv when another process stops its
+    program (program_of(pid) finds it) once it said it is ready and, once it has seen the stop,
+    continues it."""
+    p = subprocess.Popen(
+        argv, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    assert p.stdout and p.stdout.readline() == b"ready\n"
+    os.kill(program_of(p.pid), signal.SIGSTOP)
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WCONTINUED | os.WNOHANG)
+        if pid == 0:
+            time.sleep(0.01)
+        elif os.WIFSTOPPED(status):
+            seen.append(f"stopped by {signal.Signals(os.WSTOPSIG(status)).name}")
+            os.kill(program_of(p.pid), signal.SIGCONT)
+        elif os.WIFCONTINUED(status):
+            seen.append("continued")
+        else:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return [*seen, f"ended {p.returncode}"]
+    p.kill()
+    p.wait()
+    return [*seen, "still running"]
+
+
+def test_a_program_stopped_and_continued_by_another_process_stops_and_continues_its_client():
+    """Under exec, `kill -STOP` and `kill -CONT` on the program stop and continue the job its shell
+    waits for. Served, the client stops with its program and the daemon continues it with it; the
+    program gets one SIGCONT, as under exec (observe counts them in its exit status)."""
+    argv = observe("count-continues")
+    want = stopped_and_continued_by_another(argv, lambda pid: pid)
+    with private_daemon([Path(argv[0])]) as d, Served(d):
+        zygote = d.zygote_pid()
+
+        def program_of(_client: int) -> int:
+            deadline = time.monotonic() + 30
+            while not (children := Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            return int(children[0])
+
+        got = stopped_and_continued_by_another(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), *argv], program_of
+        )
+    assert got == want == ["stopped by SIGSTOP", "continued", "ended 1"]

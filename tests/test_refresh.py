@@ -274,4 +274,7 @@ def test_a_stopped_program_outlives_its_zygote():
         time.sleep(0.5)  # a SIGHUP would have come by now
         assert Path(f"/proc/{program}").exists(), "the stopped program was hung up"
         os.kill(program, signal.SIGCONT)
+        # The client stopped with its program, as the job would under exec. The zygote that would
+        # continue it with the program is gone: its shell's `fg` does (docs/limitations.md).
+        os.kill(client.pid, signal.SIGCONT)
         assert client.wait(timeout=30) == 0

@@ -209,3 +209,29 @@ def test_ctrl_z_without_a_shell_doing_job_control_is_ignored_as_under_exec(daemo
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         os.close(fd)
+
+
+@pytest.mark.skipif(SANITIZED, reason="timing of stops under the sanitizer build is not what this checks")
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGTSTP])
+def test_a_program_that_stops_itself_stops_the_job_and_fg_continues_it(daemon, sig):
+    """A program that stops itself (a shell's `suspend`, an editor's own Ctrl-Z) stopped alone, and
+    the shell went on waiting for a job it did not know was stopped: the terminal seemed hung."""
+
+    def story(command: str) -> str:
+        with shell(daemon) as sh:
+            sh.send(f"{command}\n")
+            sh.expect(r"Stopped")
+            sh.expect(PROMPT)
+            jobs = sh.run("jobs -l").count("Stopped")
+            sh.send("fg\n")
+            sh.expect(PROMPT)
+            sh.send("echo status=$?\n")
+            status = sh.expect(r"status=\d+").split()[-1]
+            return f"{jobs} stopped job, {status}"
+
+    command = f"{OBSERVE} kill {int(sig)}"
+    want = story(command)
+    before = daemon.launches_started()
+    got = story(run_client("--terminal", command))
+    assert daemon.launches_started() == before + 1
+    assert got == want == "1 stopped job, status=100"

@@ -47,7 +47,10 @@ struct hs_launch_options {
          * it, such a launch is declined unless the daemon's configuration names the program.
          * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
          * the launch is declined; the daemon then gives this process the program's configured
-         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way. */
+         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way.
+         * HS_LAUNCH_REPORTS_STOPS: hs_launch_wait() also returns each time the program stops, as
+         * waitid(WSTOPPED) would tell its parent (the caller is not its parent, so only the daemon
+         * sees a stop; a shell-like caller stops with it). */
         unsigned flags;
         /* How long to wait for the daemon's first answer, in ms; 0: HS_LAUNCH_DEFAULT_TIMEOUT_MS.
          * A daemon that does not answer in time (stopped, overloaded) gets -ETIMEDOUT: run the
@@ -60,6 +63,7 @@ struct hs_launch_options {
 
 #define HS_LAUNCH_TERMINAL_OK 0x2u
 #define HS_LAUNCH_EXECS_WHEN_DECLINED 0x4u
+#define HS_LAUNCH_REPORTS_STOPS 0x8u
 
 /* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
 enum {
@@ -86,7 +90,9 @@ const char *hs_launch_reason(const struct hs_launch *l);
 int hs_launch_signal(struct hs_launch *l, int sig);
 
 /* Waits for the program to end. Returns 0 with *ret_code CLD_EXITED (*ret_status: exit status)
- * or CLD_KILLED/CLD_DUMPED (*ret_status: the signal); HS_LAUNCH_DECLINED when the program failed
+ * or CLD_KILLED/CLD_DUMPED (*ret_status: the signal), or, when the launch was started with
+ * HS_LAUNCH_REPORTS_STOPS, CLD_STOPPED (*ret_status: the signal that stopped it; it may have been
+ * continued since: call again to go on waiting); HS_LAUNCH_DECLINED when the program failed
  * to start before its main (run it yourself); -ECONNRESET when the daemon went away and the
  * status is lost. */
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);

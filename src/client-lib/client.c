@@ -134,6 +134,7 @@ static int chosen_fds(const int *chosen, size_t n, int *fds, uint32_t *targets, 
 
 _Static_assert(HS_LAUNCH_TERMINAL_OK == HS_LAUNCH_FLAG_TERMINAL_OK, "the public flag is the wire flag");
 _Static_assert(HS_LAUNCH_EXECS_WHEN_DECLINED == HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED, "the public flag is the wire flag");
+_Static_assert(HS_LAUNCH_REPORTS_STOPS == HS_LAUNCH_FLAG_REPORTS_STOPS, "the public flag is the wire flag");
 
 static bool has_controlling_terminal(void) {
         int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
@@ -157,7 +158,7 @@ static int send_launch(int sock, const char *path, char *const argv[], char *con
                 sigprocmask(SIG_SETMASK, NULL, &sigmask);
         f.sigmask = sigset_bits(o->sigmask ? o->sigmask : &sigmask);
         f.sigignore = ignored_signals();
-        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED));
+        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_REPORTS_STOPS));
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
                 struct rlimit rl;
                 if (getrlimit((int) i, &rl) < 0)
@@ -190,7 +191,7 @@ struct reply {
         pid_t pid;   /* LAUNCHED */
         int pidfd;   /* LAUNCHED */
         int code;    /* EXITED: CLD_*; DECLINED: hs_decline_reason; ERROR: errno */
-        int status;  /* EXITED: exit status or signal */
+        int status;  /* EXITED: exit status or signal; STOPPED: signal */
 };
 
 /* Reads one reply; the reason text of DECLINED and ERROR goes to l->reason. */
@@ -223,6 +224,16 @@ static int read_reply(struct hs_launch *l, struct reply *ret) {
                 memcpy(&m, payload, sizeof m);
                 ret->code = m.code;
                 ret->status = m.status;
+                hs_close_fds(fds, nfds);
+                return 0;
+        }
+        case HS_MSG_STOPPED: {
+                struct hs_stopped m;
+                if (h.size != sizeof m)
+                        break;
+                memcpy(&m, payload, sizeof m);
+                ret->code = CLD_STOPPED;
+                ret->status = m.signal;
                 hs_close_fds(fds, nfds);
                 return 0;
         }
@@ -265,10 +276,14 @@ int hs_launch_start(const char *path, char *const argv[], char *const envp[],
         /* A daemon that refuses us (another user, say) replies and hangs up, which can break our
          * write: its reply still says why. */
         if (r == -EPIPE || r == -ECONNRESET || r >= 0) {
-                struct reply reply;
-                r = hs_wait_readable(l->sock, (int) (o->timeout_ms ? o->timeout_ms : HS_LAUNCH_DEFAULT_TIMEOUT_MS));
-                if (r >= 0)
-                        r = read_reply(l, &reply);
+                struct reply reply = { .type = HS_MSG_STOPPED };
+                r = 0;
+                /* A stop before LAUNCHED is the child's before main (someone's SIGSTOP), not the program's. */
+                while (r >= 0 && reply.type == HS_MSG_STOPPED) {
+                        r = hs_wait_readable(l->sock, (int) (o->timeout_ms ? o->timeout_ms : HS_LAUNCH_DEFAULT_TIMEOUT_MS));
+                        if (r >= 0)
+                                r = read_reply(l, &reply);
+                }
                 if (r >= 0) {
                         switch (reply.type) {
                         case HS_MSG_LAUNCHED:
@@ -327,7 +342,7 @@ int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status) {
                 return r;
         if (reply.type == HS_MSG_DECLINED)
                 return HS_LAUNCH_DECLINED; /* failed before main: it never ran */
-        if (reply.type != HS_MSG_EXITED)
+        if (reply.type != HS_MSG_EXITED && reply.type != HS_MSG_STOPPED)
                 return -EBADMSG;
         *ret_code = reply.code;
         *ret_status = reply.status;

@@ -219,24 +219,30 @@ static bool own_group_orphaned(void) {
         return orphaned;
 }
 
-/* Ctrl-Z stopped the program: stop with it, by the same signal, so that our parent (a shell waiting
- * with WUNTRACED) sees the job stop as it would under exec. Its SIGCONT (fg, bg) reaches us and is
- * passed on. */
+/* The program stopped: the daemon says so, as it alone sees it (its parent). We stop with it, by the
+ * same signal, so that our parent (a shell waiting with WUNTRACED) sees the job stop as it would under
+ * exec, and its SIGCONT (fg, bg) reaches us and is passed on. A report that comes after the program
+ * was continued (by a SIGCONT we passed on, or anyone's) is old. */
 static void stop_with_program(struct hs_launch *l, int sig) {
-        for (int i = 0; i < 200; i++) {
-                if (is_stopped(hs_launch_pid(l))) {
-                        sigset_t one;
-                        sigemptyset(&one);
-                        sigaddset(&one, sig);
-                        signal(sig, SIG_DFL);
-                        raise(sig); /* pending while blocked; unblocking delivers it: we stop here */
-                        sigprocmask(SIG_UNBLOCK, &one, NULL);
-                        sigprocmask(SIG_BLOCK, &one, NULL);
-                        return;
-                }
-                /* A program that handles the signal may never stop: give up after 0.1 s. */
-                nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
+        if (!is_stopped(hs_launch_pid(l)))
+                return;
+        /* Under exec the program would be in our group: orphaned, the kernel drops the default action
+         * of the stop signals but SIGSTOP's, and it would go on. So it goes on. */
+        if (sig != SIGSTOP && own_group_orphaned()) {
+                (void) hs_launch_signal(l, SIGCONT);
+                return;
         }
+        if (sig == SIGSTOP) {
+                raise(SIGSTOP);
+                return;
+        }
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        signal(sig, SIG_DFL);
+        raise(sig); /* pending while blocked; unblocking delivers it: we stop here */
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        sigprocmask(SIG_BLOCK, &one, NULL);
 }
 
 /* Whether the program handles or ignores sig ("SigCgt" and "SigIgn" in /proc/PID/status). */
@@ -258,22 +264,32 @@ static bool handles_signal(pid_t pid, int sig) {
 }
 
 /* A stop signal (Ctrl-Z) for the program. It leads a process group of the daemon's session, which
- * is not orphaned, so the signal does there what it would do under exec, and we stop once it has
- * stopped (one that handles it may stop itself, or not).
+ * is not orphaned, so the signal does there what it would do under exec, and we stop once the daemon
+ * says it has stopped (one that handles it may stop itself, or not).
  * But when our own group is orphaned, exec's program would be in it: the kernel would drop the
  * signal's default action, and a program that takes the default must go on, as we do. */
 static void forward_stop(struct hs_launch *l, int sig) {
         bool takes_default = !handles_signal(hs_launch_pid(l), sig);
         if (takes_default && own_group_orphaned())
                 return;
-        if (hs_launch_signal(l, sig) == 0)
-                stop_with_program(l, sig);
+        (void) hs_launch_signal(l, sig);
+}
+
+/* Whether the SIGCONT came from the daemon's zygote (the program's parent), which continues us
+ * when the program was continued: the program has it already. */
+static bool continued_by_daemon(struct hs_launch *l, const struct signalfd_siginfo *si) {
+        char state;
+        pid_t ppid, pgrp, sid;
+        return si->ssi_code == SI_USER && read_stat(hs_launch_pid(l), &state, &ppid, &pgrp, &sid) &&
+               (pid_t) si->ssi_pid == ppid;
 }
 
 static void drain_signals(struct hs_launch *l, int sigfd) {
         struct signalfd_siginfo si;
         while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
                 int sig = (int) si.ssi_signo;
+                if (sig == SIGCONT && continued_by_daemon(l, &si))
+                        continue;
                 if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
                         forward_stop(l, sig);
                 else
@@ -344,6 +360,10 @@ static _Noreturn void serve(struct hs_launch *l, int sigfd, char *argv[]) {
                         continue;
                 int code, status;
                 int r = hs_launch_wait(l, &code, &status);
+                if (r == 0 && code == CLD_STOPPED) {
+                        stop_with_program(l, status);
+                        continue;
+                }
                 if (r == 0)
                         exit_like(code, status);
                 if (r == HS_LAUNCH_DECLINED) /* it failed before its main: it never ran */
@@ -409,7 +429,7 @@ int main(int argc, char *argv[]) {
          * declined and is exec'd. */
         struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask, .timeout_ms = arg_timeout_ms,
                                        .flags = (arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0) |
-                                                HS_LAUNCH_EXECS_WHEN_DECLINED };
+                                                HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_REPORTS_STOPS };
         struct hs_launch *l;
         int r = hs_launch_start(path, prog_argv, environ, &o, &l);
         if (r == 0)

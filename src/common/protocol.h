@@ -52,6 +52,7 @@ enum hs_message_type {
         HS_MSG_STATUS = 6,       /* empty payload */
         HS_MSG_STATUS_REPLY = 7, /* payload: human-readable text, "key: value" lines, not NUL-terminated */
         HS_MSG_ACCEPT = 8,       /* empty payload */
+        HS_MSG_STOPPED = 9,      /* payload: struct hs_stopped; only to a client that asked (REPORTS_STOPS) */
 };
 
 struct hs_header {
@@ -95,7 +96,12 @@ struct hs_launch_fixed {
  * program's configured scheduling (--schedule), which the client may lack the privilege to take.
  * The client names no policy: there is no field for one. */
 #define HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED 0x4u
-#define HS_LAUNCH_FLAGS_KNOWN (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK | HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED)
+/* The client follows the program's stops: the daemon, which alone sees them (as its parent), sends
+ * STOPPED each time the program stops after its main began, by any signal from anyone. */
+#define HS_LAUNCH_FLAG_REPORTS_STOPS 0x8u
+#define HS_LAUNCH_FLAGS_KNOWN                                                                           \
+        (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK | HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED |        \
+         HS_LAUNCH_FLAG_REPORTS_STOPS)
 
 /* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
 struct hs_launched {
@@ -107,6 +113,12 @@ struct hs_launched {
 struct hs_exited {
         int32_t code;   /* CLD_EXITED, CLD_KILLED or CLD_DUMPED */
         int32_t status; /* exit status or signal number */
+};
+
+/* STOPPED payload: the signal that stopped the program (waitid's CLD_STOPPED status). */
+struct hs_stopped {
+        int32_t signal;
+        uint32_t reserved;
 };
 
 /* DECLINED and ERROR payload: this, then `text` bytes of reason (not NUL-terminated). */

@@ -14,7 +14,7 @@ int zygote_signals_open(void) {
         sigset_t mask;
         sigfillset(&mask); /* glibc leaves out its own two internal signals */
         for (int sig = 1; sig < NSIG; sig++)
-                if (is_fault_signal(sig) || sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD)
+                if (is_fault_signal(sig) || sig == SIGKILL || sig == SIGSTOP)
                         sigdelset(&mask, sig);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;

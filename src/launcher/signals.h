@@ -12,7 +12,8 @@ int stop_signals_open(void);
 
 /* For a zygote, whose served programs can signal it (their getppid() is the zygote): blocks every
  * signal that sent with kill() would end or stop the process, and returns a non-blocking signalfd
- * that reads them all, so that the zygote decides who may stop it. The signals of real faults
+ * that reads them all, so that the zygote decides who may stop it. SIGCHLD comes through it too:
+ * it is how the zygote learns that a program stopped (a pidfd tells only its end). The signals of real faults
  * (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) stay as they are: blocked, a fault would kill
  * the process anyway, and the sanitizers handle them. */
 int zygote_signals_open(void);

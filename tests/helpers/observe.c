@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -120,6 +121,26 @@ static int wait_signal(void) {
         return (int) got_signal;
 }
 
+static volatile sig_atomic_t continues;
+
+static void on_continue(int sig) {
+        (void) sig;
+        continues++;
+}
+
+/* Announces readiness, then counts the SIGCONTs it gets until 0.5 s after the first: its exit status. */
+static int count_continues(void) {
+        signal(SIGCONT, on_continue);
+        printf("ready\n");
+        fflush(stdout);
+        while (!continues)
+                pause();
+        struct timespec left = { .tv_nsec = 500 * 1000 * 1000 };
+        while (nanosleep(&left, &left) < 0 && errno == EINTR)
+                ;
+        return continues;
+}
+
 static int copy_stdin(void) {
         char buf[65536];
         ssize_t n;
@@ -154,6 +175,8 @@ int main(int argc, char *argv[]) {
         }
         if (strcmp(what, "wait-signal") == 0)
                 return wait_signal();
+        if (strcmp(what, "count-continues") == 0)
+                return count_continues();
         if (strcmp(what, "cat") == 0)
                 return copy_stdin();
         if (strcmp(what, "libc-base") == 0) {

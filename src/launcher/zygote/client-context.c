@@ -129,7 +129,7 @@ static int peer_pidfd(int fd, pid_t *ret_pid) {
         return pidfd_open(cred.pid, 0);
 }
 
-const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX]) {
+const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], int *ret_pidfd) {
         /* The zygote's own is read once: nothing changes it, and this is on every connection. */
         static struct context ours;
         static bool known;
@@ -144,7 +144,10 @@ const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX]) {
                        "dumpable, or gone)";
         if (strcmp(theirs.oom_score_adj, ours.oom_score_adj) != 0)
                 snprintf(ret_oom_score, OOM_SCORE_MAX, "%s", theirs.oom_score_adj);
-        return difference(&theirs, &ours);
+        const char *refusal = difference(&theirs, &ours);
+        if (!refusal && ret_pidfd)
+                *ret_pidfd = TAKE_FD(pidfd);
+        return refusal;
 }
 
 void client_context_give_oom_score(pid_t child, const char *oom_score) {

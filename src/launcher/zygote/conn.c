@@ -60,6 +60,9 @@ void conn_close(struct server *s, struct conn *c) {
         (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         c->fd = -1;
+        if (c->client_pidfd >= 0)
+                close(c->client_pidfd);
+        c->client_pidfd = -1;
         hs_close_fds(c->fds, c->nfds);
         c->nfds = 0;
         payload_free(c->payload, c->header.size);
@@ -152,7 +155,7 @@ void conn_accept_all(struct server *s) {
                         close(fd);
                         continue;
                 }
-                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .deadline = now_ms() + s->options->request_timeout_ms };
+                *c = (struct conn){ .watch.kind = WATCH_CONN, .fd = fd, .client_pidfd = -1, .deadline = now_ms() + s->options->request_timeout_ms };
                 if (watch_fd(s->epoll_fd, fd, &c->watch, EPOLLIN | EPOLLRDHUP) < 0) {
                         close(fd);
                         free(c);
@@ -306,6 +309,18 @@ void conn_report_end(struct server *s, struct conn *c, const struct child_end *e
                 (void) hs_send_message(c->fd, HS_MSG_EXITED, &msg, sizeof msg, NULL, 0, 1);
         }
         conn_close(s, c);
+}
+
+void conn_report_stop(struct conn *c, int sig) {
+        if (!c->reports_stops)
+                return;
+        struct hs_stopped msg = { .signal = sig };
+        (void) hs_send_message(c->fd, HS_MSG_STOPPED, &msg, sizeof msg, NULL, 0, 1);
+}
+
+void conn_report_continued(struct conn *c) {
+        if (c->client_pidfd >= 0)
+                (void) pidfd_send_signal(c->client_pidfd, SIGCONT, NULL, 0);
 }
 
 /* A launch that waited for a prepared child, now ready, gone or late, is tried again; it does not

@@ -32,6 +32,8 @@ struct conn {
                              * or its launch tried again (CONN_WAITING) */
         struct prepared_program *awaiting; /* whose child it waits for (CONN_WAITING); or NULL */
         bool waited;        /* its launch waited once: it is not made to wait again */
+        bool reports_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_REPORTS_STOPS) */
+        int client_pidfd;   /* the client's, for one that follows its program's stops; else -1 */
         struct hs_header header;
         size_t header_got;
         char *payload;
@@ -53,6 +55,11 @@ int conn_resume_accepting_in(struct server *s);
 bool conn_on_event(struct server *s, struct conn *c, uint32_t events);
 /* Tells the client how its program ended (or that it failed before main), and closes. */
 void conn_report_end(struct server *s, struct conn *c, const struct child_end *end);
+/* Tells a client that follows its program's stops that it stopped, by sig. */
+void conn_report_stop(struct conn *c, int sig);
+/* The program was continued (by anyone): so is its client, which stopped with it, as the job a shell
+ * waits for would be under exec. */
+void conn_report_continued(struct conn *c);
 /* Fails the requests not whole by their deadline, and tries again the launches that waited until
  * theirs; returns the ms until the next deadline (-1: none). */
 int conn_handle_deadlines(struct server *s);

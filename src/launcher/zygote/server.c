@@ -53,6 +53,25 @@ static void on_child_exit(struct server *s, struct child *ch) {
         child_free(s, ch);
 }
 
+/* SIGCHLD: some child stopped, continued or ended. Stops and continues are told to the clients that
+ * follow them (a shell's job stops and goes on with its program); ends come through the pidfds. */
+static void on_child_stops(struct server *s) {
+        for (struct child *ch = s->children; ch; ch = ch->next) {
+                siginfo_t si = { 0 };
+                if (!ch->conn || !ch->conn->reports_stops ||
+                    waitid(P_PIDFD, (id_t) ch->pidfd, &si, WSTOPPED | WCONTINUED | WNOHANG) < 0 || si.si_pid == 0)
+                        continue;
+                if (si.si_code == CLD_CONTINUED) {
+                        conn_report_continued(ch->conn);
+                        continue;
+                }
+                const char *name = sigabbrev_np(si.si_status);
+                if (s->options->verbose)
+                        log_info("child %d stopped by SIG%s", (int) ch->pid, name ? name : "?");
+                conn_report_stop(ch->conn, si.si_status);
+        }
+}
+
 /* Asks the supervisor for a fresh zygote, once. */
 void server_request_refresh(struct server *s, const char *reason) {
         if (s->refresh_requested || s->control_fd < 0)
@@ -168,7 +187,9 @@ static void on_signal(struct server *s) {
         while (read(s->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
                 int sig = (int) si.ssi_signo;
                 pid_t from = (pid_t) si.ssi_pid;
-                if (from > 0 && child_is_ours(s, from))
+                if (sig == SIGCHLD)
+                        on_child_stops(s);
+                else if (from > 0 && child_is_ours(s, from))
                         log_signal_ignored(s, sig, from, "a program this zygote started");
                 else if (sig == SIGHUP)
                         server_request_refresh(s, "SIGHUP to the zygote");
