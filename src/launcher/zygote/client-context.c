@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "macro.h"
+#include "peer-process.h"
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
 
@@ -112,23 +112,6 @@ static const char *difference(const struct context *a, const struct context *b) 
         return NULL;
 }
 
-/* The peer's pidfd from the kernel (Linux 6.5), else one opened on its pid: that pid is its own
- * until it ends, and a launch is judged as its request is read, while the client waits for the answer. */
-static int peer_pidfd(int fd, pid_t *ret_pid) {
-        struct ucred cred;
-        socklen_t len = sizeof cred;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
-                return -1;
-        *ret_pid = cred.pid;
-#ifdef SO_PEERPIDFD
-        int pidfd;
-        len = sizeof pidfd;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
-                return pidfd;
-#endif
-        return pidfd_open(cred.pid, 0);
-}
-
 const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], int *ret_pidfd) {
         /* The zygote's own is read once: nothing changes it, and this is on every connection. */
         static struct context ours;
@@ -137,7 +120,7 @@ const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], in
         if (!known && !(known = read_context(getpid(), &ours)))
                 return "the daemon cannot read its own rights and namespaces";
         pid_t pid;
-        _cleanup_close_ int pidfd = peer_pidfd(fd, &pid);
+        _cleanup_close_ int pidfd = peer_process_open(fd, &pid);
         struct context theirs;
         if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 return "the client's rights and namespaces cannot be read (a process that is not "

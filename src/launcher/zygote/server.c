@@ -20,6 +20,7 @@
 #include "signals.h"
 #include "launch-report-send.h"
 #include "learn-watch.h"
+#include "peer-process.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
@@ -309,6 +310,7 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
                 (void) fcntl(s->control_fd, F_SETFL, O_NONBLOCK);
         }
 
+        peer_process_setup(listen_fd);
         s->loader_env = loader_env_snapshot(environ);
         if (!s->loader_env)
                 return log_error("out of memory");
