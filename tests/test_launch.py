@@ -413,21 +413,32 @@ def test_main_has_about_the_stack_it_has_under_exec(tmp_path):
     assert int(served.stdout) - exec_depth < 24 * 1024, (int(served.stdout), exec_depth)
 
 
-def stops_and_end(argv: list[str], timeout: float = 30) -> list[str]:
+def what_its_parent_sees(
+    argv: list[str], program_of: Callable[[int], int] | None = None, timeout: float = 30
+) -> list[str]:
     """What a parent waiting with WUNTRACED sees of argv, run in a session of its own (so its process
-    group is orphaned): each stop, after which it sends SIGCONT, then the end."""
+    group is orphaned): each stop, after which it sends SIGCONT, then the end. With program_of, which
+    finds argv's program from its pid, the program is stopped by another process once it said it is
+    ready, is the one continued, and continues are seen too (WCONTINUED)."""
     p = subprocess.Popen(
-        argv, env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        argv, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
     )
+    flags = os.WUNTRACED | os.WNOHANG
+    if program_of:
+        assert p.stdout and p.stdout.readline() == b"ready\n"
+        os.kill(program_of(p.pid), signal.SIGSTOP)
+        flags |= os.WCONTINUED
     seen: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+        pid, status = os.waitpid(p.pid, flags)
         if pid == 0:
             time.sleep(0.01)
         elif os.WIFSTOPPED(status):
             seen.append(f"stopped by {signal.Signals(os.WSTOPSIG(status)).name}")
-            os.kill(p.pid, signal.SIGCONT)
+            os.kill(program_of(p.pid) if program_of else p.pid, signal.SIGCONT)
+        elif os.WIFCONTINUED(status):
+            seen.append("continued")
         else:
             p.returncode = os.waitstatus_to_exitcode(status)
             return [*seen, f"ended {p.returncode}"]
@@ -443,41 +454,11 @@ def test_a_program_that_stops_itself_stops_its_client_as_under_exec(daemon, sig)
     group, does not (the kernel drops it), and the served program, which stopped in the daemon's
     session, is continued."""
     argv = observe("kill", str(int(sig)))
-    want = stops_and_end(argv)
+    want = what_its_parent_sees(argv)
     with Served(daemon):
-        got = stops_and_end([str(bin_path("headstart-run")), "--socket", str(daemon.socket), *argv])
+        got = what_its_parent_sees([str(bin_path("headstart-run")), "--socket", str(daemon.socket), *argv])
     assert got == want
     assert want == (["stopped by SIGSTOP", "ended 100"] if sig == signal.SIGSTOP else ["ended 100"])
-
-
-def stopped_and_continued_by_another(
-    argv: list[str], program_of: Callable[[int], int], timeout: float = 30
-) -> list[str]:
-    """What a parent waiting with WUNTRACED | WCONTINUED sees of argv when another process stops its
-    program (program_of(pid) finds it) once it said it is ready and, once it has seen the stop,
-    continues it."""
-    p = subprocess.Popen(
-        argv, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    assert p.stdout and p.stdout.readline() == b"ready\n"
-    os.kill(program_of(p.pid), signal.SIGSTOP)
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WCONTINUED | os.WNOHANG)
-        if pid == 0:
-            time.sleep(0.01)
-        elif os.WIFSTOPPED(status):
-            seen.append(f"stopped by {signal.Signals(os.WSTOPSIG(status)).name}")
-            os.kill(program_of(p.pid), signal.SIGCONT)
-        elif os.WIFCONTINUED(status):
-            seen.append("continued")
-        else:
-            p.returncode = os.waitstatus_to_exitcode(status)
-            return [*seen, f"ended {p.returncode}"]
-    p.kill()
-    p.wait()
-    return [*seen, "still running"]
 
 
 def test_a_program_stopped_and_continued_by_another_process_stops_and_continues_its_client():
@@ -485,7 +466,7 @@ def test_a_program_stopped_and_continued_by_another_process_stops_and_continues_
     waits for. Served, the client stops with its program and the daemon continues it with it; the
     program gets one SIGCONT, as under exec (observe counts them in its exit status)."""
     argv = observe("count-continues")
-    want = stopped_and_continued_by_another(argv, lambda pid: pid)
+    want = what_its_parent_sees(argv, lambda pid: pid)
     with private_daemon([Path(argv[0])]) as d, Served(d):
         zygote = d.zygote_pid()
 
@@ -496,7 +477,5 @@ def test_a_program_stopped_and_continued_by_another_process_stops_and_continues_
                 time.sleep(0.01)
             return int(children[0])
 
-        got = stopped_and_continued_by_another(
-            [str(bin_path("headstart-run")), "--socket", str(d.socket), *argv], program_of
-        )
+        got = what_its_parent_sees([str(bin_path("headstart-run")), "--socket", str(d.socket), *argv], program_of)
     assert got == want == ["stopped by SIGSTOP", "continued", "ended 1"]

@@ -50,7 +50,10 @@ struct hs_launch_options {
          * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way.
          * HS_LAUNCH_REPORTS_STOPS: hs_launch_wait() also returns each time the program stops, as
          * waitid(WSTOPPED) would tell its parent (the caller is not its parent, so only the daemon
-         * sees a stop; a shell-like caller stops with it). */
+         * sees a stop; a shell-like caller stops with it), and the daemon sends the calling process
+         * SIGCONT each time the program is continued, which continues a caller that stopped with it
+         * (a caller that passes SIGCONT on should not pass that one back: it comes from the
+         * program's parent). */
         unsigned flags;
         /* How long to wait for the daemon's first answer, in ms; 0: HS_LAUNCH_DEFAULT_TIMEOUT_MS.
          * A daemon that does not answer in time (stopped, overloaded) gets -ETIMEDOUT: run the
