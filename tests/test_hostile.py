@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -17,12 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
+from conftest import Served, base_env, bin_path, daemon_fd_count, proc_fields, run_exec, run_served
 from headstart.daemon import private_daemon
 
 MAGIC = 0x52545348
 VERSION = 2
-MSG_LAUNCH, MSG_DECLINED, MSG_ERROR = 1, 4, 5
+MSG_LAUNCH, MSG_LAUNCHED, MSG_EXITED, MSG_DECLINED, MSG_ERROR, MSG_ACCEPT, MSG_STOPPED = 1, 2, 3, 4, 5, 8, 9
+FLAG_FOLLOWS_STOPS = 0x8
 HEADER = struct.Struct("=IHHI")
 MAX_PAYLOAD = 16 * 1024 * 1024
 # flags, umask, sigmask, sigignore, 16 rlimits (cur, max), nfds, argc, envc, path_size, strings_size, reserved
@@ -53,14 +56,16 @@ def read_reply(s: socket.socket) -> tuple[int, int, bytes] | None:
     return mtype, code, body[8:]
 
 
-def launch_payload(argv: list[bytes], env: list[bytes], path: bytes, nfds: int = 0, **over: int) -> bytes:
+def launch_payload(
+    argv: list[bytes], env: list[bytes], path: bytes, nfds: int = 0, flags: int = 0, **over: int
+) -> bytes:
     strings = b"".join(x + b"\0" for x in argv + env)
     fields = {"argc": len(argv), "envc": len(env), "path_size": len(path) + 1, "strings_size": len(strings)}
     fields.update(over)
     # The client's own limits, as headstart-run sends them (RLIM_INFINITY as the kernel's all-ones).
     limits = [v & 0xFFFFFFFFFFFFFFFF for r in range(16) for v in resource.getrlimit(r)]
     fixed = FIXED.pack(
-        0,
+        flags,
         0o22,
         0,
         0,
@@ -207,6 +212,40 @@ def test_full_arg_max_of_arguments_and_environment(daemon):
     assert (got.returncode, got.stdout) == (want.returncode, want.stdout)
     total = sum(len(a) + 1 for a in argv) + sum(len(k) + len(v) + 2 for k, v in env.items())
     assert total > arg_max * 0.85
+
+
+def test_a_client_that_reads_nothing_while_its_program_stops_a_thousand_times_still_learns_how_it_ended(daemon):
+    """A client that follows its program's stops but did not read as the program stopped again and
+    again: the daemon's STOPPED reports filled its socket, and EXITED, sent without waiting, was lost
+    (the client library said the daemon had gone away). One report unread is all it sends now."""
+    observe = str(bin_path("observe"))
+    payload = launch_payload(
+        [observe.encode(), b"stop-loop", b"1000"], [b"PATH=/usr/bin:/bin"], observe.encode(), flags=FLAG_FOLLOWS_STOPS
+    )
+    program, cwd = os.open(observe, os.O_PATH), os.open("/", os.O_PATH)
+    with Served(daemon), connect(daemon) as s:
+        try:
+            send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, [program, cwd])
+        finally:
+            os.close(program)
+            os.close(cwd)
+        data, ancillary, _, _ = s.recvmsg(HEADER.size + 8, socket.CMSG_SPACE(4))
+        assert HEADER.unpack(data[: HEADER.size])[2] == MSG_LAUNCHED
+        pid = struct.unpack("=i", data[HEADER.size : HEADER.size + 4])[0]
+        pidfd = struct.unpack("=i", ancillary[0][2][:4])[0]
+        s.sendall(HEADER.pack(MAGIC, VERSION, MSG_ACCEPT, 0))
+        # Continues the program at each of its stops, reading nothing meanwhile.
+        deadline = time.monotonic() + 60
+        while not select.select([pidfd], [], [], 0.001)[0]:
+            assert time.monotonic() < deadline
+            if proc_fields(pid)[0] == "T":
+                os.kill(pid, signal.SIGCONT)
+        os.close(pidfd)
+        replies = []
+        while (reply := read_reply(s)) is not None:
+            replies.append(reply)
+    assert replies and replies[-1][:2] == (MSG_EXITED, os.CLD_EXITED), replies[-3:]
+    assert len(replies) <= 3, f"{len(replies) - 1} STOPPED reports queued"
 
 
 # --- other users ---------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
-from headstart.daemon import private_daemon
+from headstart.daemon import RunningDaemon, private_daemon
 
 SAMPLES = {
     "gtk-hello": [["a", "b c"], []],
@@ -414,17 +414,22 @@ def test_main_has_about_the_stack_it_has_under_exec(tmp_path):
 
 
 def what_its_parent_sees(
-    argv: list[str], program_of: Callable[[int], int] | None = None, timeout: float = 30
+    argv: list[str],
+    program_of: Callable[[int], int] | None = None,
+    on_stop: signal.Signals = signal.SIGCONT,
+    stop_it: bool = False,
+    timeout: float = 30,
 ) -> list[str]:
     """What a parent waiting with WUNTRACED sees of argv, run in a session of its own (so its process
-    group is orphaned): each stop, after which it sends SIGCONT, then the end. With program_of, which
-    finds argv's program from its pid, the program is stopped by another process once it said it is
-    ready, is the one continued, and continues are seen too (WCONTINUED)."""
+    group is orphaned): each stop, after which it sends on_stop (to argv's program, which program_of
+    finds from argv's pid, or to argv), then the end. With stop_it, the program is stopped by another
+    process once it said it is ready, and continues are seen too (WCONTINUED)."""
     p = subprocess.Popen(
         argv, env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
     )
+    program_of = program_of or (lambda pid: pid)
     flags = os.WUNTRACED | os.WNOHANG
-    if program_of:
+    if stop_it:
         assert p.stdout and p.stdout.readline() == b"ready\n"
         os.kill(program_of(p.pid), signal.SIGSTOP)
         flags |= os.WCONTINUED
@@ -436,7 +441,7 @@ def what_its_parent_sees(
             time.sleep(0.01)
         elif os.WIFSTOPPED(status):
             seen.append(f"stopped by {signal.Signals(os.WSTOPSIG(status)).name}")
-            os.kill(program_of(p.pid) if program_of else p.pid, signal.SIGCONT)
+            os.kill(program_of(p.pid), on_stop)
         elif os.WIFCONTINUED(status):
             seen.append("continued")
         else:
@@ -461,21 +466,38 @@ def test_a_program_that_stops_itself_stops_its_client_as_under_exec(daemon, sig)
     assert want == (["stopped by SIGSTOP", "ended 100"] if sig == signal.SIGSTOP else ["ended 100"])
 
 
+def its_program(daemon: RunningDaemon) -> Callable[[int], int]:
+    """Finds the program a client of the daemon launched: the zygote's one child (no pool)."""
+    zygote = daemon.zygote_pid()
+
+    def program_of(_client: int) -> int:
+        deadline = time.monotonic() + 30
+        while not (children := Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        return int(children[0])
+
+    return program_of
+
+
 def test_a_program_stopped_and_continued_by_another_process_stops_and_continues_its_client():
     """Under exec, `kill -STOP` and `kill -CONT` on the program stop and continue the job its shell
     waits for. Served, the client stops with its program and the daemon continues it with it; the
     program gets one SIGCONT, as under exec (observe counts them in its exit status)."""
     argv = observe("count-continues")
-    want = what_its_parent_sees(argv, lambda pid: pid)
+    want = what_its_parent_sees(argv, stop_it=True)
     with private_daemon([Path(argv[0])]) as d, Served(d):
-        zygote = d.zygote_pid()
-
-        def program_of(_client: int) -> int:
-            deadline = time.monotonic() + 30
-            while not (children := Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()):
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
-            return int(children[0])
-
-        got = what_its_parent_sees([str(bin_path("headstart-run")), "--socket", str(d.socket), *argv], program_of)
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket), *argv]
+        got = what_its_parent_sees(client, its_program(d), stop_it=True)
     assert got == want == ["stopped by SIGSTOP", "continued", "ended 1"]
+
+
+def test_a_program_killed_while_stopped_ends_its_client():
+    """The client stopped with its program, and the program was killed meanwhile: the client, still
+    stopped, could not read how it ended, and its shell said the job was stopped until `fg`."""
+    argv = observe("kill", str(int(signal.SIGSTOP)))
+    want = what_its_parent_sees(argv, on_stop=signal.SIGKILL)
+    with private_daemon([Path(argv[0])]) as d, Served(d):
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket), *argv]
+        got = what_its_parent_sees(client, its_program(d), on_stop=signal.SIGKILL)
+    assert got == want == ["stopped by SIGSTOP", "ended -9"]

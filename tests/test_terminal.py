@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import termios
@@ -108,6 +109,19 @@ def job_states(shell_pid: int) -> list[str]:
         if int(ppid) == shell_pid or comm == "observe":
             states.append(state)
     return states
+
+
+def states_of(cmdline: list[str]) -> list[str]:
+    """The states of every process whose command line is that."""
+    want = "".join(f"{arg}\0" for arg in cmdline).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == want:
+                found.append(proc_fields(entry.name)[0])
+        except OSError:
+            continue
+    return found
 
 
 def run_client(*args: str) -> str:
@@ -235,3 +249,34 @@ def test_a_program_that_stops_itself_stops_the_job_and_fg_continues_it(daemon, s
     got = story(run_client("--terminal", command))
     assert daemon.launches_started() == before + 1
     assert got == want == "1 stopped job, status=100"
+
+
+@pytest.mark.skipif(SANITIZED, reason="timing of signals under the sanitizer build is not what this checks")
+@pytest.mark.parametrize("key", ["\x03", "\x1a"])
+def test_ctrl_c_and_ctrl_z_reach_the_programs_children_as_under_exec(key):
+    """Under exec the terminal signals the whole job: a script and the command it waits for. Served,
+    only the script got Ctrl-C (bash waits for its command before it acts on it, so the script ran
+    on to its end), and Ctrl-Z stopped the script while its command ran on."""
+    script = "sleep 30; echo after-sleep"
+
+    def story(command: str, d: RunningDaemon) -> str:
+        with shell(d) as sh:
+            sh.send(f"{command} '{script}'\n")
+            time.sleep(1)
+            sh.send(key)
+            seen = sh.expect(PROMPT, timeout=10)
+            if key == "\x1a":
+                sleeping = [state for state in states_of(["sleep", "30"]) if state != "T"]
+                sh.send("kill -KILL %1\n")
+                sh.expect(PROMPT)
+                return f"stopped, {len(sleeping)} still running"
+            sh.send("echo status=$?\n")
+            status = sh.expect(r"status=\d+").split()[-1]
+            return f"{bool(re.search(r'^after-sleep', seen, re.MULTILINE))}, {status}"
+
+    bash = shutil.which("bash") or "/bin/bash"
+    with private_daemon([], extra_args=["--app", bash, "--terminal", bash, "--no-learn"]) as d:
+        want = story(f"{bash} -c", d)
+        got = story(run_client(bash, "-c"), d)
+        assert d.launches_started() == 1
+    assert got == want == ("False, status=130" if key == "\x03" else "stopped, 0 still running")

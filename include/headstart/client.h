@@ -48,7 +48,7 @@ struct hs_launch_options {
          * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
          * the launch is declined; the daemon then gives this process the program's configured
          * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way.
-         * HS_LAUNCH_REPORTS_STOPS: hs_launch_wait() also returns each time the program stops, as
+         * HS_LAUNCH_FOLLOWS_STOPS: hs_launch_wait() also returns each time the program stops, as
          * waitid(WSTOPPED) would tell its parent (the caller is not its parent, so only the daemon
          * sees a stop; a shell-like caller stops with it), and the daemon sends the calling process
          * SIGCONT each time the program is continued, which continues a caller that stopped with it
@@ -66,7 +66,7 @@ struct hs_launch_options {
 
 #define HS_LAUNCH_TERMINAL_OK 0x2u
 #define HS_LAUNCH_EXECS_WHEN_DECLINED 0x4u
-#define HS_LAUNCH_REPORTS_STOPS 0x8u
+#define HS_LAUNCH_FOLLOWS_STOPS 0x8u
 
 /* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
 enum {
@@ -94,7 +94,7 @@ int hs_launch_signal(struct hs_launch *l, int sig);
 
 /* Waits for the program to end. Returns 0 with *ret_code CLD_EXITED (*ret_status: exit status)
  * or CLD_KILLED/CLD_DUMPED (*ret_status: the signal), or, when the launch was started with
- * HS_LAUNCH_REPORTS_STOPS, CLD_STOPPED (*ret_status: the signal that stopped it; it may have been
+ * HS_LAUNCH_FOLLOWS_STOPS, CLD_STOPPED (*ret_status: the signal that stopped it; it may have been
  * continued since: call again to go on waiting); HS_LAUNCH_DECLINED when the program failed
  * to start before its main (run it yourself); -ECONNRESET when the daemon went away and the
  * status is lost. */

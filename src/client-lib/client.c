@@ -134,7 +134,7 @@ static int chosen_fds(const int *chosen, size_t n, int *fds, uint32_t *targets, 
 
 _Static_assert(HS_LAUNCH_TERMINAL_OK == HS_LAUNCH_FLAG_TERMINAL_OK, "the public flag is the wire flag");
 _Static_assert(HS_LAUNCH_EXECS_WHEN_DECLINED == HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED, "the public flag is the wire flag");
-_Static_assert(HS_LAUNCH_REPORTS_STOPS == HS_LAUNCH_FLAG_REPORTS_STOPS, "the public flag is the wire flag");
+_Static_assert(HS_LAUNCH_FOLLOWS_STOPS == HS_LAUNCH_FLAG_FOLLOWS_STOPS, "the public flag is the wire flag");
 
 static bool has_controlling_terminal(void) {
         int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
@@ -158,7 +158,7 @@ static int send_launch(int sock, const char *path, char *const argv[], char *con
                 sigprocmask(SIG_SETMASK, NULL, &sigmask);
         f.sigmask = sigset_bits(o->sigmask ? o->sigmask : &sigmask);
         f.sigignore = ignored_signals();
-        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_REPORTS_STOPS));
+        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_FOLLOWS_STOPS));
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
                 struct rlimit rl;
                 if (getrlimit((int) i, &rl) < 0)

@@ -219,29 +219,50 @@ static bool own_group_orphaned(void) {
         return orphaned;
 }
 
-/* The program stopped: the daemon says so, as it alone sees it (its parent). We stop with it, by the
- * same signal, so that our parent (a shell waiting with WUNTRACED) sees the job stop as it would under
- * exec, and its SIGCONT (fg, bg) reaches us and is passed on. A report that comes after the program
- * was continued (by a SIGCONT we passed on, or anyone's) is old. */
+/* linux/pidfd.h of Linux 6.9, which Debian 12's headers predate. */
+#define PIDFD_SIGNAL_PROCESS_GROUP (1u << 2)
+
+/* Passes sig on to the program or, with to_group, to its process group: under exec the program and
+ * its children would be in ours, which a terminal (Ctrl-C, Ctrl-Z) and a shell's fg and bg signal
+ * as a whole. */
+static void signal_program(struct hs_launch *l, int sig, bool to_group) {
+        if (to_group && pidfd_send_signal(hs_launch_pidfd(l), sig, NULL, PIDFD_SIGNAL_PROCESS_GROUP) == 0)
+                return;
+        /* Before Linux 6.9: by its group's number, while the program is alive and so still holds it. */
+        char state;
+        pid_t ppid, pgrp, sid;
+        if (to_group && errno == EINVAL && hs_launch_signal(l, 0) == 0 &&
+            read_stat(hs_launch_pid(l), &state, &ppid, &pgrp, &sid) && pgrp > 1 && kill(-pgrp, sig) == 0)
+                return;
+        (void) hs_launch_signal(l, sig);
+}
+
+/* The program stopped by sig: the daemon says so, as it alone sees it (its parent). We stop with it,
+ * by the same signal, so that our parent (a shell waiting with WUNTRACED) sees the job stop as it
+ * would under exec, and its SIGCONT (fg, bg) reaches us and is passed on. By SIGSTOP, which no one
+ * can block, the daemon has stopped us itself, in order with the program's continue. */
 static void stop_with_program(struct hs_launch *l, int sig) {
-        if (!is_stopped(hs_launch_pid(l)))
+        if (sig == SIGSTOP)
                 return;
         /* Under exec the program would be in our group: orphaned, the kernel drops the default action
          * of the stop signals but SIGSTOP's, and it would go on. So it goes on. */
-        if (sig != SIGSTOP && own_group_orphaned()) {
-                (void) hs_launch_signal(l, SIGCONT);
+        if (own_group_orphaned()) {
+                if (is_stopped(hs_launch_pid(l)))
+                        signal_program(l, SIGCONT, true);
                 return;
         }
-        if (sig == SIGSTOP) {
-                raise(SIGSTOP);
-                return;
-        }
+        /* Pending first, then the program looked at: a continue of it from now on (the daemon's
+         * SIGCONT to us) discards the pending stop, and we do not stop for good after it. */
         sigset_t one;
         sigemptyset(&one);
         sigaddset(&one, sig);
         signal(sig, SIG_DFL);
-        raise(sig); /* pending while blocked; unblocking delivers it: we stop here */
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        if (!is_stopped(hs_launch_pid(l))) {
+                (void) sigtimedwait(&one, NULL, &(struct timespec){ 0 }); /* an old report: not ours to pass on */
+                return;
+        }
+        sigprocmask(SIG_UNBLOCK, &one, NULL); /* delivered, unless discarded: we stop here */
         sigprocmask(SIG_BLOCK, &one, NULL);
 }
 
@@ -268,11 +289,11 @@ static bool handles_signal(pid_t pid, int sig) {
  * says it has stopped (one that handles it may stop itself, or not).
  * But when our own group is orphaned, exec's program would be in it: the kernel would drop the
  * signal's default action, and a program that takes the default must go on, as we do. */
-static void forward_stop(struct hs_launch *l, int sig) {
+static void forward_stop(struct hs_launch *l, int sig, bool to_group) {
         bool takes_default = !handles_signal(hs_launch_pid(l), sig);
         if (takes_default && own_group_orphaned())
                 return;
-        (void) hs_launch_signal(l, sig);
+        signal_program(l, sig, to_group);
 }
 
 /* Whether the SIGCONT came from the daemon's zygote (the program's parent), which continues us
@@ -290,10 +311,14 @@ static void drain_signals(struct hs_launch *l, int sigfd) {
                 int sig = (int) si.ssi_signo;
                 if (sig == SIGCONT && continued_by_daemon(l, &si))
                         continue;
+                /* What the kernel sent to our group (the terminal's keys, a hang-up, a resize, an
+                 * orphaned group's SIGHUP and SIGCONT), and a shell's fg and bg, which continue the
+                 * whole job. */
+                bool to_group = si.ssi_code == SI_KERNEL || sig == SIGCONT;
                 if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-                        forward_stop(l, sig);
+                        forward_stop(l, sig, to_group);
                 else
-                        (void) hs_launch_signal(l, sig);
+                        signal_program(l, sig, to_group);
         }
 }
 
@@ -429,7 +454,7 @@ int main(int argc, char *argv[]) {
          * declined and is exec'd. */
         struct hs_launch_options o = { .socket = arg_socket, .sigmask = &original_mask, .timeout_ms = arg_timeout_ms,
                                        .flags = (arg_terminal ? HS_LAUNCH_TERMINAL_OK : 0) |
-                                                HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_REPORTS_STOPS };
+                                                HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_FOLLOWS_STOPS };
         struct hs_launch *l;
         int r = hs_launch_start(path, prog_argv, environ, &o, &l);
         if (r == 0)

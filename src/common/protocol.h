@@ -52,7 +52,7 @@ enum hs_message_type {
         HS_MSG_STATUS = 6,       /* empty payload */
         HS_MSG_STATUS_REPLY = 7, /* payload: human-readable text, "key: value" lines, not NUL-terminated */
         HS_MSG_ACCEPT = 8,       /* empty payload */
-        HS_MSG_STOPPED = 9,      /* payload: struct hs_stopped; only to a client that asked (REPORTS_STOPS) */
+        HS_MSG_STOPPED = 9,      /* payload: struct hs_stopped; only to a client that asked (FOLLOWS_STOPS) */
 };
 
 struct hs_header {
@@ -98,10 +98,10 @@ struct hs_launch_fixed {
 #define HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED 0x4u
 /* The client follows the program's stops: the daemon, which alone sees them (as its parent), sends
  * STOPPED each time the program stops after its main began, by any signal from anyone. */
-#define HS_LAUNCH_FLAG_REPORTS_STOPS 0x8u
+#define HS_LAUNCH_FLAG_FOLLOWS_STOPS 0x8u
 #define HS_LAUNCH_FLAGS_KNOWN                                                                           \
         (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK | HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED |        \
-         HS_LAUNCH_FLAG_REPORTS_STOPS)
+         HS_LAUNCH_FLAG_FOLLOWS_STOPS)
 
 /* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
 struct hs_launched {

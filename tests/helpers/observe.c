@@ -175,6 +175,12 @@ int main(int argc, char *argv[]) {
         }
         if (strcmp(what, "wait-signal") == 0)
                 return wait_signal();
+        if (strcmp(what, "stop-loop") == 0 && argc > 2) {
+                /* Stops itself that many times, each until someone continues it. */
+                for (int i = atoi(argv[2]); i > 0; i--)
+                        raise(SIGTSTP);
+                return 0;
+        }
         if (strcmp(what, "count-continues") == 0)
                 return count_continues();
         if (strcmp(what, "cat") == 0)

@@ -2,11 +2,13 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
@@ -305,6 +307,12 @@ void conn_report_end(struct server *s, struct conn *c, const struct child_end *e
                 count_decline(s, HS_DECLINE_START_FAILED, text);
                 (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, text);
         } else {
+                /* A client stopped with its program must read how it ended: a program killed while
+                 * stopped, or continued and ended at once, was never seen continued. Before EXITED:
+                 * a client that has it may be ending, and a SIGCONT then would discard the stop of
+                 * whoever traces it (the sanitizers' leak check, a debugger), which then waits for
+                 * ever. */
+                conn_report_continued(c);
                 struct hs_exited msg = { .code = end->si.si_code, .status = end->si.si_status };
                 (void) hs_send_message(c->fd, HS_MSG_EXITED, &msg, sizeof msg, NULL, 0, 1);
         }
@@ -312,7 +320,17 @@ void conn_report_end(struct server *s, struct conn *c, const struct child_end *e
 }
 
 void conn_report_stop(struct conn *c, int sig) {
-        if (!c->reports_stops)
+        if (!c->follows_stops)
+                return;
+        /* SIGSTOP cannot be blocked, so the client could not stop itself with it without a race: a
+         * continue of the program between its look and its stop would leave it stopped for good.
+         * Sent from here, it comes in order with the SIGCONT of that continue. */
+        if (sig == SIGSTOP && c->client_pidfd >= 0)
+                (void) pidfd_send_signal(c->client_pidfd, SIGSTOP, NULL, 0);
+        /* One report unread is enough: the client looks at the program's state as it reads it. And
+         * the socket keeps room for EXITED, which a client slow to read would otherwise lose. */
+        int unread = 0;
+        if (ioctl(c->fd, SIOCOUTQ, &unread) == 0 && unread > 0)
                 return;
         struct hs_stopped msg = { .signal = sig };
         (void) hs_send_message(c->fd, HS_MSG_STOPPED, &msg, sizeof msg, NULL, 0, 1);

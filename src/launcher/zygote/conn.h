@@ -32,7 +32,7 @@ struct conn {
                              * or its launch tried again (CONN_WAITING) */
         struct prepared_program *awaiting; /* whose child it waits for (CONN_WAITING); or NULL */
         bool waited;        /* its launch waited once: it is not made to wait again */
-        bool reports_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_REPORTS_STOPS) */
+        bool follows_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_FOLLOWS_STOPS) */
         int client_pidfd;   /* the client's, for one that follows its program's stops; else -1 */
         struct hs_header header;
         size_t header_got;

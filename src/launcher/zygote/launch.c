@@ -244,7 +244,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         const struct schedule *configured = program_schedule(s, c->fds[HS_FD_PROGRAM]);
         /* A client that execs the program itself when declined is given its schedule first. */
         c->caller_schedule = req.fixed.flags & HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED ? configured : NULL;
-        c->reports_stops = req.fixed.flags & HS_LAUNCH_FLAG_REPORTS_STOPS;
+        c->follows_stops = req.fixed.flags & HS_LAUNCH_FLAG_FOLLOWS_STOPS;
         if (s->shutting_down)
                 reason = "the daemon is shutting down";
         else if (s->nchildren >= s->options->max_children)
@@ -252,7 +252,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         if (reason) {
                 decline(c, HS_DECLINE_BUSY, reason, ret);
         } else if ((reason = client_context_refusal(c->fd, oom_score,
-                                                           c->reports_stops && c->client_pidfd < 0 ? &c->client_pidfd : NULL))) {
+                                                           c->follows_stops && c->client_pidfd < 0 ? &c->client_pidfd : NULL))) {
                 decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",

@@ -59,7 +59,7 @@ static void on_child_exit(struct server *s, struct child *ch) {
 static void on_child_stops(struct server *s) {
         for (struct child *ch = s->children; ch; ch = ch->next) {
                 siginfo_t si = { 0 };
-                if (!ch->conn || !ch->conn->reports_stops ||
+                if (!ch->conn || !ch->conn->follows_stops ||
                     waitid(P_PIDFD, (id_t) ch->pidfd, &si, WSTOPPED | WCONTINUED | WNOHANG) < 0 || si.si_pid == 0)
                         continue;
                 if (si.si_code == CLD_CONTINUED) {
