@@ -48,12 +48,13 @@ struct hs_launch_options {
          * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
          * the launch is declined; the daemon then gives this process the program's configured
          * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way.
-         * HS_LAUNCH_FOLLOWS_STOPS: hs_launch_wait() also returns each time the program stops, as
-         * waitid(WSTOPPED) would tell its parent (the caller is not its parent, so only the daemon
-         * sees a stop; a shell-like caller stops with it), and the daemon sends the calling process
-         * SIGCONT each time the program is continued, which continues a caller that stopped with it
-         * (a caller that passes SIGCONT on should not pass that one back: it comes from the
-         * program's parent). */
+         * HS_LAUNCH_FOLLOWS_STOPS, for a caller that stops and goes on with its program as a shell's
+         * job would (headstart-run): hs_launch_wait() also returns each time the program stops, as
+         * waitid(WSTOPPED) would tell its parent (the caller is not its parent: only the daemon sees
+         * a stop), and the daemon signals the calling process itself: SIGSTOP when the program is
+         * stopped by SIGSTOP, SIGCONT when it is continued or ends (a caller that passes SIGCONT on
+         * should not pass that one back: it comes from the program's parent). docs/protocol.md,
+         * "Stops", says how to stop with the other stop signals without a race. */
         unsigned flags;
         /* How long to wait for the daemon's first answer, in ms; 0: HS_LAUNCH_DEFAULT_TIMEOUT_MS.
          * A daemon that does not answer in time (stopped, overloaded) gets -ETIMEDOUT: run the
