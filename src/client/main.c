@@ -248,7 +248,7 @@ static void stop_with_program(struct hs_launch *l, int sig) {
          * of the stop signals but SIGSTOP's, and it would go on. So it goes on. */
         if (own_group_orphaned()) {
                 if (is_stopped(hs_launch_pid(l)))
-                        signal_program(l, SIGCONT, true);
+                        (void) hs_launch_signal(l, SIGCONT);
                 return;
         }
         /* Pending first, then the program looked at: a continue of it from now on (the daemon's
