@@ -185,3 +185,24 @@ def test_a_schedule_added_before_a_sighup_is_checked_not_failed_at_each_launch(t
         assert status["generation"] == ["1"] and not status.get("schedule"), status
         served = run_served(d, [str(REPORT)])
         assert served.returncode == 0 and d.launches_started() == 1, served.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin the daemon to one")
+def test_a_daemon_pinned_by_another_process_declines_clients_it_no_longer_matches():
+    """The daemon read its own scheduling once, at its first launch: pinned to one CPU afterwards
+    (taskset -p, or CPUs going offline), it served clients that could use every CPU with children
+    pinned as it was; pinned before its first launch and let go, it declined every client after."""
+    argv = [str(bin_path("observe")), "exit", "0"]
+    env = base_env(HEADSTART_DEBUG="1")
+    cpus = os.sched_getaffinity(0)
+    with private_daemon([bin_path("observe")]) as d:
+        assert b"by exec" not in run_served(d, argv, env=env).stderr
+        zygote = d.zygote_pid()
+        os.sched_setaffinity(zygote, {min(cpus)})
+        try:
+            pinned = run_served(d, argv, env=env)
+        finally:
+            os.sched_setaffinity(zygote, cpus)
+        again = run_served(d, argv, env=env)
+    assert b"scheduled otherwise" in pinned.stderr, pinned.stderr
+    assert b"by exec" not in again.stderr, again.stderr

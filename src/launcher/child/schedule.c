@@ -442,12 +442,12 @@ static bool read_schedule(pid_t pid, struct kernel_sched_attr *a, int *nice, cpu
 }
 
 bool schedule_same_as_self(pid_t pid) {
-        /* Ours is read once: nothing changes the zygote's scheduling, and this is on every launch. */
-        static struct kernel_sched_attr ours;
-        static int our_nice;
-        static cpu_set_t our_cpus;
-        static bool known;
-        if (!known && !(known = read_schedule(0, &ours, &our_nice, &our_cpus)))
+        /* Ours is read each time: another process can change it (chrt -p, renice, taskset -p), and so
+         * can the CPUs going offline and online, and the children inherit what it is now. */
+        struct kernel_sched_attr ours;
+        int our_nice;
+        cpu_set_t our_cpus;
+        if (!read_schedule(0, &ours, &our_nice, &our_cpus))
                 return false;
         struct kernel_sched_attr theirs;
         int their_nice;

@@ -113,12 +113,15 @@ static const char *difference(const struct context *a, const struct context *b) 
 }
 
 const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], int *ret_pidfd) {
-        /* The zygote's own is read once: nothing changes it, and this is on every connection. */
+        /* The zygote's own is read once, but for what another process can change (ionice -p, choom
+         * -p), which its children would inherit: nothing else changes it, and this is on every launch. */
         static struct context ours;
         static bool known;
         ret_oom_score[0] = '\0';
         if (!known && !(known = read_context(getpid(), &ours)))
                 return "the daemon cannot read its own rights and namespaces";
+        ours.ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
+        (void) read_line("/proc/self/oom_score_adj", ours.oom_score_adj, sizeof ours.oom_score_adj);
         pid_t pid;
         _cleanup_close_ int pidfd = peer_process_open(fd, &pid);
         struct context theirs;
