@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "peer-process.h"
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
 
@@ -112,7 +111,7 @@ static const char *difference(const struct context *a, const struct context *b) 
         return NULL;
 }
 
-const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], int *ret_pidfd) {
+const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]) {
         /* The zygote's own is read once, but for what another process can change (ionice -p, choom
          * -p), which its children would inherit: nothing else changes it, and this is on every launch. */
         static struct context ours;
@@ -122,18 +121,13 @@ const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], in
                 return "the daemon cannot read its own rights and namespaces";
         ours.ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
         (void) read_line("/proc/self/oom_score_adj", ours.oom_score_adj, sizeof ours.oom_score_adj);
-        pid_t pid;
-        _cleanup_close_ int pidfd = peer_process_open(fd, &pid);
         struct context theirs;
         if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 return "the client's rights and namespaces cannot be read (a process that is not "
                        "dumpable, or gone)";
         if (strcmp(theirs.oom_score_adj, ours.oom_score_adj) != 0)
                 snprintf(ret_oom_score, OOM_SCORE_MAX, "%s", theirs.oom_score_adj);
-        const char *refusal = difference(&theirs, &ours);
-        if (!refusal && ret_pidfd)
-                *ret_pidfd = TAKE_FD(pidfd);
-        return refusal;
+        return difference(&theirs, &ours);
 }
 
 void client_context_give_oom_score(pid_t child, const char *oom_score) {

@@ -18,11 +18,11 @@
 
 #define OOM_SCORE_MAX 16
 
-/* NULL when the process that connected on fd runs as the zygote does in all of the above, else why
- * not (a static string). One whose state cannot be read, or that is gone, is refused. Into
- * ret_oom_score: its OOM score adjustment where it differs from the zygote's, else "". With
- * ret_pidfd, a pidfd of that process is kept there when it is not refused (the caller closes it). */
-const char *client_context_refusal(int fd, char ret_oom_score[OOM_SCORE_MAX], int *ret_pidfd);
+/* NULL when the client, process pid of pidfd (peer-process.h; pidfd -1: not found), runs as the
+ * zygote does in all of the above, else why not (a static string). One whose state cannot be read,
+ * or that is gone, is refused. Into ret_oom_score: its OOM score adjustment where it differs from
+ * the zygote's, else "". */
+const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]);
 
 /* Gives the child that will run the launch (before its main) the client's OOM score adjustment
  * (oom_score, from client_context_refusal; "" leaves it). The kernel refuses to lower it below what

@@ -337,7 +337,7 @@ void conn_report_stop(struct conn *c, int sig) {
 }
 
 void conn_report_continued(struct conn *c) {
-        if (c->client_pidfd >= 0)
+        if (c->follows_stops && c->client_pidfd >= 0)
                 (void) pidfd_send_signal(c->client_pidfd, SIGCONT, NULL, 0);
 }
 

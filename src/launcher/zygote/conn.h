@@ -33,7 +33,8 @@ struct conn {
         struct prepared_program *awaiting; /* whose child it waits for (CONN_WAITING); or NULL */
         bool waited;        /* its launch waited once: it is not made to wait again */
         bool follows_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_FOLLOWS_STOPS) */
-        int client_pidfd;   /* the client's, for one that follows its program's stops; else -1 */
+        pid_t client_pid;   /* the process that connected, found as its launch is handled; 0 before */
+        int client_pidfd;   /* a pidfd of it (peer-process.h); -1 before, or when it could not be found */
         struct hs_header header;
         size_t header_got;
         char *payload;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -23,24 +22,17 @@
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
+#include "peer-process.h"
 #include "pool.h"
 #include "prepared.h"
 #include "server.h"
 #include "wire.h"
 
-/* The process at the other end, as the kernel saw it connect, never a pid the client names. */
-static pid_t peer_pid(const struct conn *c) {
-        struct ucred cred;
-        socklen_t len = sizeof cred;
-        return getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ? -errno : cred.pid;
-}
-
 void launch_schedule_caller(const struct conn *c, char *text, size_t size) {
         if (!c->caller_schedule)
                 return;
         const char *step = "finding the client";
-        pid_t pid = peer_pid(c);
-        int r = pid < 0 ? pid : schedule_apply(c->caller_schedule, pid, &step);
+        int r = c->client_pid <= 0 ? -ESRCH : schedule_apply(c->caller_schedule, c->client_pid, &step);
         if (r < 0) {
                 log_warning("the client of %s execs it without its schedule: %s failed: %s",
                             c->caller_schedule->program, step, strerror(-r));
@@ -63,8 +55,7 @@ static const struct schedule *program_schedule(const struct server *s, int progr
 
 /* A program without a --schedule gets the daemon's scheduling when served, the client's by exec. */
 static const char *client_schedule_refusal(const struct conn *c, const struct schedule *configured) {
-        pid_t pid = peer_pid(c);
-        if (configured || (pid > 0 && schedule_same_as_self(pid)))
+        if (configured || (c->client_pidfd >= 0 && schedule_same_as_self(c->client_pid)))
                 return NULL;
         return "the client is scheduled otherwise than the daemon (policy, nice, affinity: chrt, nice, taskset), "
                "which exec keeps";
@@ -245,14 +236,16 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         /* A client that execs the program itself when declined is given its schedule first. */
         c->caller_schedule = req.fixed.flags & HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED ? configured : NULL;
         c->follows_stops = req.fixed.flags & HS_LAUNCH_FLAG_FOLLOWS_STOPS;
+        /* Once per connection: the kernel's record of who connected, never a pid the client names. */
+        if (c->client_pidfd < 0)
+                c->client_pidfd = peer_process_open(c->fd, &c->client_pid);
         if (s->shutting_down)
                 reason = "the daemon is shutting down";
         else if (s->nchildren >= s->options->max_children)
                 reason = "too many programs running";
         if (reason) {
                 decline(c, HS_DECLINE_BUSY, reason, ret);
-        } else if ((reason = client_context_refusal(c->fd, oom_score,
-                                                           c->follows_stops && c->client_pidfd < 0 ? &c->client_pidfd : NULL))) {
+        } else if ((reason = client_context_refusal(c->client_pid, c->client_pidfd, oom_score))) {
                 decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
