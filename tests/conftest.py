@@ -117,6 +117,17 @@ def proc_fields(pid: int | str) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
 
 
+def waiting_children(d: RunningDaemon, expect: int, timeout: float = 10.0) -> list[int]:
+    """The daemon's children once there are `expect` of them (no program is running in these tests)."""
+    pid = d.zygote_pid()
+    deadline = time.monotonic() + timeout
+    while True:
+        kids = [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        if len(kids) == expect or time.monotonic() > deadline:
+            return kids
+        time.sleep(0.02)
+
+
 def daemon_fd_count(daemon: RunningDaemon, expect: int | None = None, timeout: float = 5.0) -> int:
     """The daemon's open fds once it has settled. The daemon finishes its clean-up of a launch (or
     of a connection a test dropped) just after the client has its answer, so we wait up to

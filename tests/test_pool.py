@@ -12,19 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import base_env, bin_path, proc_fields, run_served
+from conftest import base_env, bin_path, proc_fields, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
-
-
-def waiting_children(d: RunningDaemon, expect: int, timeout: float = 10.0) -> list[int]:
-    """The daemon's children once there are `expect` of them (no program is running in these tests)."""
-    pid = d.zygote_pid()
-    deadline = time.monotonic() + timeout
-    while True:
-        kids = [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-        if len(kids) == expect or time.monotonic() > deadline:
-            return kids
-        time.sleep(0.02)
 
 
 @contextmanager

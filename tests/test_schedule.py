@@ -14,7 +14,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served
+from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
 
@@ -206,3 +206,30 @@ def test_a_daemon_pinned_by_another_process_declines_clients_it_no_longer_matche
         again = run_served(d, argv, env=env)
     assert b"scheduled otherwise" in pinned.stderr, pinned.stderr
     assert b"by exec" not in again.stderr, again.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin the daemon to one")
+def test_a_waiting_child_forked_before_the_daemon_was_pinned_does_not_run_a_launch():
+    """The pool's child kept the affinity the daemon had at its fork. Pinned since by another
+    process, the daemon serves a client pinned as it now is, and the program must run pinned, as
+    exec would run it, not on the old child's CPUs."""
+    one = {min(os.sched_getaffinity(0))}
+
+    def pinned() -> None:
+        os.sched_setaffinity(0, one)
+
+    env = base_env(HEADSTART_DEBUG="1")
+    with private_daemon([REPORT], extra_args=["--pool", "1"]) as d:
+        assert len(waiting_children(d, 1)) == 1
+        zygote = d.zygote_pid()
+        cpus = os.sched_getaffinity(zygote)
+        os.sched_setaffinity(zygote, one)
+        try:
+            served = run_served(d, [str(REPORT)], env=env, preexec_fn=pinned)
+        finally:
+            os.sched_setaffinity(zygote, cpus)
+        log = d.log_text()
+    by_exec = run_exec([str(REPORT)], preexec_fn=pinned)
+    assert served.returncode == 0 and b"by exec" not in served.stderr, served.stderr
+    assert report_lines(served.stdout)[0] == report_lines(by_exec.stdout)[0]
+    assert "which another process changed since; forking instead" in log, log

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "schedule.h"
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
 
@@ -138,4 +139,13 @@ void client_context_give_oom_score(pid_t child, const char *oom_score) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0 || write(fd, oom_score, strlen(oom_score)) < 0)
                 return; /* below the zygote's floor (EACCES): it keeps the zygote's */
+}
+
+bool client_context_inherited_unchanged(pid_t child) {
+        char path[64], ours[OOM_SCORE_MAX], theirs[OOM_SCORE_MAX];
+        snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int) child);
+        return schedule_same_as_self(child) &&
+               syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, child) == syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) &&
+               read_line("/proc/self/oom_score_adj", ours, sizeof ours) && read_line(path, theirs, sizeof theirs) &&
+               strcmp(ours, theirs) == 0;
 }

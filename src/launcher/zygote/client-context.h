@@ -14,6 +14,7 @@
  * never from what the client says. */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #define OOM_SCORE_MAX 16
@@ -29,3 +30,9 @@ const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_
  * the zygote was given by a privileged process (a service manager's OOMScoreAdjust=): then the
  * program keeps the zygote's, as docs/limitations.md says. */
 void client_context_give_oom_score(pid_t child, const char *oom_score);
+
+/* Whether child, a waiting child forked earlier, still has what it inherited from the zygote as the
+ * zygote has it now: scheduling (schedule.h), I/O priority and OOM score adjustment. Another process
+ * can change the zygote's (chrt -p, taskset -p, renice, ionice -p, choom -p, CPUs going offline), and
+ * launches are judged by what the zygote has now; a child that kept the old must not run them. */
+bool client_context_inherited_unchanged(pid_t child);

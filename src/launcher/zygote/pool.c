@@ -16,6 +16,7 @@
 #include "after-main.h"
 #include "run-program.h"
 #include "children.h"
+#include "client-context.h"
 #include "conn.h"
 #include "log.h"
 #include "prepared.h"
@@ -210,12 +211,19 @@ struct child *pool_take(struct server *s, const struct conn *c, const struct ima
 
 struct child *pool_hand_over(struct server *s, struct child *ch, const struct conn *c, const struct image_entry *image,
                              int report_fd) {
-        int r = hand_over(ch, c, image, report_fd);
+        bool current = client_context_inherited_unchanged(ch->pid);
+        int r = current ? hand_over(ch, c, image, report_fd) : -ESTALE;
         child_close_channel(s, ch);
         if (r < 0) {
                 /* It stays in the pool until its pidfd says it ended: an event for it may already be
                  * pending in this batch, so it must not be freed here. */
-                log_warning_errno(r, "a waiting child (%d) did not take its request; forking instead", (int) ch->pid);
+                if (!current)
+                        log_info("a waiting child (%d) has the scheduling, I/O priority or OOM score we had when "
+                                 "it was forked, which another process changed since; forking instead",
+                                 (int) ch->pid);
+                else
+                        log_warning_errno(r, "a waiting child (%d) did not take its request; forking instead",
+                                          (int) ch->pid);
                 (void) pidfd_send_signal(ch->pidfd, SIGKILL, NULL, 0);
                 return NULL;
         }
