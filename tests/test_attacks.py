@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import base_env, bin_path, helper_path, proc_fields, run_exec, run_served
+from conftest import SANITIZED, base_env, bin_path, helper_path, proc_fields, run_exec, run_served
 from elftools.elf.elffile import ELFFile
 from headstart.daemon import private_daemon
 
@@ -553,6 +553,19 @@ CONTEXTS = {
     "namespaces": (lambda tmp: ["unshare", "--net"], ["/usr/bin/cat", "/proc/self/net/dev"]),
     "personality": (lambda tmp: ["setarch", "--addr-no-randomize"], ["/usr/bin/cat", "/proc/self/personality"]),
     "io priority": (lambda tmp: ["ionice", "-c", "3"], ["/usr/bin/ionice"]),
+    # A tracer follows what its tracee execs: the count of untraced status lines is 0 under exec.
+    "traced": (
+        lambda tmp: ["strace", "-f", "-qq", "-e", "trace=none", "-o", "/dev/null"],
+        ["/usr/bin/grep", "-c", "^TracerPid:[[:space:]]*0$", "/proc/self/status"],
+    ),
+    "huge pages": (
+        lambda tmp: [
+            "python3",
+            "-c",
+            "import ctypes, os, sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])",
+        ],
+        ["/usr/bin/grep", "THP_enabled", "/proc/self/status"],
+    ),
 }
 
 
@@ -562,8 +575,13 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     """A process of the daemon's own user in a sandbox (a seccomp filter, capabilities dropped, other
     groups, other namespaces) asked the daemon, and its program ran outside the sandbox, as the
     daemon: a directory made that the filter forbids, a file read that the capabilities left did not
-    allow. Such a client, and one whose personality or I/O priority differs, is declined and execs
-    the program in its own context, which the program then shows as under exec."""
+    allow. Such a client, one whose personality, I/O priority or huge pages setting differs, and one
+    traced (strace -f: the served program escaped the trace) is declined and execs the program in its
+    own context, which the program then shows as under exec."""
+    if context == "huge pages" and b"THP_enabled" not in Path("/proc/self/status").read_bytes():
+        pytest.skip("this kernel does not say whether a process may have transparent huge pages")
+    if context == "traced" and (SANITIZED or not shutil.which("strace")):
+        pytest.skip("strace is not installed, or LeakSanitizer in a sanitizer build cannot run traced")
     wrapper_of, argv = CONTEXTS[context]
     (tmp_path / "secret").write_text("secret\n")
     (tmp_path / "secret").chmod(0)

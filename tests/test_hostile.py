@@ -248,6 +248,42 @@ def test_a_client_that_reads_nothing_while_its_program_stops_a_thousand_times_st
     assert len(replies) <= 3, f"{len(replies) - 1} STOPPED reports queued"
 
 
+def test_a_client_gone_before_its_launch_is_read_is_said_to_be_gone():
+    """A client that ended (its parent has not reaped it yet) before the daemon read its launch: its
+    namespaces and memory are gone, and the daemon took that for other namespaces or settings, logging
+    a sandbox that was not there. The daemon is stopped while the client sends and ends, so that the
+    order is sure."""
+    observe = str(bin_path("observe"))
+    payload = launch_payload([observe.encode(), b"exit", b"0"], [b"PATH=/usr/bin:/bin"], observe.encode())
+    with private_daemon([bin_path("observe")]) as d:
+        zygote = d.zygote_pid()
+        os.kill(d.process.pid, signal.SIGSTOP)  # the supervisor, which would continue the zygote
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            client = os.fork()
+            if client == 0:
+                try:
+                    s = connect(d)
+                    fds = [os.open(observe, os.O_PATH), os.open("/", os.O_PATH)]
+                    send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+                finally:
+                    os._exit(0)
+            deadline = time.monotonic() + 10
+            while proc_fields(client)[0] != "Z":
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        finally:
+            os.kill(zygote, signal.SIGCONT)
+            os.kill(d.process.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 10
+        while "declined: " not in d.log_text():
+            assert time.monotonic() < deadline, d.log_text()
+            time.sleep(0.01)
+        os.waitpid(client, 0)
+        log = d.log_text()
+    assert "declined: the client's rights and namespaces cannot be read" in log, log
+
+
 # --- other users ---------------------------------------------------------------------------------
 
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]

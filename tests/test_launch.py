@@ -349,6 +349,12 @@ KEPT_ACROSS_EXEC = {
         "os.kill(os.getpid(), signal.SIGUSR1); os.execv(sys.argv[1], sys.argv[1:])",
         ["/usr/bin/grep", "ShdPnd", "/proc/self/status"],
     ),
+    # A POSIX record lock, which belongs to the process: under exec the program holds it.
+    "POSIX record lock": (
+        "import fcntl, os, sys, tempfile; fd, path = tempfile.mkstemp(); os.unlink(path); os.dup2(fd, 9); "
+        "os.close(fd); fcntl.lockf(9, fcntl.LOCK_EX); os.execv(sys.argv[1], sys.argv[1:])",
+        [str(bin_path("observe")), "lock", "9"],
+    ),
     # A limit on the address space, which the zygote's mappings would use up in a served program.
     "address space limit": (
         "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30)); "
@@ -361,8 +367,9 @@ KEPT_ACROSS_EXEC = {
 @pytest.mark.parametrize("kept", KEPT_ACROSS_EXEC)
 def test_what_exec_keeps_from_the_caller_for_the_program_makes_the_client_exec(kept):
     """An interval timer set by the caller (the daemon's child had none: a program ran on where exec's
-    was killed by SIGVTALRM) or a signal pending (not pending at the served program's main) is kept by
-    exec for the program: headstart-run then execs it. So it does when the daemon declines a limit on
+    was killed by SIGVTALRM), a signal pending (not pending at the served program's main) or a POSIX
+    record lock (a served program found its file locked by another process) is kept by exec for the
+    program: headstart-run then execs it. So it does when the daemon declines a limit on
     the address space, which the zygote's mappings use (a served python3 had twice exec's)."""
     if kept == "address space limit" and SANITIZED:
         pytest.skip("a sanitizer build of headstart-run cannot start under a limit on its address space")

@@ -201,6 +201,15 @@ int main(int argc, char *argv[]) {
                 printf(isatty(1) ? "\033[31mcoloured\033[0m\n" : "plain\n");
                 return 0;
         }
+        if (strcmp(what, "lock") == 0 && argc > 2) {
+                /* Whose the POSIX record lock on fd N is: a process holds its own, and F_GETLK only
+                 * reports another's. */
+                struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+                if (fcntl(atoi(argv[2]), F_GETLK, &fl) < 0)
+                        return 1;
+                printf(fl.l_type == F_UNLCK ? "the lock is ours\n" : "the lock is another process's\n");
+                return 0;
+        }
         if (strcmp(what, "sleep") == 0 && argc > 2) {
                 sleep((unsigned) atoi(argv[2]));
                 return 0;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
@@ -37,6 +38,8 @@ static const struct {
         { "NoNewPrivs:", CONFINED },
         { "Seccomp:", CONFINED },
         { "Seccomp_filters:", CONFINED },
+        { "THP_enabled:", "the client's transparent huge pages are disabled otherwise than the daemon's "
+                          "(prctl PR_SET_THP_DISABLE, which exec keeps)" },
 };
 static const char *const namespaces[] = { "cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts" };
 
@@ -45,6 +48,7 @@ static const char *const namespaces[] = { "cgroup", "ipc", "mnt", "net", "pid", 
 struct context {
         char status[ELEMENTSOF(status_lines)][VALUE_MAX]; /* "" where the kernel has no such line */
         ino_t ns[ELEMENTSOF(namespaces)];                /* 0 where the kernel has no such namespace */
+        bool traced; /* TracerPid: not 0 */
         char personality[32];
         char oom_score_adj[OOM_SCORE_MAX];
         long ioprio;
@@ -65,11 +69,24 @@ static bool read_status(const char *proc, struct context *c) {
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return false;
-        while (fgets(line, sizeof line, f))
+        while (fgets(line, sizeof line, f)) {
+                /* An ended process (a zombie its parent has not reaped) has no memory or namespaces
+                 * left to compare: it is gone. */
+                if (strncmp(line, "State:\tZ", strlen("State:\tZ")) == 0)
+                        return false;
+                if (strncmp(line, "TracerPid:", strlen("TracerPid:")) == 0)
+                        c->traced = strtol(line + strlen("TracerPid:"), NULL, 10) != 0;
                 for (size_t i = 0; i < ELEMENTSOF(status_lines); i++)
                         if (strncmp(line, status_lines[i].key, strlen(status_lines[i].key)) == 0)
                                 snprintf(c->status[i], VALUE_MAX, "%s", line + strlen(status_lines[i].key));
+        }
         return c->status[0][0] != '\0'; /* every kernel has Uid: */
+}
+
+static bool kernel_has_namespace(const char *kind) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/ns/%s", kind);
+        return access(path, F_OK) == 0;
 }
 
 static bool read_namespaces(const char *proc, struct context *c) {
@@ -79,8 +96,8 @@ static bool read_namespaces(const char *proc, struct context *c) {
                 snprintf(path, sizeof path, "%s/ns/%s", proc, namespaces[i]);
                 if (stat(path, &st) == 0)
                         c->ns[i] = st.st_ino;
-                else if (errno != ENOENT) /* ENOENT: a kernel without that kind of namespace */
-                        return false;
+                else if (errno != ENOENT || !kernel_has_namespace(namespaces[i]))
+                        return false; /* ENOENT where we have one: a process that has ended (a zombie) */
         }
         return true;
 }
@@ -97,7 +114,12 @@ static bool read_context(pid_t pid, struct context *c) {
                read_status(proc, c) && read_namespaces(proc, c);
 }
 
+/* a: the client's; b: ours. */
 static const char *difference(const struct context *a, const struct context *b) {
+        /* A tracer (strace -f, gdb, ltrace) follows the program exec'd by its tracee; a served one
+         * would escape it. A traced daemon does not stop its untraced clients from being served. */
+        if (a->traced)
+                return "the client is traced (strace, gdb), and its tracer would not see a served program";
         for (size_t i = 0; i < ELEMENTSOF(status_lines); i++)
                 if (strcmp(a->status[i], b->status[i]) != 0)
                         return status_lines[i].why;

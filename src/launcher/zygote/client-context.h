@@ -2,9 +2,10 @@
 /* What exec gives a program from the process that starts it, and a child of the zygote would not
  * have: the rights and confinement of the process (its user and group IDs and supplementary groups,
  * capabilities, no_new_privs, seccomp filters), the namespaces it sees, its execution domain
- * (personality: setarch) and its I/O priority (ionice). A child forked from the zygote has the
- * zygote's. A client that differs in any of them is declined, and execs the program itself, as it
- * would have: otherwise a sandbox of the daemon's own user (a namespace, a seccomp filter,
+ * (personality: setarch), its I/O priority (ionice) and whether it may have transparent huge pages
+ * (prctl PR_SET_THP_DISABLE). A child forked from the zygote has the zygote's. A client that differs
+ * in any of them is declined, and so is one that is traced (strace -f, gdb), whose tracer would not
+ * follow a served program. Such a client execs the program itself, as it would have: otherwise a sandbox of the daemon's own user (a namespace, a seccomp filter,
  * capabilities dropped, a group left) would run programs outside itself through us. Its OOM score
  * adjustment (choom, a service manager's OOMScoreAdjust=) is given to the program instead, where the
  * kernel lets us: a user's daemon under systemd's user manager has 100, and the clients of an SSH or
