@@ -574,7 +574,10 @@ def test_after_a_launch_the_next_child_waits_for_the_program_to_settle(composito
                 assert prepared_state(d, str(GTK3)).startswith("due"), d.log_text()
             assert launch.wait(timeout=WAIT_S) == 0
             wait_prepared(d, str(GTK3))
-            assert "its launch has settled and a CPU is spare; preparing" in d.log_text(), d.log_text()
+            # Once it settled, or at the 5 s cap when the machine (a test run beside ours) left no
+            # CPU spare after it: either way not while it computed, which the looks above saw.
+            log = d.log_text()
+            assert "its launch has settled and a CPU is spare; preparing" in log or "5 s have passed" in log, log
         finally:
             launch.kill()
             launch.wait()
