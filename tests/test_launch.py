@@ -13,7 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import DAEMON_ONLY_VAR, SANITIZED, Served, base_env, bin_path, daemon_fd_count, run_exec, run_served
+from conftest import (
+    DAEMON_ONLY_VAR,
+    SANITIZED,
+    Served,
+    base_env,
+    bin_path,
+    daemon_fd_count,
+    proc_fields,
+    run_exec,
+    run_served,
+)
 from headstart.daemon import RunningDaemon, private_daemon
 
 SAMPLES = {
@@ -508,3 +518,36 @@ def test_a_program_killed_while_stopped_ends_its_client():
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket), *argv]
         got = what_its_parent_sees(client, its_program(d), on_stop=signal.SIGKILL)
     assert got == want == ["stopped by SIGSTOP", "ended -9"]
+
+
+def child_outlives_its_killed_job(argv: list[str]) -> bool:
+    """Runs argv (a script that starts a child and prints its pid) as a job of its own, kills the
+    job's process group with SIGKILL as `kill -KILL %1` or `timeout -s KILL` does, and says whether
+    the script's child still runs 5 s later."""
+    job = subprocess.Popen(argv, stdout=subprocess.PIPE, env=base_env(), start_new_session=True)
+    assert job.stdout is not None
+    child = int(job.stdout.readline())
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    job.stdout.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if proc_fields(child)[0] == "Z":
+                return False
+        except OSError:
+            return False
+        time.sleep(0.05)
+    os.kill(child, signal.SIGKILL)
+    return True
+
+
+def test_a_job_killed_with_sigkill_takes_the_programs_children_with_it():
+    """Under exec a job's program and its children share the job's process group, which `kill -KILL
+    %1`, `timeout -s KILL` and a service manager's stop kill whole. Served, SIGKILL reached only
+    headstart-run; the daemon killed the program, and the program's children ran on."""
+    argv = ["/usr/bin/bash", "-c", "sleep 300 & echo $!; wait"]
+    assert not child_outlives_its_killed_job(argv)
+    with private_daemon([Path(argv[0])]) as d, Served(d):
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        assert not child_outlives_its_killed_job([*client, *argv])

@@ -101,8 +101,9 @@ int hs_launch_signal(struct hs_launch *l, int sig);
  * status is lost. */
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
 
-/* Closes the handle. A program still running keeps running, but it is killed if no one else
- * holds the connection: closing it tells the daemon its client is gone, as a dead parent would. */
+/* Closes the handle. A program still running keeps running, but it is killed, with the process
+ * group it leads (its children), if no one else holds the connection: closing it tells the daemon
+ * its client is gone, as a dead parent would. */
 void hs_launch_free(struct hs_launch *l);
 
 /* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.

@@ -290,10 +290,16 @@ bool conn_on_event(struct server *s, struct conn *c, uint32_t events) {
                 return handle_request(s, c);
         }
         /* After its request the client only listens; a hang-up means it is gone. Its program would
-         * have died with it under exec (SIGKILL cannot be forwarded), so it dies now. */
+         * have died with it under exec (SIGKILL cannot be forwarded), so it dies now, and so does
+         * the process group the program leads (run-program.c): under exec the program and its
+         * children are in the client's group, which is what kill -KILL of a job, timeout -s KILL
+         * and a service manager's stop kill. The group's number is the child's pid, which no other
+         * process can have until we reap the child. */
         if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-                if (c->child)
-                        (void) pidfd_send_signal(c->child->pidfd, SIGKILL, NULL, 0);
+                if (c->child) {
+                        (void) kill(-c->child->pid, SIGKILL);
+                        (void) pidfd_send_signal(c->child->pidfd, SIGKILL, NULL, 0); /* if it left it */
+                }
                 conn_close(s, c);
         }
         return false;
