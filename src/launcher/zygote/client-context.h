@@ -5,8 +5,9 @@
  * (personality: setarch), its I/O priority (ionice) and whether it may have transparent huge pages
  * (prctl PR_SET_THP_DISABLE). A child forked from the zygote has the zygote's. A client that differs
  * in any of them is declined, and so is one that is traced (strace -f, gdb), whose tracer would not
- * follow a served program. Such a client execs the program itself, as it would have: otherwise a sandbox of the daemon's own user (a namespace, a seccomp filter,
- * capabilities dropped, a group left) would run programs outside itself through us. Its OOM score
+ * follow a served program. Such a client execs the program itself, as it would have: otherwise a
+ * sandbox of the daemon's own user (a namespace, a seccomp filter, capabilities dropped, a group
+ * left) would run programs outside itself through us. Its OOM score
  * adjustment (choom, a service manager's OOMScoreAdjust=) is given to the program instead, where the
  * kernel lets us: a user's daemon under systemd's user manager has 100, and the clients of an SSH or
  * console login 0, which declining would leave with no launch served.
