@@ -47,7 +47,9 @@ struct hs_launch_options {
          * it, such a launch is declined unless the daemon's configuration names the program.
          * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
          * the launch is declined; the daemon then gives this process the program's configured
-         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way.
+         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way. Such
+         * a launch with the inherited fds is declined here, without asking the daemon, when this
+         * process holds a POSIX record lock (fcntl) on one of them, which exec keeps for the program.
          * HS_LAUNCH_FOLLOWS_STOPS, for a caller that stops and goes on with its program as a shell's
          * job would (headstart-run): hs_launch_wait() also returns each time the program stops, as
          * waitid(WSTOPPED) would tell its parent (the caller is not its parent: only the daemon sees

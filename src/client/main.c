@@ -134,28 +134,11 @@ static _Noreturn void exec_program(char *argv[], const char *why) {
         _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Whether this process holds a POSIX record lock (fcntl F_SETLK). Such a lock belongs to the process,
- * not to its fds, so it stays here, and a served program would find its file locked by another
- * process: a wrapper that locks a file and execs its program (flock-style scripts with fcntl) would
- * block its own program. Locks of other kinds (flock, OFD) belong to the open file, which the
- * program gets. /proc/locks: "ID: POSIX ADVISORY WRITE PID MAJ:MIN:INODE START END", and "ID: ->
- * ..." for a lock waited for, not held. */
-static bool holds_posix_lock(void) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
-        char line[256], type[16];
-        int pid;
-        while (f && fgets(line, sizeof line, f))
-                if (sscanf(line, "%*d: %15s %*s %*s %d", type, &pid) == 2 && strcmp(type, "POSIX") == 0 &&
-                    pid == getpid())
-                        return true;
-        return false;
-}
-
 /* What exec keeps for the program from this process and a child of the daemon cannot be given: a
  * signal pending (blocked by the caller), which the program would find pending at main; an interval
  * timer (alarm, setitimer), which would go on counting for it: a CPU-time one set by a caller to
- * bound the program's CPU (the daemon's child has its own, unset); a POSIX record lock. NULL when
- * there is none. */
+ * bound the program's CPU (the daemon's child has its own, unset). NULL when there is neither. A
+ * POSIX record lock, also kept, is looked for by the client library (HS_LAUNCH_EXECS_WHEN_DECLINED). */
 static const char *kept_across_exec(void) {
         sigset_t pending;
         sigemptyset(&pending);
@@ -169,8 +152,6 @@ static const char *kept_across_exec(void) {
                 if (getitimer(timers[i], &t) == 0 && (t.it_value.tv_sec || t.it_value.tv_usec))
                         return "an interval timer is set (alarm, setitimer), which exec keeps for the program";
         }
-        if (holds_posix_lock())
-                return "it holds a POSIX record lock (fcntl), which exec keeps for the program";
         return NULL;
 }
 
