@@ -83,11 +83,14 @@ def test_waiting_without_a_deadline_does_not_spin(program):
     assert wait_gone([launched], 5) == [], "the launch outlived the timer"
 
 
-def test_timeout_stops_a_launch_waiting_for_its_exit():
+def test_timeout_stops_a_launch_waiting_for_its_exit_and_ends_the_run():
+    """The rounds after it would wait as long: a program that never exits (a service given no --ready)
+    waited out every round of a bench, minutes for nothing."""
     start = time.monotonic()
-    done = subprocess.run([*timer("--timeout", "1", "--"), "/bin/sleep", "30"], capture_output=True, text=True,
-                          timeout=20)  # fmt: skip
+    done = subprocess.run([*timer("--timeout", "1", "--runs", "5", "--"), "/bin/sleep", "30"], capture_output=True,
+                          text=True, timeout=20)  # fmt: skip
     assert json.loads(done.stdout) == {"mode": "exec", "round": 0, "error": "not ended within 1 s"}
+    assert done.returncode == 3
     assert time.monotonic() - start < 6
 
 

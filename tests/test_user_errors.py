@@ -96,3 +96,39 @@ def test_without_matplotlib_commands_work_and_a_chart_asks_for_it_in_one_line(tm
         "headstart: drawing a report's charts needs matplotlib "
         "(Debian: apt install python3-matplotlib; pip: matplotlib)"
     )
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HEADSTART, "bench", "--modes", "exec", "--runs", "2", "-o", str(cwd / "out"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def test_bench_of_a_service_ready_at_a_line_stops_it_there(tmp_path):
+    """A service runs on after its "listening" line, which bench was told is ready: it was left to
+    run to --timeout at every launch, and then waited for to exit after its memory was read, which
+    ended the bench in a traceback."""
+    service = f"{sys.executable} -c \"import time; print('LISTENING', flush=True); time.sleep(100)\""
+    done = bench("--programs", service, "--ready", "LISTENING", "--timeout", "20", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bench_of_a_program_that_never_exits_stops_at_its_first_launch(tmp_path):
+    done = bench("--programs", "/usr/bin/sleep 100", "--timeout", "2", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "headstart: sleep, exec (fork + exec): not ended within 2 s; the bench stopped there"
+
+
+def test_bench_of_a_script_without_a_shebang_is_one_line(tmp_path):
+    script = tmp_path / "script"
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    done = bench("--programs", str(script), cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"{script}: not an ELF program" in done.stderr

@@ -21,8 +21,9 @@
  * surface's first frame is committed to the compositor (wayland-watch.c: the programs get a proxy's
  * socket as their WAYLAND_DISPLAY); with both set, either counts. A launch not ready (or, waiting
  * for its exit, not ended) within --timeout is stopped and reported as an error; the default is 30 s
- * with a ready condition and no limit for exit. A launch not ready in time also ends the run (exit
- * status 3, after its line): the next ones would most likely wait as long, for nothing. A launch
+ * with a ready condition and no limit for exit. A launch not ready (or not ended) in time also ends
+ * the run (exit status 3, after its line): the next ones would most likely wait as long, for nothing
+ * (a program given no --ready that never exits, a service, waited out every round). A launch
  * that exits with a status other than 0 is an error too, unless --any-status (diff, grep and cmp
  * say what they found in it); each line gives the exit status, -1 for a launch stopped at ready.
  * --wait-prepared NAME: after each pause, also until daemon NAME has no child of --prepare-display
@@ -112,7 +113,7 @@ struct launch {
         int pidfd;             /* exec, run: readable when it ends */
         struct hs_launch *l;   /* direct */
         bool ended, stopped;
-        bool never_ready;      /* not ready within --timeout */
+        bool never_ready;      /* not ready (or not ended) within --timeout */
         int status;            /* wait status */
         char why[HS_MAX_TEXT + 64];
 };
@@ -361,7 +362,7 @@ static void follow(const struct config *c, struct launch *x, int mark_fd, int ou
                                                           : "no window shown",
                                          (double) c->timeout_ns / 1e9,
                                          problem ? " (" : "", problem ? problem : "", problem ? ")" : "");
-                                x->never_ready = c->ready_wanted;
+                                x->never_ready = true;
                         }
                         stop(x, x->stopped ? SIGKILL : SIGTERM);
                         stop_at = now + STOP_GRACE_NS;

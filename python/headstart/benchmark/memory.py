@@ -70,10 +70,10 @@ def _one_launch(program: Program, socket: Path | None, env: dict[str, str]) -> t
         _wait_stopped(pid)
         memory = read_memory(pid)
         os.kill(pid, signal.SIGCONT)
-        if program.ready.window:  # it would show its window until closed
+        if program.ready.stops:  # it would run on (a window, a service)
             proc.terminate()
             proc.wait(timeout=TIMEOUT_S)
-        elif proc.wait(timeout=TIMEOUT_S) != 0:
+        elif _wait_exit(proc, program) != 0:
             raise HeadstartError(f"{program.name} failed (exit status {proc.returncode}) after its memory was read")
         if memory is None:
             raise HeadstartError(f"cannot read the memory of {program.name} (pid {pid})")
@@ -83,6 +83,15 @@ def _one_launch(program: Program, socket: Path | None, env: dict[str, str]) -> t
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], program: Program) -> int:
+    """Its exit status, within the program's timeout (30 s without one)."""
+    timeout = program.ready.timeout or TIMEOUT_S
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise HeadstartError(f"{program.name} did not exit within {timeout:g} s (give --ready or --timeout)") from None
 
 
 def _read_pid(fd: int) -> int:

@@ -20,11 +20,19 @@ class Ready:
     (`window`: a top-level window mapped on X, the first frame of a toplevel surface committed on
     Wayland; the program is then stopped), else the program's exit.
     A launch not ready within `timeout` seconds is stopped and counted as failed (None: launch-timer's
-    default, 30 s for a line or a window, no limit for the exit)."""
+    default, 30 s for a line or a window, no limit for the exit). With `stop_at_line` a program ready
+    at its line is stopped there too: a user's program given with --ready may run on (a service's
+    "listening" line); our samples exit by themselves once ready, which learning reads."""
 
     pattern: str | None = None
     window: bool = False
     timeout: float | None = None
+    stop_at_line: bool = False
+
+    @property
+    def stops(self) -> bool:
+        """Whether the program is stopped once ready, rather than left to exit."""
+        return self.window or (self.pattern is not None and self.stop_at_line)
 
     def describe(self) -> str:
         if self.window:
@@ -35,7 +43,8 @@ class Ready:
         limit = ["--timeout", f"{self.timeout:g}"] if self.timeout is not None else []
         if self.window:
             return ["--ready-window", *limit]
-        return [*(["--ready", self.pattern] if self.pattern else []), *limit]
+        line = ["--ready", self.pattern, *(["--stop-at-ready"] if self.stop_at_line else [])] if self.pattern else []
+        return [*line, *limit]
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,17 @@ def resolve(program: str, ready: Ready | None = None) -> Program:
         path = shutil.which(path) or path  # a name, as a shell (and profile, check) finds it on PATH
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such sample app, file or program on PATH (samples: {', '.join(SAMPLES)})")
+    if not _is_elf(Path(path)):  # relocations and memory are read from the ELF file
+        raise UsageError(f"{path}: not an ELF program (a script? bench its interpreter with it: '/bin/sh {path}')")
     return Program(Path(path).name, Path(path).resolve(), args, ready or Ready())
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def mark_main_env(programs: list[Program], base: dict[str, str] | None = None) -> dict[str, str]:

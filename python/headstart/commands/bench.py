@@ -151,7 +151,7 @@ def _choices(text: str, allowed: tuple[str, ...] | list[str], what: str) -> list
 
 def _ready(args: argparse.Namespace) -> Ready:
     """When the programs given by path are ready (--ready was compiled as it was parsed)."""
-    return Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout)
+    return Ready(args.ready.pattern if args.ready else None, args.ready_window, args.timeout, stop_at_line=True)
 
 
 def plan_from(args: argparse.Namespace) -> suite.Plan:
