@@ -56,7 +56,10 @@ static void help(void) {
                 "                  compiler does not; without it, the daemon's configuration decides\n"
                 "  --status        print what the daemon serves and how it has been doing\n"
                 "  --json          with --status: as one JSON object (docs/protocol.md)\n"
-                "Set HEADSTART_DEBUG=1 to see why a launch went to exec.\n";
+                "Set HEADSTART_DEBUG=1 to see why a launch went to exec. Without it, a line of\n"
+                "its own goes to stderr only when the daemon rejected the request (another user's\n"
+                "socket: su and sudo -E keep XDG_RUNTIME_DIR) or did not answer in time; PROGRAM\n"
+                "then runs by exec.\n";
         (void) !write(STDOUT_FILENO, text, sizeof text - 1);
 }
 
