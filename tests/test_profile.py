@@ -17,7 +17,7 @@ from pathlib import Path
 import chrome_trace
 import jsonschema
 import pytest
-from conftest import SANITIZED, charts_in_chromium, helper_path
+from conftest import SANITIZED, bin_path, charts_in_chromium, helper_path
 from headstart import binaries, relocations
 from headstart.errors import HeadstartError
 from headstart.profiling import after_main_shares, after_main_trace, syscalls, toolkit_settings
@@ -544,6 +544,28 @@ SYNTHETIC_TRACE = """\
 100 10.075000 <... futex resumed>) = 0 <0.050000>
 100 10.076000 getpid() = 100 <0.000005>
 """
+
+
+def test_main_in_a_trace_is_the_probes_mark_not_its_first_write():
+    """The probe writes its output whenever its buffer fills, which loading a program of 215
+    libraries (ffprobe) does before main: the first open of that file put main among the loader's
+    work, and the profile called relocation after-main computation. Main is the probe's mark."""
+    trace = (
+        '100 10.000000 openat(AT_FDCWD</x>, "/tmp/probe.jsonl", O_WRONLY) = 4</tmp/probe.jsonl> <0.000010>\n'
+        "100 10.001000 mprotect(0x7f0000001000, 4096, PROT_READ) = 0 <0.000010>\n"
+        '100 10.002000 openat(AT_FDCWD</x>, "/tmp/probe.jsonl", O_WRONLY) = 4</tmp/probe.jsonl> <0.000010>\n'
+        f'100 10.002100 access("{after_main_trace.MAIN_MARK}", F_OK) = -1 ENOTDIR (Not a directory) <0.000002>\n'
+        "100 10.003000 getpid() = 100 <0.000005>\n"
+    )
+    calls = syscalls.parse(trace)
+    assert [c.name for c in after_main_trace.after_main(calls)] == ["access", "getpid"]
+
+
+def test_the_probe_marks_main_for_a_system_call_trace(tmp_path):
+    out = tmp_path / "trace"
+    env = dict(os.environ, LD_AUDIT=str(bin_path("probe")), HEADSTART_PROBE_OUTPUT=str(tmp_path / "p"))
+    subprocess.run(["strace", "-f", "-qq", "-o", str(out), str(bin_path("observe")), "exit", "0"], env=env, check=True)
+    assert after_main_trace.MAIN_MARK in out.read_text()
 
 
 def test_after_main_trace_of_a_synthetic_launch(monkeypatch):

@@ -2,8 +2,10 @@
 starts, the longest stretches of its main thread without a system call and in one, and the
 fontconfig files it reads.
 
-Alignment: the probe writes its output file when main starts, so the first open of that file in the
-trace marks main, and every call that starts after it is after main; the end of the trace is ready
+Alignment: as main starts, the probe looks up a path that cannot exist (MAIN_MARK), which marks main
+in the trace, and every call that starts after it is after main (a trace from before that mark:
+the probe's first open of its output file, which a program that loads hundreds of libraries also
+makes before main, as the probe's buffer fills); the end of the trace is ready
 (the program exits, or is terminated at its ready line). Times are ms after main on strace's clock.
 Tracing slows every system call (tens of µs each), so times in and around calls are inflated and
 only ranked; the stretches between calls are computation, which tracing barely slows.
@@ -21,6 +23,7 @@ from headstart.profiling import files
 from headstart.profiling.syscalls import AddressMap, Call, as_text
 
 PROBE_OUTPUT = "probe.jsonl"
+MAIN_MARK = "/dev/null/headstart-probe-main"  # src/probe/probe.c
 # fontconfig's configuration (/etc/fonts/fonts.conf, conf.d/*.conf, /usr/share/fontconfig/conf.avail)
 # and its caches (/var/cache/fontconfig/*.cache-N, ~/.cache/fontconfig): what FcInit reads. Font
 # files themselves are read when text is drawn, which a warm-up does not do.
@@ -31,10 +34,16 @@ _RELRO = re.compile(r"^\(0x[0-9a-f]+, \d+, PROT_READ\)\s+=\s+0")
 TOP_FILES = 10
 
 
+def main_call(calls: list[Call]) -> Call | None:
+    """The call that marks main in the trace, or None."""
+    marked = next((c for c in calls if MAIN_MARK in c.rest), None)
+    return marked or next((c for c in calls if c.name.startswith("open") and PROBE_OUTPUT + ">" in c.rest), None)
+
+
 def after_main(calls: list[Call]) -> list[Call]:
-    """The calls from main (the probe opening its output) to the end of the launch."""
-    start = next((c.start for c in calls if c.name.startswith("open") and PROBE_OUTPUT + ">" in c.rest), None)
-    return [] if start is None else [c for c in calls if c.start >= start]
+    """The calls from main to the end of the launch."""
+    main = main_call(calls)
+    return [] if main is None else [c for c in calls if c.start >= main.start]
 
 
 def _ms(t: float, main: float) -> float:

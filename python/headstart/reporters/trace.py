@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from headstart.boot.analysis import Analysis
-from headstart.profiling.after_main_trace import PROBE_OUTPUT, relocations, started
+from headstart.profiling.after_main_trace import main_call, relocations, started
 from headstart.profiling.launch import Launch
 from headstart.profiling.profiler import Recorded
 from headstart.profiling.syscalls import AddressMap, Call
@@ -196,9 +196,9 @@ def _traced_launch(trace: Trace, calls: list[Call], program: str, pids: _Pids, o
     for begin, end, path in relocations(by_thread[calls[0].pid], mapped):
         name = f"relocate {os.path.basename(path)}"
         trace.slice(main_track, main_track, name, _ns(begin - zero), _ns(end - zero), {"object": path})
-    opened = next((c for c in calls if c.name.startswith("open") and PROBE_OUTPUT + ">" in c.rest), None)
-    if opened is not None:
-        trace.instant(main_track, main_track, "main", _ns(opened.start - zero))
+    main = main_call(calls)
+    if main is not None:
+        trace.instant(main_track, main_track, "main", _ns(main.start - zero))
     trace.instant(main_track, main_track, "end of trace", _ns(max(c.end for c in calls) - zero))
 
 
