@@ -494,6 +494,24 @@ def test_write_preload_is_configuration_headstartd_loads(gtk_window_profile):
         assert os.path.realpath(path) in maps, path
 
 
+def test_write_preload_leaves_out_what_cannot_be_loaded_outside_the_program(tmp_path):
+    """A plugin that needs a function of its program (as PHP's extensions need php's) was written as a
+    preload line, and headstartd, told to preload it, refused to start."""
+    from headstart.daemon import private_daemon
+
+    preload = tmp_path / "plugin.conf"
+    plugin = os.path.realpath(helper_path("hs-plugin-needs-program.so"))
+    program = helper_path("uses-plugin-api")
+    data = profile_json("--runs", "2", "--write-preload", str(preload), "--", str(program), plugin)
+    after = data["after_main"]
+    assert plugin in after["objects"]
+    lines = preload.read_text().splitlines()
+    assert f"# {plugin}" in lines and f"preload = {plugin}" not in lines, lines
+    assert any("could not be loaded outside the program" in a for a in after["advice"]), after["advice"]
+    with private_daemon([], extra_args=["--config", str(preload), "--no-learn"]) as d:
+        assert d.process.poll() is None
+
+
 @pytest.mark.parametrize("program", ["gtk-hello", "/usr/bin/galculator"])
 def test_profile_via_daemon_waits_for_the_window(x_server, program):
     """--ready-window and --timeout reach the launches through the daemon too: they once waited for an

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A plugin that programs dlopen after main; with -DSTART_THREAD its constructor starts a thread, with
  * -DTOUCH_FRAMEWORK_TLS it touches the framework's thread-local counter, with -DHANG its constructor
- * never returns. */
+ * never returns, with -DNEEDS_PROGRAM it calls a function of the program that loads it. */
 #include <stddef.h>
 #include <unistd.h>
 
@@ -29,6 +29,17 @@ __attribute__((constructor)) static void touch_framework_tls(void) {
 #endif
 
 const char *plugin_hello(void);
+#ifdef NEEDS_PROGRAM
+/* As PHP's extensions: a function only the program that loads it defines (and exports), whose address
+ * is in a table of the plugin's, so that it is bound as the plugin loads, not at a first call. */
+int program_api(void);
+extern int (*plugin_handlers[1])(void);
+int (*plugin_handlers[1])(void) = { program_api };
+const char *plugin_hello(void) {
+        return plugin_handlers[0]() == 42 ? "hello from the plugin, through the program" : "the program answered wrong";
+}
+#else
 const char *plugin_hello(void) {
         return "hello from the plugin";
 }
+#endif

@@ -10,6 +10,14 @@ int framework_initialised(void);
 extern __thread int framework_tls __attribute__((tls_model("initial-exec")));
 #endif
 
+#ifdef EXPORTS_API
+/* What hs-plugin-needs-program calls in the program (exported: -rdynamic). */
+int program_api(void);
+int program_api(void) {
+        return 42;
+}
+#endif
+
 int main(int argc, char *argv[]) {
         if (argc < 2) {
                 fprintf(stderr, "usage: uses-plugin PLUGIN\n");

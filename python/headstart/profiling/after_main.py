@@ -115,19 +115,41 @@ def objects_loaded(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(path for r in rows for path in [r["object"], *r["with"]]))
 
 
+def preloadable(load_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The loads a daemon can preload, and the objects of those it cannot: loaded apart, in a process
+    holding the program's libraries but not the program, they failed (PHP's extensions need symbols
+    of the php program itself), and so would they in headstartd. Loads not tried apart (--from) are
+    taken."""
+    ok = [r for r in load_rows if r.get("loads_apart") is not False]
+    taken = set(objects_loaded(ok))
+    return ok, [o for o in objects_loaded([r for r in load_rows if r.get("loads_apart") is False]) if o not in taken]
+
+
 def saving_ms(load_rows: list[dict[str, Any]]) -> tuple[float, str]:
-    """What preloading the objects saves per launch, and what that figure is."""
-    if load_rows and all(r["dlopen_ms"] is not None for r in load_rows):
-        return sum(r["dlopen_ms"] for r in load_rows), "loading them apart, untraced: mapping, relocation, constructors"
-    return sum(r["cost_ms"] for r in load_rows), "their mapping alone, a lower bound"
+    """What preloading the objects a daemon can preload saves per launch, and what that figure is."""
+    rows, _ = preloadable(load_rows)
+    if rows and all(r["dlopen_ms"] is not None for r in rows):
+        return sum(r["dlopen_ms"] for r in rows), "loading them apart, untraced: mapping, relocation, constructors"
+    return sum(r["cost_ms"] for r in rows), "their mapping alone, a lower bound"
 
 
 def _preload_advice(load_rows: list[dict[str, Any]]) -> str:
+    rows, left_out = preloadable(load_rows)
+    if not rows:
+        return (
+            f"the {len(left_out)} objects loaded after main could not be loaded outside the program (they need "
+            "its own symbols): no daemon can preload them"
+        )
     saving, how = saving_ms(load_rows)
-    relocated = sum(r["relocated_traced_ms"] or 0 for r in load_rows)
+    relocated = sum(r["relocated_traced_ms"] or 0 for r in rows)
+    cannot = (
+        f"; {len(left_out)} more could not be loaded outside the program (they need its own symbols) and are left out"
+        if left_out
+        else ""
+    )
     return (
-        f"preload these {len(objects_loaded(load_rows))} objects, saving about {saving:.1f} ms per launch "
-        f"({how}; median. Mapping and relocating them took {relocated:.1f} ms in the traced launch): "
+        f"preload these {len(objects_loaded(rows))} objects, saving about {saving:.1f} ms per launch "
+        f"({how}; median. Mapping and relocating them took {relocated:.1f} ms in the traced launch{cannot}): "
         "learned automatically by headstartd's adaptive preload (on by default), or add them as "
         "`preload = PATH` lines (`headstart profile --write-preload FILE`, then headstartd --config FILE)"
     )
@@ -189,6 +211,7 @@ def with_load_cost(rows: list[dict[str, Any]], timelines: list[Timeline], runs: 
     measured = load_cost.measure(initial, [r["object"] for r in rows], runs) if runs else [None] * len(rows)
     for row, ms in zip(rows, measured, strict=True):
         row["dlopen_ms"] = ms
+        row["loads_apart"] = ms is not None if runs else None
 
 
 def _fc_init_ms(timelines: list[Timeline], traced: dict[str, Any], runs: int) -> float | None:
@@ -219,6 +242,12 @@ def analyze(
 
 
 def preload_lines(after_main: dict[str, Any]) -> str:
-    """The objects as headstartd configuration (packaging/headstart.conf.example)."""
+    """The objects a daemon can preload as headstartd configuration (packaging/headstart.conf.example),
+    and those it cannot as comments."""
+    rows, left_out = preloadable(after_main["loads"])
     head = "# Objects the program loaded after main (headstart profile), preloaded by headstartd.\n"
-    return head + "".join(f"preload = {path}\n" for path in after_main["objects"])
+    lines = [f"preload = {path}\n" for path in objects_loaded(rows)]
+    if left_out:
+        lines.append("# Loaded after main too, but not outside the program (they need its own symbols):\n")
+        lines += [f"# {path}\n" for path in left_out]
+    return head + "".join(lines)
