@@ -59,14 +59,32 @@ def opened_at(calls: list[Call]) -> dict[str, float]:
     return found
 
 
-def with_relocation(rows: list[dict[str, Any]], calls: list[Call], mapped: AddressMap) -> None:
-    """Adds to each load the traced time from its first open to its last object relocated."""
+Span = tuple[float, float]
+
+
+def with_relocation(rows: list[dict[str, Any]], calls: list[Call], mapped: AddressMap) -> dict[str, Span]:
+    """Adds to each load the traced time from its first open to its last object relocated; returns
+    those spans by object, for their union (a plugin loaded by another's constructor is inside it)."""
     opened, relocated = opened_at(calls), relocated_at(calls, mapped)
+    spans: dict[str, Span] = {}
     for row in rows:
         paths = [os.path.realpath(p) for p in [row["object"], *row["with"]]]
         begin = opened.get(paths[0])
         ends = [relocated[p] for p in paths if p in relocated]
         row["relocated_traced_ms"] = (max(ends) - begin) * 1000 if begin is not None and ends else None
+        if begin is not None and ends:
+            spans[row["object"]] = (begin, max(ends))
+    return spans
+
+
+def union_ms(spans: list[Span]) -> float:
+    """The time inside any of the spans, each counted once."""
+    total, reached = 0.0, float("-inf")
+    for begin, end in sorted(spans):
+        if end > reached:
+            total += end - max(begin, reached)
+            reached = end
+    return total * 1000
 
 
 def _requester(tl: Timeline, index: int | None) -> tuple[str | None, str | None]:
@@ -133,7 +151,7 @@ def saving_ms(load_rows: list[dict[str, Any]]) -> tuple[float, str]:
     return sum(r["cost_ms"] for r in rows), "their mapping alone, a lower bound"
 
 
-def _preload_advice(load_rows: list[dict[str, Any]]) -> str:
+def _preload_advice(load_rows: list[dict[str, Any]], spans: dict[str, Span]) -> str:
     rows, left_out = preloadable(load_rows)
     if not rows:
         return (
@@ -141,7 +159,7 @@ def _preload_advice(load_rows: list[dict[str, Any]]) -> str:
             "its own symbols): no daemon can preload them"
         )
     saving, how = saving_ms(load_rows)
-    relocated = sum(r["relocated_traced_ms"] or 0 for r in rows)
+    relocated = union_ms([spans[r["object"]] for r in rows if r["object"] in spans])
     cannot = (
         f"; {len(left_out)} more could not be loaded outside the program (they need its own symbols) and are left out"
         if left_out
@@ -185,9 +203,9 @@ def _started_advice(begun: list[dict[str, Any]]) -> str:
     )
 
 
-def advice(load_rows: list[dict[str, Any]], traced: dict[str, Any]) -> list[str]:
+def advice(load_rows: list[dict[str, Any]], traced: dict[str, Any], spans: dict[str, Span]) -> list[str]:
     """What headstartd can take over, with the numbers behind it, and what it cannot."""
-    out = [_preload_advice(load_rows)] if load_rows else []
+    out = [_preload_advice(load_rows, spans)] if load_rows else []
     font = traced.get("fontconfig")
     if font and font["files"]:
         out.append(_fontconfig_advice(font, traced.get("main_thread")))
@@ -228,7 +246,7 @@ def analyze(
     load_rows = loads(timelines)
     with_load_cost(load_rows, timelines, measure_runs)
     calls = syscalls.parse(trace_text) if trace_text is not None else []
-    with_relocation(load_rows, after_main_trace.after_main(calls), AddressMap(calls))
+    spans = with_relocation(load_rows, after_main_trace.after_main(calls), AddressMap(calls))
     traced = after_main_trace.summary(calls, top_gaps)
     traced["fontconfig"]["fc_init_ms"] = _fc_init_ms(timelines, traced, measure_runs)
     return {
@@ -237,7 +255,7 @@ def analyze(
         "load_ms": sum(r["cost_ms"] for r in load_rows),
         "trace": traced,
         "shares": after_main_shares.shares(after_main_trace.after_main(calls), calls),
-        "advice": advice(load_rows, traced),
+        "advice": advice(load_rows, traced, spans),
     }
 
 
