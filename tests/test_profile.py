@@ -740,3 +740,12 @@ def test_time_in_nested_loads_is_counted_once():
     loads took 581 ms "in the traced launch" of 452 ms."""
     assert after_main.union_ms([(1.0, 1.5), (1.1, 1.2), (1.4, 1.6), (2.0, 2.1)]) == pytest.approx(700)
     assert after_main.union_ms([]) == 0
+
+
+def test_a_program_that_failed_in_every_launch_is_said_to_have():
+    """`profile -- ls /nonexistent` profiled ls's error path without a word; and the advice named the
+    profiler's own output file (after close .../probe.jsonl) for a stretch of 0.1 ms."""
+    data = profile_json("--runs", "2", "--", "/usr/bin/ls", "/nonexistent-headstart-test")
+    advice = data["after_main"]["advice"]
+    assert advice[0].startswith("the program exited with status 2 in every launch"), advice
+    assert not any("probe.jsonl" in a for a in advice), advice

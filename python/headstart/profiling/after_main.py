@@ -60,6 +60,8 @@ def opened_at(calls: list[Call]) -> dict[str, float]:
 
 
 Span = tuple[float, float]
+# A stretch without a system call shorter than this is not worth a line of advice (the table lists it).
+GAP_ADVICE_MS = 1.0
 
 
 def with_relocation(rows: list[dict[str, Any]], calls: list[Call], mapped: AddressMap) -> dict[str, Span]:
@@ -211,7 +213,7 @@ def advice(load_rows: list[dict[str, Any]], traced: dict[str, Any], spans: dict[
         out.append(_fontconfig_advice(font, traced.get("main_thread")))
     if traced.get("started"):
         out.append(_started_advice(traced["started"]))
-    if traced.get("gaps"):
+    if traced.get("gaps") and traced["gaps"][0]["ms"] >= GAP_ADVICE_MS:
         out.append(_gap_advice(traced["gaps"][0]))
     return out
 

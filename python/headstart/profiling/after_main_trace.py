@@ -109,6 +109,11 @@ def relocations(calls: list[Call], mapped: AddressMap) -> list[tuple[float, floa
     ]
 
 
+def _describe(call: Call, mapped: AddressMap) -> str:
+    """The call as the tables name it; the probe's own at main (its mark, its output) as "main"."""
+    return "main" if MAIN_MARK in call.rest or PROBE_OUTPUT + ">" in call.rest else call.describe(mapped)
+
+
 def gaps(calls: list[Call], pid: int, main: float, top: int, mapped: AddressMap) -> list[dict[str, Any]]:
     """The longest stretches of one thread without a system call: from one call's end to the next's
     start. One that ends with an object's RELRO made read-only was the loader relocating it."""
@@ -117,8 +122,8 @@ def gaps(calls: list[Call], pid: int, main: float, top: int, mapped: AddressMap)
         {
             "at_ms": _ms(a.end, main),
             "ms": (b.start - a.end) * 1000,
-            "after": a.describe(mapped),
-            "before": b.describe(mapped),
+            "after": _describe(a, mapped),
+            "before": _describe(b, mapped),
             "relocating": mapped.object_of(b) if b.name == "mprotect" and _RELRO.match(b.rest) else None,
         }
         for a, b in itertools.pairwise(mine)

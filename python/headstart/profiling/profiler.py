@@ -117,6 +117,7 @@ class Profiler:
         after = self._after_main([w.timeline for w in warm if w.timeline], trace)
         settings = self._settings(warm)
         after["advice"] += [line for found in settings if (line := toolkit_settings.advice(found))]
+        after["advice"][:0] = _failed_advice(warm)
         return {
             "schema": summary.SCHEMA_VERSION,
             "program": self.argv,
@@ -188,3 +189,16 @@ class Profiler:
             raise HeadstartError("the overhead launches did not mark main")
         a, b = summarize(with_probe), summarize(without)
         return {"with_probe_us": a.as_dict(), "without_probe_us": b.as_dict(), "added_us": a.median - b.median}
+
+
+def _failed_advice(warm: list[Launch]) -> list[str]:
+    """A program that failed in every launch (a mistyped argument, a missing file) had its way to that
+    failure profiled, which the user should hear of first."""
+    ended = [w.exit_status for w in warm if not w.stopped_at_ready]
+    if not warm or len(ended) != len(warm) or len(set(ended)) != 1 or ended[0] <= 0:
+        return []
+    status = ended[0]
+    return [
+        f"the program exited with status {status} in every launch: this profiles its way to that failure "
+        "(check its arguments; programs such as grep and diff say what they found so)"
+    ]
