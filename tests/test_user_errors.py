@@ -132,3 +132,20 @@ def test_bench_of_a_script_without_a_shebang_is_one_line(tmp_path):
     done = bench("--programs", str(script), cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert f"{script}: not an ELF program" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["profile", "--runs", "1000000000", "--", "/bin/true"], "argument --runs: expected a whole number from 1"),
+        (["bench", "--runs", "0", "--programs", "/bin/true"], "argument --runs: expected a whole number from 1"),
+        (["profile", "-o", "/nonexistent-folder/p.json", "--", "/bin/true"], "no such folder: /nonexistent-folder"),
+        (["bench", "-o", "/proc/cpuinfo", "--programs", "/bin/true"], "/proc/cpuinfo: not a folder"),
+        (["bench", "-o", "/proc/nope", "--programs", "/bin/true"], "/proc/nope: cannot be written in"),
+    ],
+)
+def test_runs_and_outputs_are_checked_before_anything_runs(args, message):
+    """A billion runs ran silently until killed, and a place results cannot be written was said only
+    after every launch had run."""
+    done = subprocess.run([*HEADSTART, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr, done.stderr

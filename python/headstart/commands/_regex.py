@@ -1,12 +1,16 @@
 """Checks of values given on the command line, as argparse types, so that a bad one is a usage error
 naming the option before anything runs: a regular expression (--ready, --start, --stop), a number
-of seconds (--timeout), a whole number within its range (--baud, --read-ahead-kb)."""
+of seconds (--timeout), a whole number within its range (--baud, --read-ahead-kb, --runs), a file or
+a folder the results can be written to (-o), checked before minutes of launches rather than after."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 
 def regex(text: str) -> re.Pattern[str]:
@@ -26,6 +30,10 @@ def seconds(text: str) -> float:
     return value
 
 
+# More launches than anyone waits for: a typo (an extra 0) is one line, not a command that runs for days.
+MAX_RUNS = 100_000
+
+
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     """A type for a whole number from `minimum` to `maximum`."""
 
@@ -39,3 +47,31 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
         return value
 
     return number
+
+
+def writable_file(text: str) -> Path:
+    """A file to write results to, in a folder that exists and can be written in."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: a folder, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no such folder: {path.parent}")
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: cannot be written")
+    return path
+
+
+def writable_folder(text: str) -> Path:
+    """A folder to write results in, or to make: tried by making and removing a folder where it is
+    (or would be) made, since access() says yes to root for /proc."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder")
+    existing = path.resolve()
+    while not existing.exists():
+        existing = existing.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".headstart-", dir=existing))
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{text}: cannot be written in: {e.strerror}") from e
+    return path

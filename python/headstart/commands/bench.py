@@ -15,7 +15,7 @@ from headstart.benchmark.display import display_env, parse_displays, private_dis
 from headstart.benchmark.programs import Ready
 from headstart.benchmark.results import BenchResult, as_json
 from headstart.benchmark.timing import DEFAULT_MODES, LAUNCHERS, MODES, PREPARED_PAUSE_MS, mode_keys
-from headstart.commands._regex import regex, seconds
+from headstart.commands._regex import MAX_RUNS, regex, seconds, whole_number, writable_folder
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.plan import parse_size
 from headstart.reporters import bench, bench_page, figures, json_out, trace
@@ -98,7 +98,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "or an X server (:N); default: the session's kind (WAYLAND_DISPLAY, else DISPLAY), else x11 if Xvfb is "
         "installed, else wayland",
     )
-    p.add_argument("--runs", type=int, help="launches per mode and program (default 200, 12 with --quick)")
+    p.add_argument(
+        "--runs", type=whole_number(1, MAX_RUNS), help="launches per mode and program (default 200, 12 with --quick)"
+    )
     p.add_argument(
         "--modes",
         default=",".join(DEFAULT_MODES),
@@ -133,7 +135,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=writable_folder,
         default=Path("bench-results"),
         metavar="DIR",
         help="where bench.json, report.html and trace.json (each launch per mode, for Perfetto: docs/traces.md) "
@@ -157,8 +159,6 @@ def _ready(args: argparse.Namespace) -> Ready:
 def plan_from(args: argparse.Namespace) -> suite.Plan:
     modes = _choices(args.modes, MODES, "mode")
     clients = _choices(args.clients, list(LAUNCHERS), "client")
-    if args.runs is not None and args.runs < 1:
-        raise UsageError("--runs must be at least 1")
     if args.programs:
         given = _ready(args)
         ready = {p: given for p in program_list.expand(args.programs)}
@@ -196,8 +196,6 @@ def cold_plan_from(args: argparse.Namespace) -> cold.ColdPlan:
             raise UsageError(f"--{option.replace('_', '-')} goes with --cold")
     modes = _choices(args.modes if args.modes != ",".join(DEFAULT_MODES) else "exec,pool", MODES, "mode")
     clients = _choices(args.clients if args.clients != ",".join(LAUNCHERS) else "run", list(LAUNCHERS), "client")
-    if args.runs is not None and args.runs < 1:
-        raise UsageError("--runs must be at least 1")
     if args.pin_plan and not args.pin_plan.is_file():
         raise UsageError(f"--pin-plan: no such file: {args.pin_plan}")
     wanted = {p: _ready(args) for p in program_list.expand(args.programs)} if args.programs else COLD_PROGRAMS

@@ -16,7 +16,7 @@ from typing import Any
 from headstart.benchmark import via_daemon
 from headstart.benchmark.display import private_display_here
 from headstart.benchmark.programs import Ready
-from headstart.commands._regex import regex, seconds
+from headstart.commands._regex import MAX_RUNS, regex, seconds, whole_number, writable_file
 from headstart.errors import HeadstartError, UsageError
 from headstart.pinning.lockers import pind_running
 from headstart.pinning.plan import parse_size
@@ -32,7 +32,7 @@ HELP = "profile a program's launches: phases, libraries, relocations, faults, fi
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=20, help="launches of each kind (default 20)")
+    p.add_argument("--runs", type=whole_number(1, MAX_RUNS), default=20, help="launches of each kind (default 20)")
     p.add_argument("--cold", action="store_true", help="also launch with the program's files evicted from the cache")
     p.add_argument("--drop-all", action="store_true", help="with --cold: drop the whole page cache (root)")
     p.add_argument(
@@ -78,10 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "PROGRAM on a device) instead of launching",
     )
     p.add_argument("--json", action="store_true", help="print the whole profile as JSON")
-    p.add_argument("-o", "--output", type=Path, help="write the profile (JSON, for `headstart report`) here")
+    p.add_argument("-o", "--output", type=writable_file, help="write the profile (JSON, for `headstart report`) here")
     p.add_argument(
         "--trace",
-        type=Path,
+        type=writable_file,
         metavar="FILE",
         help="write the launches as a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: Chrome's JSON "
         "trace format, one process per launch (phases, objects mapped, faults) and the strace'd launch's system "
@@ -89,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--write-preload",
-        type=Path,
+        type=writable_file,
         metavar="FILE",
         help="write the objects loaded after main as headstartd configuration (`preload = PATH` lines)",
     )
@@ -116,8 +116,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--from reads a recorded launch: give no program")
         return output(args, *from_trace.load(args.from_trace))
     argv = resolve_program(args.command, loader_env=True)
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
     if args.gaps < 0:
         raise UsageError("--gaps must be 0 or more")
     if args.drop_all and not args.cold:
