@@ -72,8 +72,11 @@ def _libraries(profile: dict[str, Any]) -> Table:
 
 def _files(profile: dict[str, Any]) -> Table:
     rows = profile["files"][:TOP_FILES]
-    t = Table(title=f"Files by bytes read (top {len(rows)} of {len(profile['files'])}); pages in cold launches")
-    for col in ("file", "read KiB", "reads", "mapped KiB", "pages", "kept", "mapped", "resident after"):
+    with_cold = any(f["cold"] for f in rows)  # launches with --cold: the pages kept, mapped and resident
+    title = f"Files by bytes read (top {len(rows)} of {len(profile['files'])})"
+    t = Table(title=title + ("; the last three columns: pages in cold launches" if with_cold else ""))
+    columns = ("file", "read KiB", "reads", "mapped KiB", "pages", *(("kept", "mapped", "resident after") * with_cold))
+    for col in columns:
         t.add_column(col, justify="left" if col == "file" else "right")
     for f in rows:
         cold = f["cold"] or {}
@@ -81,15 +84,14 @@ def _files(profile: dict[str, Any]) -> Table:
         def pages(key: str, cold: dict[str, Any] = cold) -> str:
             return "-" if cold.get(key) is None else f"{cold[key]:,.0f}"
 
+        cold_pages = (pages("resident_after_evict"), pages("mapped"), pages("resident_after_launch"))
         t.add_row(
             f["path"],
             f"{f['bytes_read'] / 1024:,.0f}",
             f"{f['reads']:,}",
             f"{f['bytes_mapped'] / 1024:,.0f}",
             f"{f['pages']:,}",
-            pages("resident_after_evict"),
-            pages("mapped"),
-            pages("resident_after_launch"),
+            *(cold_pages * with_cold),
         )
     return t
 
