@@ -12,6 +12,7 @@ from pathlib import Path
 
 from headstart import binaries
 from headstart.errors import UsageError
+from headstart.verdicts import is_elf_program
 
 
 @dataclass(frozen=True)
@@ -128,17 +129,9 @@ def resolve(program: str, ready: Ready | None = None) -> Program:
         path = shutil.which(path) or path  # a name, as a shell (and profile, check) finds it on PATH
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such sample app, file or program on PATH (samples: {', '.join(SAMPLES)})")
-    if not _is_elf(Path(path)):  # relocations and memory are read from the ELF file
-        raise UsageError(f"{path}: not an ELF program (a script? bench its interpreter with it: '/bin/sh {path}')")
+    if not is_elf_program(Path(path)):  # relocations and memory are read from the ELF file
+        raise UsageError(f"{path}: not an ELF program we may run (a script? bench its interpreter: '/bin/sh {path}')")
     return Program(Path(path).name, Path(path).resolve(), args, ready or Ready())
-
-
-def _is_elf(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
 
 
 def mark_main_env(programs: list[Program], base: dict[str, str] | None = None) -> dict[str, str]:

@@ -145,9 +145,8 @@ def preloadable(load_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     return ok, [o for o in objects_loaded([r for r in load_rows if r.get("loads_apart") is False]) if o not in taken]
 
 
-def saving_ms(load_rows: list[dict[str, Any]]) -> tuple[float, str]:
-    """What preloading the objects a daemon can preload saves per launch, and what that figure is."""
-    rows, _ = preloadable(load_rows)
+def saving_ms(rows: list[dict[str, Any]]) -> tuple[float, str]:
+    """What preloading the loads (those a daemon can preload) saves per launch, and what that figure is."""
     if rows and all(r["dlopen_ms"] is not None for r in rows):
         return sum(r["dlopen_ms"] for r in rows), "loading them apart, untraced: mapping, relocation, constructors"
     return sum(r["cost_ms"] for r in rows), "their mapping alone, a lower bound"
@@ -160,7 +159,7 @@ def _preload_advice(load_rows: list[dict[str, Any]], spans: dict[str, Span]) -> 
             f"the {len(left_out)} objects loaded after main could not be loaded outside the program (they need "
             "its own symbols): no daemon can preload them"
         )
-    saving, how = saving_ms(load_rows)
+    saving, how = saving_ms(rows)
     relocated = union_ms([spans[r["object"]] for r in rows if r["object"] in spans])
     cannot = (
         f"; {len(left_out)} more could not be loaded outside the program (they need its own symbols) and are left out"

@@ -34,10 +34,15 @@ _RELRO = re.compile(r"^\(0x[0-9a-f]+, \d+, PROT_READ\)\s+=\s+0")
 TOP_FILES = 10
 
 
+def _probes_own(call: Call) -> bool:
+    """A call of the probe's at main: its mark, or one on its output file (-y names it)."""
+    return MAIN_MARK in call.rest or PROBE_OUTPUT + ">" in call.rest
+
+
 def main_call(calls: list[Call]) -> Call | None:
     """The call that marks main in the trace, or None."""
     marked = next((c for c in calls if MAIN_MARK in c.rest), None)
-    return marked or next((c for c in calls if c.name.startswith("open") and PROBE_OUTPUT + ">" in c.rest), None)
+    return marked or next((c for c in calls if c.name.startswith("open") and _probes_own(c)), None)
 
 
 def after_main(calls: list[Call]) -> list[Call]:
@@ -111,7 +116,7 @@ def relocations(calls: list[Call], mapped: AddressMap) -> list[tuple[float, floa
 
 def _describe(call: Call, mapped: AddressMap) -> str:
     """The call as the tables name it; the probe's own at main (its mark, its output) as "main"."""
-    return "main" if MAIN_MARK in call.rest or PROBE_OUTPUT + ">" in call.rest else call.describe(mapped)
+    return "main" if _probes_own(call) else call.describe(mapped)
 
 
 def gaps(calls: list[Call], pid: int, main: float, top: int, mapped: AddressMap) -> list[dict[str, Any]]:
