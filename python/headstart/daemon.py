@@ -15,6 +15,7 @@ from pathlib import Path
 
 from headstart import binaries
 from headstart.errors import HeadstartError
+from headstart.processes import terminate
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -136,10 +137,4 @@ def _wait_ready(daemon: RunningDaemon, timeout: float) -> None:
 
 
 def stop(daemon: RunningDaemon, timeout: float = 10.0) -> None:
-    if daemon.process.poll() is None:
-        daemon.process.send_signal(signal.SIGTERM)
-        try:
-            daemon.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            daemon.process.kill()
-            daemon.process.wait()
+    terminate(daemon.process, timeout)

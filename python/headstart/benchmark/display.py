@@ -20,6 +20,7 @@ from pathlib import Path
 from headstart.benchmark.lifetime import ends_with_parent
 from headstart.benchmark.session_bus import session_bus
 from headstart.errors import HeadstartError, UsageError
+from headstart.processes import terminate
 
 START_TIMEOUT_S = 15.0
 SCREEN = "1280x800x24"
@@ -58,12 +59,7 @@ def x_display(display: str | None = None) -> Iterator[str]:
         yield f":{number}"
     finally:
         os.close(read_end)
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc, timeout=10)
 
 
 # weston's kiosk shell: each toplevel fullscreen on the one output, no shell client of its own to
@@ -105,12 +101,7 @@ def wayland_display() -> Iterator[dict[str, str]]:
             _wait_listening(proc, socket, log)
             yield {"WAYLAND_DISPLAY": WAYLAND_SOCKET, "XDG_RUNTIME_DIR": runtime}
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc, timeout=10)
 
 
 def _weston_env(runtime: str) -> dict[str, str]:

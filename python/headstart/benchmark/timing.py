@@ -20,6 +20,7 @@ from headstart import binaries
 from headstart.benchmark.programs import Program
 from headstart.daemon import RunningDaemon
 from headstart.errors import HeadstartError
+from headstart.processes import terminate
 from headstart.stats import Summary, summarize
 
 LAUNCHERS = {"run": "headstart-run", "direct": "client library"}
@@ -141,12 +142,7 @@ def _stop_timer(proc: subprocess.Popen[str]) -> None:
     """When we stop reading (an error, or Ctrl-C, which does not reach the timer's session): the timer
     stops the launch under way at SIGTERM and ends; Popen's exit would otherwise wait for its whole
     run. (If we are killed instead, the timer gets its SIGTERM from the kernel: PR_SET_PDEATHSIG.)"""
-    proc.terminate()
-    try:
-        proc.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    terminate(proc, timeout=STOP_WAIT_S)
 
 
 def _summary(rows: list[dict[str, Any]], key: str) -> Summary | None:

@@ -23,6 +23,7 @@ from typing import IO
 
 from headstart import binaries
 from headstart.errors import HeadstartError
+from headstart.processes import terminate
 from headstart.profiling import timeline
 from headstart.profiling.memory import Memory, read_memory
 from headstart.relocations import parse_loader_statistics
@@ -194,12 +195,7 @@ def _watch_windows(wake: threading.Event, env: dict[str, str]) -> tuple[subproce
 
 def _end_watcher(watcher: subprocess.Popen[bytes]) -> None:
     """SIGTERM: a proxy removes its socket as it ends."""
-    watcher.terminate()
-    try:
-        watcher.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        watcher.kill()
-        watcher.wait()
+    terminate(watcher, timeout=5)
 
 
 def _run(opts: LaunchOptions, tmp: Path) -> Launch:
