@@ -75,6 +75,24 @@ def test_learns_what_loads_after_main_and_preloads_it_from_the_next_zygote(tmp_p
         assert "loaded before main: yes" in err
 
 
+def test_an_object_the_program_closes_before_it_exits_is_learned_too(tmp_path):
+    # Qt closes its display as it ends, and Mesa its GL driver with it: the link map at exit no
+    # longer holds what the program loaded after main.
+    state = tmp_path / "learned"
+    argv = [str(USES_PLUGIN), str(PLUGIN), "close"]
+    exec_run = run_exec(argv)
+    assert exec_run.returncode == 0 and exec_run.stdout == b"hello from the plugin\n", exec_run.stderr
+    with learning_daemon(state) as d:
+        with Served(d):
+            got = run_served(d, argv)
+        assert (got.returncode, got.stdout) == (0, exec_run.stdout), got.stderr
+        wait_status(d, lambda s: bool(learned(s, "preloaded", PLUGIN)))
+        with Served(d):
+            got = run_served(d, argv)
+        assert (got.returncode, got.stdout) == (0, exec_run.stdout) and b"loaded before main: yes" in got.stderr
+    assert state.read_text() == f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n"
+
+
 def test_no_learn_neither_learns_nor_preloads(tmp_path):
     state = tmp_path / "learned"
     state.write_text(f"{HEADER}\nprogram {USES_PLUGIN}\nobject {PLUGIN}\nend\n")

@@ -39,7 +39,7 @@ int mark_start_main_2_34(main_fn main, int argc, char **argv, void (*init)(void)
 
 int mark_start_main_first(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
                           void (*rtld_fini)(void), void *stack_end) {
-        return start_main(HS_LIBC_START_MAIN_FIRST_VERSION, main, argc, argv, init, fini, rtld_fini, stack_end);
+        return start_main(HS_GLIBC_FIRST_VERSION, main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 int mark_start_main_2_34(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
@@ -47,5 +47,5 @@ int mark_start_main_2_34(main_fn main, int argc, char **argv, void (*init)(void)
         return start_main("GLIBC_2.34", main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
-__asm__(".symver mark_start_main_first, __libc_start_main@" HS_LIBC_START_MAIN_FIRST_VERSION);
+__asm__(".symver mark_start_main_first, __libc_start_main@" HS_GLIBC_FIRST_VERSION);
 __asm__(".symver mark_start_main_2_34, __libc_start_main@@GLIBC_2.34");

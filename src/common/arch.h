@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Everything that differs between the architectures we run on. A new port adds one block here:
  * its ELF machine and relocation types, the symbol versions under which its C library exports
- * __libc_start_main, and how to enter a program's _start on a given stack. */
+ * __libc_start_main and dlclose, and how to enter a program's _start on a given stack. */
 #pragma once
 
 #include <elf.h>
@@ -21,8 +21,9 @@
            (t) == R_X86_64_DTPOFF32 || (t) == R_X86_64_TPOFF32 || (t) == R_X86_64_TLSDESC)
 /* Those of initial-exec code: an offset from the thread pointer, so the block must be static TLS. */
 #  define HS_R_IS_TLS_STATIC(t) ((t) == R_X86_64_TPOFF64 || (t) == R_X86_64_TPOFF32)
-/* The version the architecture's first glibc gave it, and the one of glibc 2.34's new start-up. */
-#  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.2.5"
+/* The version the architecture's first glibc gave __libc_start_main and dlclose (glibc 2.34 gave each
+ * a second one: a new start-up, and dlclose moved into the C library). */
+#  define HS_GLIBC_FIRST_VERSION "GLIBC_2.2.5"
 /* _start finds argc at the stack pointer and the loader's exit function in %rdx (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \
           __asm__ volatile("mov %0, %%rsp\n\t"                                                     \
@@ -41,7 +42,7 @@
           ((t) == R_AARCH64_TLS_DTPMOD || (t) == R_AARCH64_TLS_DTPREL || (t) == R_AARCH64_TLS_TPREL || \
            (t) == R_AARCH64_TLSDESC)
 #  define HS_R_IS_TLS_STATIC(t) ((t) == R_AARCH64_TLS_TPREL)
-#  define HS_LIBC_START_MAIN_FIRST_VERSION "GLIBC_2.17"
+#  define HS_GLIBC_FIRST_VERSION "GLIBC_2.17"
 /* _start finds argc at sp and the loader's exit function in x0 (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \
           __asm__ volatile("mov x16, %1\n\t"                                                       \

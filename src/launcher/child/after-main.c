@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "close-hook.h"
 #include "macro.h"
 
 struct after_main_page *after_main_page_new(void) {
@@ -27,38 +29,49 @@ void after_main_page_free(struct after_main_page *page) {
 static struct {
         struct after_main_page *page;
         size_t objects_at_main;
+        size_t used; /* bytes of paths the page holds */
         pid_t pid;
 } armed;
+static pthread_mutex_t recording = PTHREAD_MUTEX_INITIALIZER;
 
 struct writer {
         size_t index, used;
-        bool full;
 };
 
-static int write_one(struct dl_phdr_info *info, size_t size, void *data) {
+static bool recorded(const char *path, size_t used) {
+        for (const char *p = armed.page->paths; p < armed.page->paths + used; p += strlen(p) + 1)
+                if (strcmp(p, path) == 0)
+                        return true;
+        return false;
+}
+
+static int record_one(struct dl_phdr_info *info, size_t size, void *data) {
         (void) size;
         struct writer *w = data;
         size_t index = w->index++;
-        if (index < armed.objects_at_main || info->dlpi_name[0] != '/')
+        if (index < armed.objects_at_main || info->dlpi_name[0] != '/' || recorded(info->dlpi_name, w->used))
                 return 0;
         size_t len = strlen(info->dlpi_name) + 1, room = sizeof armed.page->paths - 1 - w->used;
-        if (len > room) {
-                w->full = true;
-                return 1;
-        }
+        if (len > room)
+                return 1; /* full: the rest is not learned */
         memcpy(armed.page->paths + w->used, info->dlpi_name, len);
         w->used += len;
         return 0;
 }
 
-static void write_at_exit(void) {
-        /* A process the program forked inherits the handler; only the program itself reports. */
-        if (getpid() != armed.pid || armed.page->written)
+/* Adds to the page the objects loaded after main that it lacks: at exit, and before each dlclose,
+ * while what is closed is still loaded (close-hook.h). */
+static void record_loaded(void) {
+        /* A process the program forked inherits the hooks; only the program itself reports. */
+        if (getpid() != armed.pid)
                 return;
-        struct writer w = { 0 };
-        (void) dl_iterate_phdr(write_one, &w);
+        pthread_mutex_lock(&recording);
+        struct writer w = { .used = armed.used };
+        (void) dl_iterate_phdr(record_one, &w);
         armed.page->paths[w.used] = '\0';
+        armed.used = w.used;
         __atomic_store_n(&armed.page->written, 1u, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&recording);
 }
 
 static int count_one(struct dl_phdr_info *info, size_t size, void *data) {
@@ -72,9 +85,11 @@ void after_main_arm(struct after_main_page *page) {
                 return;
         armed.page = page;
         armed.pid = getpid();
+        armed.used = 0;
         armed.objects_at_main = 0;
         (void) dl_iterate_phdr(count_one, &armed.objects_at_main);
-        (void) atexit(write_at_exit);
+        hs_entry_before_dlclose(record_loaded);
+        (void) atexit(record_loaded);
 }
 
 void after_main_page_read(const struct after_main_page *page, void (*fn)(const char *path, void *data), void *data) {
