@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,49 @@ def test_runs_and_outputs_are_checked_before_anything_runs(args, message):
     after every launch had run."""
     done = subprocess.run([*HEADSTART, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def _processes_with_argv(argv: list[str]) -> list[int]:
+    wanted = ("\0".join(argv) + "\0").encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and Path(f"/proc/{entry}/cmdline").read_bytes() == wanted:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize(("sig", "status", "said"), [(2, 130, "interrupted"), (15, 143, "stopped by SIGTERM")])
+def test_a_command_stopped_by_a_signal_ends_what_it_measures(tmp_path, sig, status, said):
+    # The profiled program runs in a session of its own, which the terminal's Ctrl-C does not reach:
+    # left behind, it ran on as an orphan (stopped, when at its ready line). `timeout` and service
+    # managers stop a command with SIGTERM, which must also put back what it changed.
+    sleeper = ["sleep", "31.25"]
+    argv = [
+        *HEADSTART,
+        "profile",
+        "--runs",
+        "3",
+        "--ready",
+        "^ready",
+        "--timeout",
+        "60",
+        "--",
+        "/bin/sh",
+        "-c",
+        "sleep 31.25; echo ready",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not _processes_with_argv(sleeper):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == status and err.strip().splitlines()[-1] == f"headstart: {said}", err
+    deadline = time.monotonic() + 5
+    while _processes_with_argv(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_with_argv(sleeper)

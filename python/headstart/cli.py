@@ -13,6 +13,21 @@ from types import ModuleType
 
 from headstart import __version__, commands
 from headstart.errors import HeadstartError
+from headstart.processes import end_children
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP (`timeout`, a service manager, a closed terminal), raised like Ctrl-C's
+    KeyboardInterrupt, so that what a command changed is put back on the way out (a disk's read-ahead,
+    a private display) and what it started is ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
 
 
 def _command_modules() -> list[ModuleType]:
@@ -48,6 +63,15 @@ def _fail(args: argparse.Namespace, message: str, status: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _run(args)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         status = int(args.run(args) or 0)
         sys.stdout.flush()  # a reader that went away is seen here, not at interpreter exit
@@ -55,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     except HeadstartError as e:
         return _fail(args, str(e), e.exit_status)
     except KeyboardInterrupt:
+        end_children()
         return _fail(args, "interrupted", 130)
+    except _Terminated as e:
+        end_children()
+        return _fail(args, f"stopped by {signal.Signals(e.signum).name}", 128 + e.signum)
     except BrokenPipeError:
         # The reader (`| head`) has what it wanted. Quiet, as a program killed by SIGPIPE would be;
         # stdout goes to /dev/null so that flushing it at exit cannot fail again.

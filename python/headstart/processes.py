@@ -1,9 +1,13 @@
-"""Ending the helper processes the tools start (Xvfb, weston, a window watcher, the launch timer,
-the daemon): SIGTERM first, so that each can remove its socket or stop what it runs, then SIGKILL."""
+"""Ending the processes the tools start: a helper (Xvfb, weston, a window watcher, the launch timer,
+the daemon) with SIGTERM first, so that it can remove its socket or stop what it runs, then SIGKILL;
+and, when a command is interrupted, whatever it still has running."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
 
@@ -17,3 +21,30 @@ def terminate(proc: subprocess.Popen[Any], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def end_children() -> None:
+    """SIGKILL to what this process started and has not reaped: each child with the process group it
+    leads (a launch runs in a session of its own, where the terminal's Ctrl-C does not reach it, and
+    may be stopped at its ready line). For an interrupted command: what it measured goes with it.
+    Unreaped children keep their pids, so none of them is another process's by now."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        pid = int(entry)
+        fields = stat.rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+        ppid, group = int(fields[1]), int(fields[2])
+        if ppid != me:
+            continue
+        try:
+            if group == pid:
+                os.killpg(group, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
