@@ -72,6 +72,8 @@ def test_a_library_used_only_after_ready_is_deferrable_and_the_others_say_why_no
     assert libm["verdict"] != "defer" and any("__signgam" in r for r in libm["refusals"])
     plan = json.loads(headstart("lazy", "plan", "--json", str(profiles["ready"])).stdout)
     assert plan["deferred_bytes"] == found["libjpeg.so.62"]["size"] > 0
+    # the file's bytes, not the span the loader mapped (which holds alignment gaps)
+    assert found["libjpeg.so.62"]["size"] == os.stat(found["libjpeg.so.62"]["path"]).st_size
 
 
 def test_a_profile_that_uses_it_keeps_it(profiles):

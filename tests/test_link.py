@@ -212,3 +212,38 @@ def test_a_program_that_runs_on_after_its_ready_line_is_stopped_there(tmp_path):
     )
     assert d["loader"]["reached_ready"] and d["to_main_us"]["count"] == 2
     assert not left.exists(), f"{len(left.read_text())} launches ran on after their ready line"
+
+
+def test_as_needed_is_advised_for_an_unused_library_and_not_for_one_with_a_constructor(tmp_path):
+    """Every object the toolchain links has crtbeginS.o's frame_dummy in .init_array and crti.o's
+    _init: they are no constructors of the library's own, which would no longer run without it."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    (tmp_path / "ctor.c").write_text(
+        '#include <stdio.h>\n__attribute__((constructor)) static void hello(void) { fputs("ctor\\n", stderr); }\n'
+        "int ctor_value(void) { return 1; }\n"
+    )
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libctor.so"), str(tmp_path / "ctor.c")], check=True)
+    (tmp_path / "main.c").write_text('#include <stdio.h>\nint main(void) { puts("ready"); return 0; }\n')
+    program = tmp_path / "app"
+    subprocess.run(
+        [
+            "cc",
+            "-o",
+            str(program),
+            str(tmp_path / "main.c"),
+            f"-L{tmp_path}",
+            f"-Wl,-rpath,{tmp_path}",
+            "-Wl,--no-as-needed",
+            "-lz",
+            "-lctor",
+        ],
+        check=True,
+    )
+    d = link_json(str(program))
+    zlib = advice(d, "as-needed", "app")
+    found = [a for a in d["advice"] if a["advice"] == "as-needed"]
+    by_drop = {Path(a["drops"][0]).name: a for a in found}
+    assert by_drop["libz.so.1"]["holds"] and "constructor" not in by_drop["libz.so.1"]["why"], zlib
+    assert not by_drop["libctor.so"]["holds"] and "1 constructor(s)" in by_drop["libctor.so"]["why"]
+    assert row(d, "libz.so.1")["constructors"] == 0 and row(d, "libctor.so")["constructors"] == 1

@@ -13,6 +13,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 
 from headstart import elf_tables
+from headstart.constructors import own_constructors
 from headstart.errors import HeadstartError
 
 # Where the stubs of `headstart lazy build` name the library they defer (resolver.c's table), so that
@@ -96,9 +97,7 @@ def read_facts(path: str) -> ObjectFacts:
                 set(),
             )
             for t in tags:
-                if t.entry.d_tag == "DT_INIT_ARRAYSZ":
-                    facts.constructors = max(0, t.entry.d_val // 8 - 1)
-                elif t.entry.d_tag == "DT_FLAGS_1":
+                if t.entry.d_tag == "DT_FLAGS_1":
                     facts.nodelete = bool(t.entry.d_val & DF_1_NODELETE)
                     facts.bind_now |= bool(t.entry.d_val & DF_1_NOW)
                 elif t.entry.d_tag == "DT_FLAGS":
@@ -111,6 +110,8 @@ def read_facts(path: str) -> ObjectFacts:
             tables = {".dynsym": elf_tables.symbols(elf, dynsym)} if dynsym else {}
             facts.defined = {s.name for s in tables.get(".dynsym", []) if s.defined and s.name}
             facts.data_imports = _imports(elf, tables)
+            imported = {s.name for s in tables.get(".dynsym", []) if not s.defined and s.name}
+            facts.constructors = own_constructors(elf, tags, imported)
             marks = elf.get_section_by_name(LAZY_SECTION)
             if marks:
                 facts.stubs_for = [n.decode() for n in marks.data().split(b"\0") if n]

@@ -8,6 +8,7 @@ stubs in place shows (calls.py)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,9 @@ def dependencies(profiles: list[dict[str, Any]], sysroot: Path | None = None) ->
     for soname in program.needed:
         libs = [by_name[soname] for by_name in loaded if soname in by_name]
         lib = libs[0] if libs else None
-        dep = Dependency(soname, lib["path"] if lib else None, lib["size"] if lib else 0,
+        # The file's bytes: the profile's size is the span the loader mapped, alignment gaps included.
+        size = os.stat(host_path(lib["path"], sysroot)).st_size if lib else 0
+        dep = Dependency(soname, lib["path"] if lib else None, size,
                          sum(entry.get("bindings_from_others", entry["bindings_to"]) for entry in libs))  # fmt: skip
         dep.bind_now = program.bind_now
         if lib:

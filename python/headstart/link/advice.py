@@ -283,7 +283,7 @@ def advise(data: dict[str, Any], facts: dict[str, ObjectFacts], counted: Counted
                     f"; it has {target.constructors} constructor(s), which would no longer run: check nothing relies "
                     f"on them"
                 )
-                if target.constructors > 1
+                if target.constructors
                 else ""
             )
             why = (
@@ -296,7 +296,7 @@ def advise(data: dict[str, Any], facts: dict[str, ObjectFacts], counted: Counted
                     "as-needed",
                     row,
                     ["-Wl,--as-needed"],
-                    not target.constructors > 1,
+                    not target.constructors,
                     why,
                     lookups=trow["lookups_before_main"],
                     relocations=trow["relative"] + trow["symbolic"],

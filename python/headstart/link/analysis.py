@@ -108,7 +108,7 @@ def exec_to_main(
     values = [r["to_main_ns"] / 1000 for r in rows if "to_main_ns" in r]
     if not values:
         errors = sorted({r.get("error", "") for r in rows})
-        raise HeadstartError(f"{argv[0]}: no launch reached main ({'; '.join(errors)})")
+        raise HeadstartError(f"{argv[0]}: every launch failed, so none was timed to main ({'; '.join(errors)})")
     return summarize(values)
 
 

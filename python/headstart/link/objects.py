@@ -15,6 +15,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection, RelrRelocationSection
 
+from headstart.constructors import own_constructors
 from headstart.elf_tables import STB_LOCAL, STB_WEAK, relocations, symbols
 from headstart.errors import HeadstartError
 
@@ -81,7 +82,7 @@ class ObjectFacts:
     dynsym_bytes: int = 0
     dynstr_bytes: int = 0
     bloom_fill: float | None = None  # share of the GNU hash bloom filter's bits set
-    constructors: int = 0  # DT_INIT and DT_INIT_ARRAY entries (DT_PREINIT_ARRAY too)
+    constructors: int = 0  # of its own (headstart.constructors): not the toolchain's frame_dummy and _init
     dirty_pages: int = 0  # distinct pages its load-time relocations write (copied on write)
     rela_dyn_bytes: int = 0
     rela_plt_bytes: int = 0
@@ -177,11 +178,6 @@ def _read(path: str) -> ObjectFacts:
             relr=any(t.entry.d_tag == "DT_RELR" for t in tags),
             has_tls=any(seg["p_type"] == "PT_TLS" for seg in elf.iter_segments()),
         )
-        for t in tags:
-            if t.entry.d_tag in ("DT_INIT_ARRAYSZ", "DT_PREINIT_ARRAYSZ"):
-                facts.constructors += t.entry.d_val // (8 if elf.elfclass == 64 else 4)
-            elif t.entry.d_tag == "DT_INIT":
-                facts.constructors += 1
         dynsym = elf.get_section_by_name(".dynsym")
         table = symbols(elf, dynsym) if dynsym else []
         if dynsym:
@@ -197,6 +193,7 @@ def _read(path: str) -> ObjectFacts:
                 facts.exported[s.name] = s.type
                 if s.bind == STB_WEAK:
                     facts.exported_weak.add(s.name)
+        facts.constructors = own_constructors(elf, tags, facts.imported)
         facts.bloom_fill = _bloom_fill(elf)
         written: set[int] = set()
         relative_offsets: list[int] = []
