@@ -277,6 +277,45 @@ def test_a_drop_in_defers_the_library_of_the_unmodified_program(tmp_path):
     assert out == b"ready\n" and status < 0 and err.count(f"headstart lazy: cannot load {SONAME}") == 1, err
 
 
+def test_a_plugin_loaded_after_ready_binds_to_the_drop_in_what_the_program_does_not_call(tmp_path):
+    """The drop-in has the library's soname, so a plugin that needs the library gets it: it must
+    stand for every function of the library, not only the program's (lazy_sum, which only the
+    plugin calls, made dlopen fail with 'undefined symbol')."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the native stub tests run on x86-64")
+    sample = make_sample(tmp_path)
+    (tmp_path / "host.c").write_text(
+        "#include <dlfcn.h>\n#include <stdio.h>\nint lazy_add(int, int);\n"
+        "int main(int argc, char **argv) {\n"
+        '        printf("ready\\n");\n        fflush(stdout);\n'
+        "        if (argc < 2) return 0;\n"
+        "        void *h = dlopen(argv[1], RTLD_NOW);\n"
+        '        if (!h) { fprintf(stderr, "%s\\n", dlerror()); return 2; }\n'
+        '        int (*run)(void) = (int (*)(void)) dlsym(h, "plugin_run");\n'
+        '        printf("plugin %d, program %d\\n", run(), lazy_add(2, 3));\n'
+        "        return 0;\n}\n"
+    )
+    (tmp_path / "plugin.c").write_text(
+        "int lazy_sum(int, ...);\nint plugin_run(void) { return lazy_sum(2, 20, 22); }\n"
+    )
+    host, plugin = tmp_path / "host", tmp_path / "plugin.so"
+    subprocess.run(["gcc", str(tmp_path / "host.c"), str(sample.libdir / SONAME), "-o", str(host),
+                    f"-Wl,-rpath,{sample.libdir}"], check=True)  # fmt: skip
+    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "plugin.c"), str(sample.libdir / SONAME), "-o",
+                    str(plugin)], check=True)  # fmt: skip
+    profile = tmp_path / "host.json"
+    done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(host))
+    assert done.returncode == 0, done.stderr
+    stubs = tmp_path / "stubs"
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs))
+    assert done.returncode == 0, done.stderr
+    want = subprocess.run([str(host), str(plugin)], capture_output=True, text=True)
+    assert (want.returncode, want.stdout) == (0, "ready\nplugin 42, program 5\n"), want.stderr
+    got = subprocess.run([str(host), str(plugin)], capture_output=True, text=True,
+                         env=dict(os.environ, LD_LIBRARY_PATH=str(stubs)))  # fmt: skip
+    assert (got.returncode, got.stdout) == (0, want.stdout), got.stderr
+
+
 @EXEC_ONLY
 def test_check_times_both_and_names_what_the_stubs_kept_from_loading(tmp_path):
     sample, profile = native_sample(tmp_path)

@@ -62,6 +62,31 @@ def imported_functions(program: Path, library: Path) -> Functions:
     return sorted(found)
 
 
+def exported_functions(library: Path) -> Functions:
+    """The functions library exports, each under its default version (none for an unversioned one)."""
+    with open(library, "rb") as f:
+        elf = ELFFile(f)
+        names: dict[int, str] = {}
+        verdef = elf.get_section_by_name(".gnu.version_d")
+        for definition, auxes in verdef.iter_versions() if verdef else []:
+            if definition["vd_ndx"] > 1:  # 1 is the file's own name, which no symbol is bound to
+                names[definition["vd_ndx"]] = next(iter(auxes)).name
+        versym = elf.get_section_by_name(".gnu.version")
+        dynsym = elf.get_section_by_name(".dynsym")
+        found = []
+        for i, sym in enumerate(dynsym.iter_symbols() if dynsym else []):
+            info = sym["st_info"]
+            if (sym["st_shndx"] == "SHN_UNDEF" or info["type"] not in ("STT_FUNC", "STT_GNU_IFUNC")
+                    or info["bind"] == "STB_LOCAL" or sym["st_other"]["visibility"] != "STV_DEFAULT"
+                    or sym.name in ("", "_init", "_fini")):  # fmt: skip
+                continue
+            ndx = versym.get_symbol(i)["ndx"] if versym else 0
+            if isinstance(ndx, int) and ndx & 0x8000:  # an older version kept for old programs: not the default
+                continue
+            found.append((sym.name, names.get(ndx) if isinstance(ndx, int) else None))
+    return sorted(found)
+
+
 def tag_of(soname: str) -> str:
     return "hs_lazy_" + re.sub(r"[^A-Za-z0-9]", "_", soname)
 
@@ -124,6 +149,11 @@ def build(
     functions = imported_functions(program, library)
     if not functions:
         raise HeadstartError(f"{program} calls no function of {soname}: nothing to stub")
+    if drop_in:
+        # Found first by the soname, the drop-in stands for the library for every object of the
+        # process: a plugin loaded later binds to it whatever it calls.
+        imported = {name for name, _ in functions}
+        functions = sorted(functions + [f for f in exported_functions(library) if f[0] not in imported])
     out = out.resolve()  # the table is included by its path, from resolver.c's folder
     out.mkdir(parents=True, exist_ok=True)
     tag = tag_of(soname)
