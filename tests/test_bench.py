@@ -368,3 +368,15 @@ def test_warm_up_names_the_warm_up_modes_steps():
     assert "--warm-up" not in mode_args("learned", "gtk4-classes")
     done = bench("--warm-up", "gtk4-classes", "--help")
     assert done.returncode == 0 and "gtk4-classes" in done.stdout
+
+
+def test_a_ratio_says_when_its_launches_cannot_tell_the_two_apart():
+    from headstart.stats import ratio
+
+    same = ratio([10.0, 12, 9, 11, 14, 10, 13], [11.0, 10, 13, 9, 12, 14, 10])
+    assert not same.resolved and same.low is not None and same.low < 1 < same.high
+    assert "no difference these launches can resolve" in same.describe()
+    faster = ratio([20.0, 21, 19, 22, 20, 21, 20], [10.0, 11, 10, 9, 10, 11, 10])
+    assert faster.resolved and faster.high < 0.6 and "resolve" not in faster.describe()
+    few = ratio([10.0, 11], [5.0, 6])
+    assert few.low is None and not few.resolved and "too few launches" in few.describe()

@@ -11,7 +11,7 @@ from typing import Any
 from headstart.errors import HeadstartError
 from headstart.ordering.pages import cold_text_pages, empty_cache, read_ahead
 from headstart.profiling.launch import LaunchOptions, run
-from headstart.stats import summarize
+from headstart.stats import ratio, summarize
 
 
 def _timed_cold(opts: LaunchOptions, read_ahead_kib: int | None) -> tuple[float, int]:
@@ -31,8 +31,11 @@ def check(builds: list[LaunchOptions], runs: int, read_ahead_kib: int | None) ->
     pages = [cold_text_pages(b) for b in builds]
     times: list[list[float]] = [[] for _ in builds]
     first: tuple[str, int] | None = None
-    for _ in range(runs):
-        for i, b in enumerate(builds):
+    for round_ in range(runs):
+        # Each build first in every other round: what drifts over the run (the disk, the host) falls
+        # on both alike.
+        order = list(enumerate(builds))
+        for i, b in order if round_ % 2 == 0 else order[::-1]:
             ms, status = _timed_cold(b, read_ahead_kib)
             first = first or (b.argv[0], status)
             if status != first[1]:
@@ -56,4 +59,7 @@ def check(builds: list[LaunchOptions], runs: int, read_ahead_kib: int | None) ->
                 "cold_ready_ms": summarize(ms).as_dict(),
             }
         )
-    return {"schema": "headstart-order-check 1", "runs": runs, "read_ahead_kib": read_ahead_kib, "builds": out}
+    data = {"schema": "headstart-order-check 1", "runs": runs, "read_ahead_kib": read_ahead_kib, "builds": out}
+    if len(builds) == 2:
+        data["ratio_to_first"] = ratio(times[0], times[1]).as_dict()
+    return data

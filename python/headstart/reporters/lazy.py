@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from headstart.lazy.compare import LazyCheck
+from headstart.stats import Ratio
 
 
 def render_plan(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
@@ -48,4 +49,7 @@ def render_check(result: LazyCheck, file: IO[str], width: int = 140) -> None:
                   f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})")  # fmt: skip
     Console(file=file, width=width).print(t)
     gone = ", ".join(f"{p} ({size / 1024:,.0f} KiB)" for p, size in data["not_loaded_by_ready"].items()) or "none"
-    print(f"not loaded by ready: {gone}; with the stubs / eager: {data['ratio_to_eager']:.2f}", file=file)
+    print(
+        f"not loaded by ready: {gone}; with the stubs / eager: {Ratio.from_dict(data['ratio_to_first']).describe()}",
+        file=file,
+    )

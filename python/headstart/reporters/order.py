@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from headstart.ordering.emit import COMPILE_FLAGS
+from headstart.stats import Ratio
 
 MISSING_SHOWN = 10  # names left out by --match, listed
 
@@ -51,5 +52,10 @@ def render_check(data: dict[str, Any], file: IO[str], width: int = 140) -> None:
             )
         t.add_section()
     console.print(t)
+    if "ratio_to_first" in data:
+        names = [Path(b["program"][0]).name for b in data["builds"]]
+        console.print(
+            f"cold time to ready, {names[1]} / {names[0]}: {Ratio.from_dict(data['ratio_to_first']).describe()}"
+        )
     if not all(b["exact"] for b in data["builds"]):
         console.print("~ not root: counted with readahead on, so up to a fault-around block (64 KiB) per touch")
