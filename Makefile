@@ -223,7 +223,7 @@ deb:
 # Opt-in, minutes: the packages installed with apt into a clean Debian 12 root (mmdebstrap), used as
 # a user would (the packaged unit's command, headstart-run, man), then removed and purged
 # (tests/deb/check_packages.py).
-test-deb: deb
+test-deb: deb $(VENV)/.installed
 	$(PY) tests/deb/check_packages.py $(BUILD_DEB)
 
 # The virtual embedded device (docs/device.md), opt-in: images from Debian 12's packages and this

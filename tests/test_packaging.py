@@ -55,6 +55,11 @@ def test_install_ships_man_pages_completions_docs_and_units(tmp_path):
         assert (share / "bash-completion/completions" / name).is_file()
         assert (share / "zsh/site-functions" / f"_{name}").is_file()
     assert (share / "doc/headstart/architecture.md").is_file()
+    # What the man pages, the units and the example configuration point to is installed beside them.
+    pointers = [*(ROOT / "packaging/man").glob("*.1"), *(ROOT / "packaging").glob("*.in"),
+                ROOT / "packaging/headstart.conf.example"]  # fmt: skip
+    named = {m for f in pointers for m in re.findall(r"([a-z-]+\.md)", f.read_text())}
+    assert "scheduling.md" in named and not [n for n in named if not (share / "doc/headstart" / n).is_file()]
     lib = share.parent / "lib/systemd"
     for unit in (
         "user/headstart.service",

@@ -77,6 +77,19 @@ def apps_build_dir() -> Path:
     return Path(os.environ.get("HEADSTART_APPS_BUILD_DIR", build_dir()))
 
 
+def in_checkout() -> bool:
+    """Run from a source checkout (the samples are built there), not installed from the packages."""
+    return (SOURCE_ROOT / "meson.build").is_file()
+
+
+def is_built(name: str) -> bool:
+    try:
+        find(name)
+    except HeadstartError:
+        return False
+    return True
+
+
 def find(name: str) -> Path:
     """The path of one of our binaries, or a clear error saying how to build it."""
     rel = _BUILD_PATHS.get(name)
@@ -88,4 +101,10 @@ def find(name: str) -> Path:
     found = _installed(name) or shutil.which(name)
     if found:
         return Path(found)
+    if not in_checkout():
+        package = "headstart-pind" if name == "headstart-pind" else "headstart"
+        if name in SAMPLE_APPS or name in ("catalog", "observe"):
+            raise HeadstartError(f"cannot find {name}: the sample programs come with a source checkout "
+                                 "(`make build`), not with the packages; name programs of your own")  # fmt: skip
+        raise HeadstartError(f"cannot find {name}: install the {package} package")
     raise HeadstartError(f"cannot find {name}: build it with `make build` or set HEADSTART_BUILD_DIR")

@@ -98,6 +98,16 @@ def check(root: Path, debs: list[Path]) -> list[str]:
     run(root, "apt-get", "update", "-q")  # mmdebstrap leaves no package lists behind
     run(root, "apt-get", "install", "-y", "-q", *[f"/tmp/debs/{d.name}" for d in debs])
     said.append(f"installed with apt: {', '.join(d.name for d in debs)}")
+    # debhelper's scripts enable pind's units (they start only with a plan) and stop them at removal:
+    # Debian 12's looks for units in /lib/systemd/system only.
+    wants = {"headstart-pind.service": "multi-user", "headstart-pind-prefetch.service": "sysinit"}
+    missing = [u for u, t in wants.items() if not (root / f"etc/systemd/system/{t}.target.wants/{u}").is_symlink()]
+    if missing:
+        raise Failure(f"installing did not enable {', '.join(missing)}")
+    prerm = (root / "var/lib/dpkg/info/headstart-pind.prerm").read_text()
+    if "headstart-pind.service" not in prerm:
+        raise Failure("headstart-pind's prerm does not stop its unit")
+    said.append("pind's units enabled by the package's scripts, and stopped by its prerm")
 
     # The daemon, as the user unit starts it (no configuration written: the unit allows that).
     command = unit_command(root)
@@ -124,6 +134,11 @@ def check(root: Path, debs: list[Path]) -> list[str]:
     if "gzip" not in verdict:
         raise Failure(f"headstart check said: {verdict}")
     said.append("headstart check /usr/bin/gzip: " + " ".join(verdict.split())[:120])
+    # The samples come with a checkout, and none of the Debian programs bench knows is installed here.
+    bench = run(root, "headstart", "bench", "--quick", user=True, check=False)
+    if bench.returncode == 0 or bench.stderr.count("\n") != 1 or "--programs" not in bench.stderr:
+        raise Failure(f"headstart bench with nothing to bench: exit {bench.returncode}\n{bench.stderr[-1500:]}")
+    said.append("headstart bench with no program to bench: " + bench.stderr.strip()[:100])
     # Every module imports with Debian 12's own libraries (jsonschema 4.10, pyelftools 0.29, rich 13.3).
     walk = ("import importlib, pkgutil, headstart\n"
             "names = [m.name for m in pkgutil.walk_packages(headstart.__path__, 'headstart.')"

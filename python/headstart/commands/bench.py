@@ -51,8 +51,16 @@ COLD_PROGRAMS = {
 
 
 def default_programs() -> dict[str, Ready]:
+    """The samples (a source checkout's: the packages have none) and the Debian programs installed."""
     found = {p: r for p, r in DEBIAN_PROGRAMS.items() if Path(p.split()[0]).is_file()}
-    return {**{s: Ready() for s in binaries.SAMPLE_APPS}, **found}
+    # Listed in a checkout even when not built, so that the bench says to build them.
+    samples = {s: Ready() for s in binaries.SAMPLE_APPS if binaries.in_checkout() or binaries.is_built(s)}
+    if not samples and not found:
+        raise UsageError(
+            "no program to bench by default: the samples come with a source checkout (`make build`), and "
+            f"none of {', '.join(p.split()[0] for p in DEBIAN_PROGRAMS)} is installed; name programs with --programs"
+        )
+    return {**samples, **found}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
