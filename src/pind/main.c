@@ -40,6 +40,7 @@ static uint64_t arg_budget = 64u << 20;
 static unsigned arg_interval = 10;
 static double arg_half_life = 3 * 24 * 3600;
 static const char *arg_launch_socket = HS_LAUNCH_REPORT_SOCKET;
+static const char *arg_daemon = NULL; /* NULL: headstartd beside this program */
 static bool arg_prefetch = false;
 
 static void help(void) {
@@ -51,6 +52,8 @@ static void help(void) {
                "  --half-life SECONDS    launches count half as much after this long (default 259200, 3 days)\n"
                "  --launch-socket PATH   where headstartd reports the launches it serves, or 'none'\n"
                "                         (default " HS_LAUNCH_REPORT_SOCKET ")\n"
+               "  --daemon PATH          the headstartd whose processes alone may report there\n"
+               "                         (default: the one in headstart-pind's own folder)\n"
                "  --prefetch             read the ranges into the cache at idle I/O priority, lock nothing, exit\n"
                "  --help, --version\n"
                "SIGHUP re-reads the plan, SIGUSR1 logs the status. Locking needs RLIMIT_MEMLOCK of the\n"
@@ -99,6 +102,8 @@ static int parse_option(const char *a, const char *v) {
                 return parse_seconds(a, v, &arg_half_life);
         else if (strcmp(a, "--launch-socket") == 0)
                 arg_launch_socket = strcmp(v, "none") == 0 ? NULL : v;
+        else if (strcmp(a, "--daemon") == 0)
+                arg_daemon = v;
         else
                 return log_error("unknown option: '%s' (see --help)", a), -EINVAL;
         return 0;
@@ -298,7 +303,7 @@ static int run(void) {
                 log_info("stopped while loading the plan");
                 r = 0;
         } else if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
-                launch_fd = arg_launch_socket ? launch_reports_listen(arg_launch_socket) : -1;
+                launch_fd = arg_launch_socket ? launch_reports_listen(arg_launch_socket, arg_daemon) : -1;
                 if ((st.exec_fd = exec_watch_open()) >= 0)
                         exec_watch_mark(st.exec_fd, &st.plan);
                 log_info("ready: pinning %s", arg_plan);

@@ -159,7 +159,10 @@ def check(root: Path, debs: list[Path]) -> list[str]:
 
     names = [d.name.split("_")[0] for d in debs]
     listed = run(root, "dpkg", "-L", *names).stdout.split()
-    shipped = [f for f in listed if (root / f.lstrip("/")).is_file() or (root / f.lstrip("/")).is_symlink()]
+    # Files and links to files: /lib is the system's link to usr/lib (merged /usr), which dpkg lists
+    # for the units' folder.
+    shipped = [f for f in listed if (root / f.lstrip("/")).is_file() or
+               ((root / f.lstrip("/")).is_symlink() and not (root / f.lstrip("/")).is_dir())]  # fmt: skip
     run(root, "apt-get", "remove", "-y", "-q", *names)
     if (root / "usr/bin/headstartd").exists() or not state.exists():
         raise Failure("removal left the programs, or took the state that only purge should take")
