@@ -181,7 +181,7 @@ def stop_and_check_nothing_is_left(d: RunningDaemon, zygote: int, pid_file: Path
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the stop waited for a zygote still starting\n{d.log_text()}") from None
     assert d.process.returncode == 0, d.log_text()
-    assert f"(pid {zygote}) was still starting: SIGTERM ended it" in d.log_text()
+    # The daemon exits at once; a zygote still starting, and its trial, end by that SIGTERM.
     for pid in (zygote, trial):
         deadline = time.monotonic() + 10
         while alive(pid):
@@ -206,7 +206,10 @@ def test_a_stop_does_not_wait_for_a_refreshs_zygote_and_the_serving_one_ends_cle
         d.process.send_signal(signal.SIGHUP)
         (starting,) = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
         stop_and_check_nothing_is_left(d, starting, pid_file)
-        assert f"zygote 1 (pid {serving}) has ended" in d.log_text()
+        deadline = time.monotonic() + 10
+        while alive(serving):  # with no program to finish, the serving one ends too
+            assert time.monotonic() < deadline, f"the serving zygote {serving} outlived the stop"
+            time.sleep(0.05)
 
 
 def generation(d: RunningDaemon) -> str | None:

@@ -299,18 +299,18 @@ static void on_exit_of(struct supervisor *s, struct zygote *z) {
         }
 }
 
+/* Each zygote stops accepting, finishes the programs it started (their clients learn how each ended
+ * from it) and exits on its own; we exit at once. A service manager's stop or restart must neither
+ * wait for programs that run for hours (a home screen) nor kill them, as it would kill none that
+ * were exec'd: the units' KillMode=process leaves them be. */
 static void stop(struct supervisor *s) {
-        if (s->stopping) {
-                log_info("second stop request: passing it on");
-        } else {
-                s->stopping = s->stop_requested = true;
-                log_info("stopping: telling the zygotes to finish");
-                /* New clients must find no one listening and exec, not wait in the backlog. The
-                 * zygotes hold the socket too: our epoll would keep watching it if we did. */
-                decline_clients(s, false);
-                close(s->listen_fd);
-                s->listen_fd = -1;
-        }
+        s->stopping = s->stop_requested = true;
+        log_info("stopping: the zygotes finish their programs on their own");
+        /* New clients must find no one listening and exec, not wait in the backlog. The zygotes hold
+         * the socket too: our epoll would keep watching it if we did. */
+        decline_clients(s, false);
+        close(s->listen_fd);
+        s->listen_fd = -1;
         for (struct zygote *z = s->zygotes; z; z = z->next)
                 (void) pidfd_send_signal(z->pidfd, SIGTERM, NULL, 0);
 }
@@ -410,7 +410,7 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
         else
                 spawn(&s, "first start");
 
-        while (r >= 0 && (s.zygotes || (s.retry_at && !s.stopping))) {
+        while (r >= 0 && !s.stop_requested && (s.zygotes || (s.retry_at && !s.stopping))) {
                 struct epoll_event events[16];
                 int n = epoll_wait(s.epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(&s));
                 if (n < 0 && errno != EINTR) {
@@ -449,7 +449,7 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
         (void) systemd_notify("STOPPING=1");
         if (s.listen_fd >= 0)
                 close(s.listen_fd);
-        while (s.zygotes) /* only after an error of our own: they keep serving, unsupervised */
+        while (s.zygotes) /* after a stop: they finish on their own; after an error of ours: they serve on */
                 zygote_free(&s, s.zygotes);
         if (s.signal_fd >= 0)
                 close(s.signal_fd);
