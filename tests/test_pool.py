@@ -94,3 +94,9 @@ def test_stopping_the_daemon_lets_the_waiting_children_go():
         assert len(kids) == 4
     for pid in kids:
         assert not Path(f"/proc/{pid}").exists() or proc_fields(pid)[0] == "Z"
+
+
+def test_the_zygote_is_named_headstartd():
+    # It is started from /proc/self/exe, which named it "exe": pgrep headstartd missed it.
+    with pooled_daemon(1) as d:
+        assert Path(f"/proc/{d.zygote_pid()}/comm").read_text() == "headstartd\n"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,9 @@ int main(int argc, char *argv[]) {
                         static char ident[64];
                         snprintf(ident, sizeof ident, "headstartd[zygote %u]", o.zygote.generation);
                         log_setup(ident, LOG_LEVEL_INFO);
+                        /* Started from /proc/self/exe, which names it "exe": pgrep headstartd, and
+                         * systemd's log of what it stops, should find it by its name. */
+                        (void) prctl(PR_SET_NAME, "headstartd", 0, 0, 0);
                         char path[PATH_MAX];
                         r = socket_path(&o, path, sizeof path);
                         if (r >= 0)

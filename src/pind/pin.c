@@ -109,14 +109,19 @@ static uint64_t memlock_limit(void) {
         return rl.rlim_cur;
 }
 
-static void tell_limit(struct pinner *p) {
+static void tell_limit(struct pinner *p, int error) {
         uint64_t limit = memlock_limit();
         unsigned long long want_kib = p->wanted / 1024 + 64;
+        p->limit_told = true;
+        if (p->wanted + 64 * 1024 <= limit) /* not the limit: the kernel refused for another reason */
+                return (void) log_error("mlock: %s at %llu KiB of the %llu KiB planned, within RLIMIT_MEMLOCK (%llu "
+                                        "KiB): a container may deny locking memory (CAP_IPC_LOCK)",
+                                        strerror(error), (unsigned long long) (p->locked / 1024),
+                                        (unsigned long long) (p->wanted / 1024), (unsigned long long) (limit / 1024));
         log_error("RLIMIT_MEMLOCK (%llu KiB) stops pinning at %llu KiB of the %llu KiB planned within the budget: "
                   "raise it (LimitMEMLOCK=%lluK in the unit, or ulimit -l %llu)",
                   (unsigned long long) (limit / 1024), (unsigned long long) (p->locked / 1024),
                   (unsigned long long) (p->wanted / 1024), want_kib, want_kib);
-        p->limit_told = true;
 }
 
 /* Sets want[i] for the ranked ranges that fit the budget, highest first. */
@@ -162,7 +167,8 @@ bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n) {
         if (!want)
                 return log_error("out of memory"), false;
         choose(p, ranked, n, want);
-        bool changed = false, limited = false;
+        bool changed = false;
+        int limited = 0; /* the errno of the first lock refused for a limit */
         for (size_t i = 0; i < n; i++) /* unlock first: what goes makes room for what comes */
                 if (!want[i])
                         changed |= set_locked(p, &ranked[i], false);
@@ -172,14 +178,15 @@ bool pinner_repin(struct pinner *p, const struct ranked *ranked, size_t n) {
                 if (want[i] && !p->files[ranked[i].file].locked[ranked[i].range]) {
                         bool done = set_locked(p, &ranked[i], true);
                         changed |= done;
-                        limited |= !done && (errno == EPERM || errno == EAGAIN ||
-                                             (errno == ENOMEM && p->locked < p->wanted &&
-                                              p->wanted > memlock_limit()));
+                        if (!done && !limited &&
+                            (errno == EPERM || errno == EAGAIN ||
+                             (errno == ENOMEM && p->locked < p->wanted && p->wanted > memlock_limit())))
+                                limited = errno;
                 }
         }
         free(want);
         if (limited && !p->limit_told)
-                tell_limit(p);
+                tell_limit(p, limited);
         if (changed)
                 p->repinned_at = time(NULL);
         return changed;
