@@ -14,6 +14,7 @@ from pathlib import Path
 
 from headstart import binaries
 from headstart.daemon import RunningDaemon
+from headstart.processes import process_stats
 
 STARTED = re.compile(rb"started (.+) as (\d+) \((\w+)\)\n")
 DECLINED = re.compile(rb"declined: (.*)\n")
@@ -52,19 +53,8 @@ class Outcome:
 
 def session_members(sid: int) -> list[int]:
     """The processes whose session is sid (field 6 of /proc/PID/stat)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(b")", 1)[-1].split()
-        # A zombie has ended; its parent (the zygote, for a served one) reaps it.
-        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != b"Z":
-            pids.append(int(entry))
-    return pids
+    # A zombie has ended; its parent (the zygote, for a served one) reaps it.
+    return [pid for pid, fields in process_stats() if len(fields) > 3 and int(fields[3]) == sid and fields[0] != b"Z"]
 
 
 def stop_session(sid: int) -> bool:
