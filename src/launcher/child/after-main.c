@@ -29,7 +29,8 @@ void after_main_page_free(struct after_main_page *page) {
 static struct {
         struct after_main_page *page;
         size_t objects_at_main;
-        size_t used; /* bytes of paths the page holds */
+        size_t used;                 /* bytes of paths the page holds */
+        unsigned long long recorded; /* the loader's count of objects loaded ever, at the last record */
         pid_t pid;
 } armed;
 static pthread_mutex_t recording = PTHREAD_MUTEX_INITIALIZER;
@@ -61,11 +62,24 @@ static int record_one(struct dl_phdr_info *info, size_t size, void *data) {
 
 /* Adds to the page the objects loaded after main that it lacks: at exit, and before each dlclose,
  * while what is closed is still loaded (close-hook.h). */
+static int loads_so_far(struct dl_phdr_info *info, size_t size, void *data) {
+        (void) size;
+        *(unsigned long long *) data = info->dlpi_adds;
+        return 1; /* the first object tells */
+}
+
 static void record_loaded(void) {
         /* A process the program forked inherits the hooks; only the program itself reports. */
         if (getpid() != armed.pid)
                 return;
         pthread_mutex_lock(&recording);
+        unsigned long long adds = 0;
+        (void) dl_iterate_phdr(loads_so_far, &adds);
+        if (adds == armed.recorded) { /* nothing loaded since: a plugin host closing many is not slowed */
+                pthread_mutex_unlock(&recording);
+                return;
+        }
+        armed.recorded = adds;
         struct writer w = { .used = armed.used };
         (void) dl_iterate_phdr(record_one, &w);
         armed.page->paths[w.used] = '\0';
@@ -86,6 +100,7 @@ void after_main_arm(struct after_main_page *page) {
         armed.page = page;
         armed.pid = getpid();
         armed.used = 0;
+        armed.recorded = 0;
         armed.objects_at_main = 0;
         (void) dl_iterate_phdr(count_one, &armed.objects_at_main);
         hs_entry_before_dlclose(record_loaded);
