@@ -152,6 +152,23 @@ def test_served_launches_move_the_pages_to_the_program_launched_often(tmp_path):
             wait_for(lambda: f"program {fft}: " in log.read_text(), "no status on SIGUSR1", log)
 
 
+def test_launches_of_users_not_named_by_launch_users_do_not_count(tmp_path):
+    # Any user can raise a count (a program its headstartd serves can send any report); a device
+    # names the user whose launches matter.
+    fft = bin_path("fft")
+    plan, first, second = two_programs_plan(tmp_path, fft)
+    sock, log = tmp_path / "launches.socket", tmp_path / "log"
+    other = "nobody" if os.geteuid() != 65534 else "root"
+    extra = ["--half-life", "1", "--launch-socket", str(sock), "--launch-users", other]
+    with private_daemon([fft], extra_args=["--no-learn", "--report-launches", str(sock)]) as daemon:
+        with pind(plan, "1M", log, extra=extra):
+            for _ in range(8):
+                assert run_served(daemon, [str(fft), "16"], env=base_env()).returncode == 0
+            time.sleep(2.5)  # two re-scorings (--interval 1)
+            assert "re-pinned after launch counts changed" not in log.read_text(), log.read_text()
+            assert resident_after_evict(first) == MIB // PAGE
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="fanotify (counting launches by exec) needs CAP_SYS_ADMIN")
 def test_launches_by_exec_are_counted_too(tmp_path):
     often = tmp_path / "often"

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "launch-users.h"
 #include "log.h"
 
 int exec_watch_open(void) {
@@ -35,7 +36,8 @@ int exec_watch_read(int fd, dev_t *ret_dev, ino_t *ret_ino) {
         struct stat st;
         int r = fstat(ev.fd, &st);
         close(ev.fd);
-        if (r < 0)
+        /* The process that execs, by the uid it has as it does: one gone by now is not counted. */
+        if (r < 0 || !launch_user_counts(launch_user_of(ev.pid)))
                 return 0;
         *ret_dev = st.st_dev;
         *ret_ino = st.st_ino;

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "launch-users.h"
 #include "log.h"
 #include "macro.h"
 
@@ -88,7 +89,7 @@ int launch_reports_read(int fd, dev_t *ret_dev, ino_t *ret_ino) {
         if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS)
                 return 0;
         memcpy(&sender, CMSG_DATA(c), sizeof sender);
-        if (!sent_by_daemon(sender.pid))
+        if (!sent_by_daemon(sender.pid) || !launch_user_counts(sender.uid))
                 return 0;
         buf[n] = '\0';
         buf[strcspn(buf, "\n")] = '\0';

@@ -33,6 +33,7 @@
 #include "prefetch.h"
 #include "score.h"
 #include "launch-report-receive.h"
+#include "launch-users.h"
 #include "trusted-path.h"
 
 static const char *arg_plan = NULL;
@@ -54,6 +55,8 @@ static void help(void) {
                "                         (default " HS_LAUNCH_REPORT_SOCKET ")\n"
                "  --daemon PATH          the headstartd whose processes alone may report there\n"
                "                         (default: the one in headstart-pind's own folder)\n"
+               "  --launch-users USER,...  count only these users' launches, served or exec'd\n"
+               "                         (default every user's: any of them can raise a count)\n"
                "  --prefetch             read the ranges into the cache at idle I/O priority, lock nothing, exit\n"
                "  --help, --version\n"
                "SIGHUP re-reads the plan, SIGUSR1 logs the status. Locking needs RLIMIT_MEMLOCK of the\n"
@@ -104,6 +107,8 @@ static int parse_option(const char *a, const char *v) {
                 arg_launch_socket = strcmp(v, "none") == 0 ? NULL : v;
         else if (strcmp(a, "--daemon") == 0)
                 arg_daemon = v;
+        else if (strcmp(a, "--launch-users") == 0)
+                return launch_users_parse(v);
         else
                 return log_error("unknown option: '%s' (see --help)", a), -EINVAL;
         return 0;
