@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -262,3 +263,45 @@ def test_fontconfig_warm_up_leaves_fc_list_output_unchanged(tmp_path):
         with Served(d):
             got = run_served(d, argv, env=env)
     assert (got.returncode, got.stdout, got.stderr) == (0, expected.stdout, expected.stderr)
+
+
+JIT = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* Copies the plugin argv[1] to argv[2] (into place, by rename), loads it from there and closes it. */
+int main(int argc, char **argv) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "cp %s %s.new && mv %s.new %s", argv[1], argv[2], argv[2], argv[2]);
+        if (argc != 3 || system(cmd) != 0)
+                return 9;
+        void *h = dlopen(argv[2], RTLD_NOW);
+        int (*version)(void) = h ? (int (*)(void)) dlsym(h, "version") : NULL;
+        if (!version)
+                return 8;
+        printf("version %d\n", version());
+        return dlclose(h);
+}
+"""
+
+
+def test_a_plugin_the_program_writes_before_it_loads_it_is_not_learned(tmp_path):
+    # Preloaded, it would be what the next launch's dlopen of that path finds by name, whatever the
+    # program writes there first: each launch got the plugin the one before it had written.
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    (tmp_path / "v.c").write_text("int version(void) { return VERSION; }\n")
+    for v in (1, 2, 3):
+        subprocess.run(["cc", "-shared", "-fPIC", f"-DVERSION={v}", "-o", str(tmp_path / f"libv{v}.so"),
+                        str(tmp_path / "v.c")], check=True)  # fmt: skip
+    (tmp_path / "jit.c").write_text(JIT)
+    jit, target, state = tmp_path / "jit", tmp_path / "libjit.so", tmp_path / "learned"
+    subprocess.run(["cc", "-o", str(jit), str(tmp_path / "jit.c")], check=True)
+    with private_daemon([], extra_args=["--app", str(jit), "--learn-file", str(state)]) as d:
+        for v in (1, 2, 3, 1, 2):
+            argv = [str(jit), str(tmp_path / f"libv{v}.so"), str(target)]
+            with Served(d):
+                got = run_served(d, argv)
+            assert (got.returncode, got.stdout) == (0, f"version {v}\n".encode()), got.stderr
+            time.sleep(0.6)  # past the zygote's first look at the child's maps
+    assert str(target) not in (state.read_text() if state.exists() else "")

@@ -156,7 +156,7 @@ def test_launches_of_users_not_named_by_launch_users_do_not_count(tmp_path):
     # Any user can raise a count (a program its headstartd serves can send any report); a device
     # names the user whose launches matter.
     fft = bin_path("fft")
-    plan, first, second = two_programs_plan(tmp_path, fft)
+    plan, first, _ = two_programs_plan(tmp_path, fft)
     sock, log = tmp_path / "launches.socket", tmp_path / "log"
     other = "nobody" if os.geteuid() != 65534 else "root"
     extra = ["--half-life", "1", "--launch-socket", str(sock), "--launch-users", other]

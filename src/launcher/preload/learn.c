@@ -296,19 +296,24 @@ static bool trusted(const char *path) {
         return false;
 }
 
-int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id,
+int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id, time_t launched,
                  const char *cache_dir) {
         if (path[0] != '/' || strchr(path, '\n') || strncmp(path, cache_dir, strlen(cache_dir)) == 0)
                 return 0;
-        struct file_id found;
-        if (!id) {
-                struct stat st;
-                if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-                        return 0;
-                found = (struct file_id){ st.st_dev, st.st_ino };
+        if (id && is_known(l, id->dev, id->ino))
+                return 0;
+        struct stat st;
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        struct file_id found = { st.st_dev, st.st_ino };
+        if (!id)
                 id = &found;
-        }
         if (is_known(l, id->dev, id->ino))
+                return 0;
+        /* Written while the program ran, by it (a plugin it builds or copies into place, then loads)
+         * or beside it: preloaded, it would be what the next launch's dlopen of that path finds by
+         * its name, however the file changes again before that launch loads it. */
+        if (st.st_ctime >= launched)
                 return 0;
         struct learned_program *p = NULL;
         int r = worth_learning(path) && trusted(path) && (p = add_program(l, program)) ? add_object(p, path) : 0;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "string-list.h"
 
@@ -62,10 +63,11 @@ int learned_snapshot_self(struct learned *l);
 /* Never learns this file (a registered program: loading it runs the program's code). */
 int learned_ignore(struct learned *l, dev_t dev, ino_t ino);
 
-/* A child of `program` had `path` loaded after main. Returns 1 when that is new (the file must then
- * be saved), 0 when it is known or not a shared object worth preloading, <0 on error. `id` may be
- * NULL (it is then looked up). */
-int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id,
+/* A child of `program`, launched at `launched` (the wall clock's seconds), had `path` loaded after
+ * main. Returns 1 when that is new (the file must then be saved), 0 when it is known, not a shared
+ * object worth preloading, or changed since the launch began (judged again when seen next), <0 on
+ * error. `id` may be NULL (it is then looked up). */
+int learned_note(struct learned *l, const char *program, const char *path, const struct file_id *id, time_t launched,
                  const char *cache_dir);
 /* Writes the state file and the memory copy, each merged with what it holds now. Returns 0, or the
  * error of writing the file (the memory copy is written whatever happens to the file). */

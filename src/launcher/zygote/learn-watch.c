@@ -2,6 +2,7 @@
 #include "learn-watch.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #include "after-main.h"
 #include "children.h"
@@ -14,11 +15,16 @@ static const unsigned scan_ages_ms[] = { AFTER_MAIN_SCAN_FIRST_MS, AFTER_MAIN_SC
 struct note {
         struct server *s;
         const char *program;
+        time_t launched; /* the wall clock's second the launch began, at the latest */
         unsigned added;
 };
 
+static time_t launched_at(const struct child *ch) {
+        return time(NULL) - (time_t) ((now_ms() - ch->started_ms) / 1000) - 1;
+}
+
 static void note_one(struct note *n, const char *path, const struct file_id *id) {
-        int r = learned_note(n->s->learned, n->program, path, id, n->s->cache.dir);
+        int r = learned_note(n->s->learned, n->program, path, id, n->launched, n->s->cache.dir);
         if (r > 0) {
                 n->added++;
                 if (n->s->options->verbose)
@@ -51,7 +57,7 @@ static bool learned_some(struct server *s, const struct note *n, char *reason, s
 bool learn_child_ended(struct server *s, const struct child *ch, char *reason, size_t size) {
         if (!s->learned || !ch->program)
                 return false;
-        struct note n = { .s = s, .program = ch->program };
+        struct note n = { .s = s, .program = ch->program, .launched = launched_at(ch) };
         after_main_page_read(ch->after_main, note_path, &n);
         return learned_some(s, &n, reason, size);
 }
@@ -80,7 +86,7 @@ bool learn_scan(struct server *s, char *reason, size_t size) {
                         continue;
                 while (ch->scans < NSCANS && next_scan_at(ch) <= now)
                         ch->scans++;
-                struct note n = { .s = s, .program = ch->program };
+                struct note n = { .s = s, .program = ch->program, .launched = launched_at(ch) };
                 (void) after_main_scan_maps(ch->pid, note_mapped, &n); /* it may have just ended */
                 wanted |= learned_some(s, &n, reason, size);
         }
