@@ -6,6 +6,7 @@ directory or a file without execute permission is called what it is; a reader th
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -202,3 +203,23 @@ def test_a_command_stopped_by_a_signal_ends_what_it_measures(tmp_path, sig, stat
     while _processes_with_argv(sleeper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _processes_with_argv(sleeper)
+
+
+def test_a_program_built_with_address_sanitizer_is_left_to_exec_and_the_daemon_serves_on(tmp_path):
+    # Its runtime must be the first object of its process: loaded into the zygote, it ended it, and
+    # the daemon with it (and `headstartd --check` printed nothing for it).
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    (tmp_path / "a.c").write_text('#include <stdio.h>\nint main(void) { puts("sanitized"); return 3; }\n')
+    built = subprocess.run(["cc", "-fsanitize=address", "-o", str(tmp_path / "a"), str(tmp_path / "a.c")])
+    if built.returncode != 0:
+        pytest.skip("no AddressSanitizer runtime")
+    program, observe = str(tmp_path / "a"), str(bin_path("observe"))
+    with private_daemon([], extra_args=["--app", program, "--app", observe]) as d:
+        assert f"--app {program}: built with a sanitizer whose runtime must be the first object" in d.log_text()
+        got = run_served(d, [program])
+        assert (got.returncode, got.stdout) == (3, b"sanitized\n")
+        with Served(d):
+            assert run_served(d, [observe, "exit", "4"]).returncode == 4
+    check = subprocess.run([str(bin_path("headstartd")), "--check", program], capture_output=True, text=True)
+    assert check.returncode == 0 and '"mode": "exec"' in check.stdout and "sanitizer" in check.stdout

@@ -73,19 +73,33 @@ static bool has_origin(const char *s, size_t max) {
         return memmem(s, l, "$ORIGIN", 7) || memmem(s, l, "${ORIGIN}", 9);
 }
 
+/* A sanitizer's runtime that must be the first object of its process (AddressSanitizer,
+ * ThreadSanitizer, LeakSanitizer, HWASan; GCC's and clang's): loaded into a daemon that has started
+ * already, it ends the process. */
+static bool is_sanitizer_runtime(const char *name, size_t max) {
+        static const char *const prefixes[] = { "libasan.so", "libtsan.so", "liblsan.so", "libhwasan.so",
+                                                "libclang_rt.asan", "libclang_rt.tsan", "libclang_rt.hwasan" };
+        size_t l = strnlen(name, max);
+        for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+                if (l >= strlen(prefixes[i]) && strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
 static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         const Elf64_Dyn *dyn = elf_at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
         if (!dyn)
                 return -ENOEXEC;
         size_t n = dynp->p_filesz / sizeof *dyn;
         uint64_t strtab = 0, strsz = 0;
-        uint64_t path_offsets[8];
+        uint64_t path_offsets[8], first_needed = UINT64_MAX;
         size_t npaths = 0;
 
         for (size_t i = 0; i < n && dyn[i].d_tag != DT_NULL; i++) {
                 switch (dyn[i].d_tag) {
                 case DT_NEEDED:
-                        info->needed++;
+                        if (info->needed++ == 0)
+                                first_needed = dyn[i].d_un.d_val;
                         break;
                 case DT_STRTAB:
                         strtab = dyn[i].d_un.d_ptr;
@@ -126,12 +140,15 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
         }
 
         uint64_t stroff;
-        if (strtab && strsz && elf_vaddr_to_offset(im, strtab, strsz, &stroff) == 0)
+        if (strtab && strsz && elf_vaddr_to_offset(im, strtab, strsz, &stroff) == 0) {
                 for (size_t i = 0; i < npaths; i++) {
                         const char *s = elf_at(im, stroff + path_offsets[i], 1, 1);
                         if (s && path_offsets[i] < strsz && has_origin(s, strsz - path_offsets[i]))
                                 info->origin_in_path = true;
                 }
+                const char *first = first_needed < strsz ? elf_at(im, stroff + first_needed, 1, 1) : NULL;
+                info->needs_sanitizer_runtime = first && is_sanitizer_runtime(first, strsz - first_needed);
+        }
         return 0;
 }
 

@@ -30,6 +30,8 @@ struct elf_info {
         bool origin_in_path;   /* $ORIGIN in DT_RPATH or DT_RUNPATH */
         bool exports_main;     /* a defined, global `main` in the dynamic symbol table */
         size_t needed;         /* DT_NEEDED entries */
+        bool needs_sanitizer_runtime; /* its first DT_NEEDED is a sanitizer's runtime that must come
+                                       * first in its process (an ASan build) */
         uint64_t entry;        /* e_entry: where _start is, relative to the load address (0: none) */
         uint64_t phdr_vaddr;   /* where the program headers are mapped, relative to the load address */
         uint16_t phnum;

@@ -91,6 +91,11 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         const char *problem = preload_program_problem(path);
         if (problem)
                 exec_verdict(program, path, problem);
+        const char *refusal = preload_program_refusal(path);
+        if (refusal) { /* a verdict, not a problem of the file: as for a set-user-ID program */
+                print_verdict(&(struct verdict){ .program = program, .path = path, .mode = "exec", .reason = refusal });
+                _exit(0);
+        }
         /* Its kind may make this fail (a static program); the rules below then say why it is exec. */
         struct string_list libs = { 0 };
         size_t loaded, failed;

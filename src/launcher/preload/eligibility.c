@@ -52,6 +52,8 @@ const char *eligibility_verdict(const struct program_facts *f, const char *inter
         const char *tls = e->has_tls ? tls_reserve_verdict(e, buf, size) : NULL;
         if (tls)
                 return tls;
+        if (e->needs_sanitizer_runtime)
+                return ELIGIBILITY_SANITIZER;
         if (e->has_preinit)
                 return "has DT_PREINIT_ARRAY, which the loader runs only for a program started by exec";
         if (e->reads_own_exe)

@@ -26,3 +26,7 @@ bool eligibility_has_entry(const struct elf_info *e);
 /* Returns NULL when the daemon can serve the program, otherwise why not, in plain words.
  * `interp` is the daemon's own dynamic loader. The text may point into `buf`. */
 const char *eligibility_verdict(const struct program_facts *f, const char *interp, char *buf, size_t size);
+
+/* A program built with AddressSanitizer (or TSan, LSan, HWASan) needs its sanitizer's runtime first
+ * in its process; loaded into the daemon, the runtime ends it. */
+#define ELIGIBILITY_SANITIZER "built with a sanitizer whose runtime must be the first object of its process: exec runs it"

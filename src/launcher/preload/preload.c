@@ -18,6 +18,7 @@
 
 #include "constructors.h"
 #include "elf-info.h"
+#include "eligibility.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -79,6 +80,14 @@ const char *preload_program_problem(const char *path) {
                 return "not executable (no execute permission): exec would refuse it too";
         if (access(path, R_OK) < 0)
                 return "cannot read it (no read permission): only exec can run it";
+        return NULL;
+}
+
+const char *preload_program_refusal(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct elf_info info;
+        if (fd >= 0 && elf_info_read(fd, &info) == 0 && info.needs_sanitizer_runtime)
+                return ELIGIBILITY_SANITIZER;
         return NULL;
 }
 

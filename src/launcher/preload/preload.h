@@ -45,5 +45,9 @@ int preload_count_threads(void);
  * in words for a user; NULL when it may be one. */
 const char *preload_program_problem(const char *path);
 
+/* Why the program at path must not have its libraries loaded here, as registering or judging it
+ * would (its sanitizer's runtime ends a process it is loaded into once started); NULL when it may. */
+const char *preload_program_refusal(const char *path);
+
 /* Reads the PT_INTERP of our own executable. */
 int preload_own_interp(char *buf, size_t size);

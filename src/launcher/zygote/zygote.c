@@ -81,6 +81,8 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 struct stat st;
                 if (!problem && stat(path, &st) < 0)
                         problem = "cannot find the program";
+                if (!problem)
+                        problem = preload_program_refusal(path);
                 if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
                 if (!problem)
