@@ -310,15 +310,18 @@ int learned_note(struct learned *l, const char *program, const char *path, const
                 id = &found;
         if (is_known(l, id->dev, id->ino))
                 return 0;
+        if (!worth_learning(path) || !trusted(path))
+                return add_known(l, id->dev, id->ino); /* judged once */
         /* Written while the program ran, by it (a plugin it builds or copies into place, then loads)
          * or beside it: preloaded, it would be what the next launch's dlopen of that path finds by
-         * its name, however the file changes again before that launch loads it. */
+         * its name, however the file changes again before that launch loads it. Judged again when
+         * seen next. */
         if (st.st_ctime >= launched)
                 return 0;
-        struct learned_program *p = NULL;
-        int r = worth_learning(path) && trusted(path) && (p = add_program(l, program)) ? add_object(p, path) : 0;
+        struct learned_program *p = add_program(l, program);
+        int r = p ? add_object(p, path) : 0;
         if (r == 0)
-                r = add_known(l, id->dev, id->ino); /* judged once */
+                r = add_known(l, id->dev, id->ino);
         if (r > 0)
                 l->learned_now++;
         return r;
