@@ -12,14 +12,21 @@ void hs_entry_before_dlclose(void (*before)(void)) {
         __atomic_store_n(&before_close, before, __ATOMIC_RELEASE);
 }
 
-static int close_object(const char *version, void *handle) {
+typedef int (*close_fn)(void *);
+
+/* The C library's dlclose of that version, looked up once (a plugin host closes hundreds). */
+static int close_object(const char *version, close_fn *real, void *handle) {
         void (*before)(void) = __atomic_load_n(&before_close, __ATOMIC_ACQUIRE);
         if (before)
                 before();
-        int (*real)(void *) = (int (*)(void *)) dlvsym(RTLD_NEXT, "dlclose", version);
-        if (!real)
-                abort();
-        return real(handle);
+        close_fn fn = __atomic_load_n(real, __ATOMIC_ACQUIRE);
+        if (!fn) {
+                fn = (close_fn) dlvsym(RTLD_NEXT, "dlclose", version);
+                if (!fn)
+                        abort();
+                __atomic_store_n(real, fn, __ATOMIC_RELEASE);
+        }
+        return fn(handle);
 }
 
 /* One definition per symbol version, as for __libc_start_main (entry.c). */
@@ -27,11 +34,13 @@ int hs_dlclose_first(void *handle);
 int hs_dlclose_2_34(void *handle);
 
 int hs_dlclose_first(void *handle) {
-        return close_object(HS_GLIBC_FIRST_VERSION, handle);
+        static close_fn real;
+        return close_object(HS_GLIBC_FIRST_VERSION, &real, handle);
 }
 
 int hs_dlclose_2_34(void *handle) {
-        return close_object("GLIBC_2.34", handle);
+        static close_fn real;
+        return close_object("GLIBC_2.34", &real, handle);
 }
 
 __asm__(".symver hs_dlclose_first, dlclose@" HS_GLIBC_FIRST_VERSION);
