@@ -43,7 +43,10 @@ _BUILD_PATHS = {
 
 SAMPLE_APPS = ("gtk-hello", "gtk4-tiles", "jpeg-encode", "mp3-encode", "fft", "many-globals", "qt-widgets", "qml-tiles")
 
-_LAUNCHED = ("probe", *SAMPLE_APPS, "catalog", "observe")
+# Programs of the checkout's own, built there and never installed.
+_CHECKOUT_PROGRAMS = (*SAMPLE_APPS, "catalog", "observe")
+
+_LAUNCHED = ("probe", *_CHECKOUT_PROGRAMS)
 
 # Installed by `meson install` (and the Debian package): file names in lib/<multiarch>/headstart/
 # (meson.build's private_lib_dir), and the tools in libexec/headstart/ (bench/meson.build).
@@ -103,7 +106,7 @@ def find(name: str) -> Path:
         return Path(found)
     if not in_checkout():
         package = "headstart-pind" if name == "headstart-pind" else "headstart"
-        if name in SAMPLE_APPS or name in ("catalog", "observe"):
+        if name in _CHECKOUT_PROGRAMS:
             raise HeadstartError(f"cannot find {name}: the sample programs come with a source checkout "
                                  "(`make build`), not with the packages; name programs of your own")  # fmt: skip
         raise HeadstartError(f"cannot find {name}: install the {package} package")
