@@ -80,3 +80,37 @@ def test_a_child_due_or_starting_is_waited_for_by_the_bench_and_the_device():
     assert prepared_pending("starting gtk4+adwaita /usr/bin/baobab 3")
     for state in ("ready", "retrying", "idle", "unlaunched", "failed", "refused"):
         assert not prepared_pending(f"{state} gtk3 /usr/bin/galculator 2"), state
+
+
+def test_the_advice_is_the_analysis_boots_not_a_timed_boots(monkeypatch):
+    """Only the analysis boot has initcall_debug (whose console lines `quiet` would take back in arm 3
+    alone): the report's advice comes from it, and the timed boots' own analyses are not read for it."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import report
+
+    import bench
+
+    def boot(arm: str, log: Path) -> dict:
+        a = analysis.as_dict(analysis.analyze([log], None))
+        return {"arm": arm, "analysis": a, "home_frame_s": 40.0, "launches": []}
+
+    verbose = FIXTURES / "device-arm64-initcall-debug.log"
+    advised = boot("headstart", verbose)
+    timed = [
+        boot("stock", FIXTURES / "device-arm64.systemd.txt"),
+        boot("headstart", FIXTURES / "device-arm64.systemd.txt"),
+    ]
+    assert any("crypto" in r["message"] for r in advised["analysis"]["recommendations"])
+    assert not any("crypto" in r["message"] for b in timed for r in b["analysis"]["recommendations"])
+    applied = bench.Applied.of(advised["analysis"]["recommendations"])
+    assert "cryptomgr.notests" in applied.kernel_args
+    data = {
+        "arch": "arm64",
+        "accelerator": "tcg",
+        "analysis_boot": advised,
+        "summary": bench.summary(timed),
+        "boots": timed,
+    }
+    page = report.page(data)
+    assert "from the analysis boot" in page and "cryptomgr.notests" in page
+    sys.modules.pop("bench"), sys.modules.pop("report")
