@@ -747,3 +747,98 @@ def test_a_unit_name_systemd_shortened_leaves_no_half_escape():
         "Dependency failed for devi… - app opener…"
     )
     assert console.clean("[  123.456789] 90m of 100m…") == "[  123.456789] 90m of 100m…"  # no escape: kept
+
+
+# --- what a new user's own logs gave (2026-11-29) ---
+
+
+def _dmesg_of(log: Path) -> str:
+    """The kernel lines of a recorded capture as dmesg prints them: the printk time, no host time."""
+    return "".join(line.split("\t", 1)[1] for line in log.read_text().splitlines(True)[1:] if "\t[" in line)
+
+
+def test_journal_output_with_wall_clock_times_is_refused_with_what_to_give(tmp_path):
+    """journalctl's default output looks like ts over a console, but keeps no kernel time."""
+    for stamp in ("Sep 29 10:01:02", "Sep 29 10:01:02.250000", "2026-09-29T10:01:02+0000"):
+        log = tmp_path / "journal.txt"
+        log.write_text(
+            "-- Boot 1a2b --\n"
+            + "".join(f"{stamp} rockpi kernel: line {i}\n" for i in range(5))
+            + f"{stamp} rockpi systemd[1]: Started kiosk.\n"
+        )
+        one_line_error(headstart("boot", "analyze", str(log)), "journalctl -b -o short-monotonic")
+    monotonic = tmp_path / "monotonic.txt"
+    monotonic.write_text("".join(f"[    0.00000{i}] rockpi kernel: line {i}\n" for i in range(5)))
+    assert "journalctl -b -o short-monotonic" not in headstart("boot", "analyze", str(monotonic)).stderr
+
+
+def test_a_serial_capture_and_dmesg_of_one_boot_count_each_initcall_once(tmp_path):
+    dmesg = tmp_path / "dmesg.txt"
+    dmesg.write_text(_dmesg_of(VERBOSE))
+    alone = analyze_json(str(VERBOSE), "--ready", READY)
+    both = analyze_json(str(VERBOSE), str(dmesg), "--ready", READY)
+    assert len(both["initcalls"]) == len(alone["initcalls"]) > 100
+    assert [r["message"] for r in both["recommendations"]] == [r["message"] for r in alone["recommendations"]]
+    assert both["phases"] == alone["phases"]  # the serial copy, with its host time, is the one kept
+
+
+def test_a_boot_that_panics_says_so_and_fails_a_compare_budget(tmp_path):
+    lines = VERBOSE.read_text().splitlines(True)
+    panicked = tmp_path / "panicked.log"
+    panicked.write_text(
+        "".join(lines[:1741]) + "5.200000\t[    2.100000] Kernel panic - not syncing: Attempted to kill init!\n"
+    )
+    warnings = analyze_json(str(panicked), "--ready", READY)["warnings"]
+    # at its printk time on the host's clock (2.1 s after the kernel's clock started, at about 3.03 s)
+    assert "the kernel panicked at 5.129 s: Kernel panic - not syncing: Attempted to kill init!" in warnings
+    # Compared to the last moment both reached (init), B would be as fast as A and pass any budget.
+    done = headstart("boot", "compare", str(VERBOSE), str(panicked), "--ready", READY, "--budget-ms", "100000")
+    assert done.returncode == 1
+    assert "B: the kernel panicked" in done.stderr and "never reached ready" in done.stderr
+    typo = headstart("boot", "compare", str(VERBOSE), str(VERBOSE), "--ready", "headstart-raedy", "--budget-ms", "0")
+    assert typo.returncode == 1 and "never reached ready" in typo.stderr
+    assert (
+        headstart("boot", "compare", str(VERBOSE), str(VERBOSE), "--ready", READY, "--budget-ms", "0").returncode == 0
+    )
+
+
+def test_init_is_found_by_systemds_line_with_debians_version(tmp_path):
+    """Kernels before 5.7 print no "Run /sbin/init" line; systemd's first line says init started."""
+    log = tmp_path / "dmesg.txt"
+    log.write_text(
+        "[    0.000000] Booting Linux on physical CPU 0x0\n[    0.500000] Freeing unused kernel memory\n"
+        "[    3.400000] systemd[1]: systemd 252.17-1~deb12u1 running in system mode (+PAM +AUDIT)\n"
+    )
+    data = analyze_json(str(log))
+    assert data["moments"]["init"]["at_s"] == pytest.approx(3.4)
+    assert not any("before init started" in w for w in data["warnings"])
+
+
+def test_quiet_is_advised_only_on_a_console_seen_to_print_its_lines(tmp_path):
+    """dmesg holds what the kernel logged, not what its console printed; a capture without the kernel's
+    command line (printed at notice level) had a console that printed less already."""
+    assert "quiet" in {r["topic"] for r in analyze_json(str(VERBOSE), "--ready", READY)["recommendations"]}
+    dmesg = tmp_path / "dmesg.txt"
+    dmesg.write_text(_dmesg_of(VERBOSE))
+    assert "quiet" not in {r["topic"] for r in analyze_json(str(dmesg))["recommendations"]}
+    hidden = tmp_path / "no-command-line.log"
+    hidden.write_text("".join(x for x in VERBOSE.read_text().splitlines(True) if "ommand line:" not in x))
+    data = analyze_json(str(hidden), "--ready", READY)
+    assert "quiet" not in {r["topic"] for r in data["recommendations"]}
+
+
+def test_a_quiet_arm_boot_after_u_boot_gets_no_decompression_advice_nor_a_wrapped_buffer_warning(tmp_path):
+    """U-Boot hands over with "Starting kernel ..."; a quiet arm64 kernel's first printed line (an
+    error) may come seconds later, and nothing on the console says it is arm64."""
+    log = tmp_path / "quiet-arm.log"
+    log.write_text(
+        "# headstart boot record device=/dev/ttyS2 baud=1500000 start=\n"
+        "0.500000\tU-Boot 2023.01 (Jan 01 2023)\n"
+        "1.000000\tStarting kernel ...\n"
+        "2.300000\t[    1.300000] rockchip-pcie f8000000.pcie: PCIe link training gen1 timeout!\n"
+        "9.000000\tkiosk: first frame shown\n"
+    )
+    data = analyze_json(str(log), "--ready", "first frame shown")
+    assert "decompression" not in {r["topic"] for r in data["recommendations"]}
+    assert not any("wrapped" in w for w in data["warnings"])
+    assert data["moments"]["ready"]["at_s"] == pytest.approx(9.0)

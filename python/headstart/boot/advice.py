@@ -64,8 +64,18 @@ def _command_line(log: BootLog) -> str | None:
 
 
 def _console(t: Timeline, log: BootLog) -> list[Advice]:
+    """Only from a serial capture: dmesg and the journal hold every line the kernel logged, not those
+    its console printed. The kernel prints its command line at notice level: a capture of the boot's
+    start without it had a console that printed less (`quiet`, or a low `loglevel=`) already, unless
+    the kernel says it dropped messages before its console opened (a verbose boot overflowing it)."""
     command_line = _command_line(log)
-    if "kernel_start" not in t.moments or t.console_lines < 50 or (command_line and _QUIET.search(command_line)):
+    if (
+        not log.recorded
+        or "kernel_start" not in t.moments
+        or t.console_lines < 50
+        or (command_line is None and not any(_DROPPED.search(line.text) for line in log.lines))
+        or (command_line and _QUIET.search(command_line))
+    ):
         return []
     seconds = t.console_bytes * 10 / log.baud if log.baud else None  # 10 bits a byte on a UART
     at_baud = f" At {log.baud} baud those bytes alone take {seconds:.2f} s on a real UART." if seconds else ""
@@ -237,15 +247,24 @@ def _initcall_message(name: str, seconds: float, waited: str = "") -> str:
 
 # An arm64 kernel: its Image does not decompress itself (the boot loader or the EFI stub did before).
 _ARM64 = re.compile(r"Linux version \S*(arm64|aarch64)|CPU features: detected|Machine model: .*\bAArch64\b")
+_DROPPED = re.compile(r"printk messages dropped")
+# x86's bzImage and arm's zImage decompress themselves; x86's lines say which it is even when quiet.
+_SELF_DECOMPRESSING = re.compile(
+    r"Decompressing Linux|Uncompressing Linux|BIOS-e820|\bx86/|Linux version \S*(amd64|x86_64|i[3-6]86|armv7|armmp)"
+)
 
 
 def _decompression(t: Timeline, log: BootLog) -> list[Advice]:
     phase = next((p for p in t.phases if p.name == "kernel setup to kernel start"), None)
-    if phase is None or phase.duration_s <= 0:
+    if phase is None or phase.duration_s < 0.010:
         return []
-    if any(_ARM64.search(line.text) for line in log.lines):
-        # From U-Boot's "Starting kernel ..." to the first message is the kernel's own earliest start
-        # (page tables, the MMU, KASLR), which no compression setting changes.
+    if any(_ARM64.search(line.text) for line in log.lines) or not any(
+        _SELF_DECOMPRESSING.search(line.text) for line in log.lines
+    ):
+        # From U-Boot's "Starting kernel ..." to the first message is an arm64 kernel's own earliest
+        # start (page tables, the MMU, KASLR): its Image does not decompress itself (U-Boot did,
+        # before that line, if it was compressed). A quiet kernel hides the lines that would say
+        # which it is: only a kernel seen to be one that decompresses itself is advised on.
         return []
     return [
         Advice(

@@ -55,6 +55,20 @@ FORMATS = [
 ]
 
 
+# journalctl's default output and its -o short-precise / short-iso / short-full: a wall-clock stamp
+# (to the second or microsecond), then "HOST IDENTIFIER[PID]: ". It looks like ts over a console, but
+# its times are when journald says each line was logged, kernel lines without their printk time.
+_ISO_STAMP = r"(?:\w{3} )?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\S*"  # short-iso, short-full
+_SYSLOG_STAMP = rf"(?:{'|'.join(_MONTHS)}) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"  # short, short-precise
+_JOURNAL_WALL_CLOCK = re.compile(rf"^(?:{_ISO_STAMP}|{_SYSLOG_STAMP})(?: \w+)? \S+ [^\s:\[\]]+(?:\[\d+\])?: ")
+
+
+def journal_wall_clock(lines: list[str]) -> bool:
+    """Whether the lines are journalctl's output with wall-clock times (not -o short-monotonic)."""
+    sample = [line for line in lines if line.strip() and not line.startswith("-- ")][:_SAMPLE]
+    return bool(sample) and sum(1 for line in sample if _JOURNAL_WALL_CLOCK.match(line)) >= _FIT * len(sample)
+
+
 @dataclass
 class Stamped:
     number: int  # 1-based line number in the file

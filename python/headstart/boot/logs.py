@@ -85,7 +85,35 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
         per_file.append((str(path), one.lines))
         _merge(log, one)
     boots.check_same_boot(per_file)
+    log.lines = _once(log.lines)
     return log
+
+
+_JOURNAL_PREFIX = re.compile(r"^\S+ kernel: ")
+
+
+def _once(lines: list[Line]) -> list[Line]:
+    """Each kernel line once: a serial capture and dmesg (or the journal) of the same boot both hold
+    it, and counted twice it would double every initcall. The copy with a host time is kept; two
+    alike in one file are two lines."""
+    kept: dict[tuple[float, str], int] = {}
+    out: list[Line | None] = []
+    for line in lines:
+        key = (line.kernel_s, _JOURNAL_PREFIX.sub("", line.text).strip()) if line.kernel_s is not None else None
+        at = kept.get(key) if key else None
+        earlier = out[at] if at is not None else None
+        if key is None or earlier is None or _file(earlier) == _file(line):
+            if key is not None and at is None:
+                kept[key] = len(out)
+            out.append(line)
+        elif line.host_s is not None and earlier.host_s is None:
+            out[at], kept[key] = None, len(out)
+            out.append(line)
+    return [line for line in out if line is not None]
+
+
+def _file(line: Line) -> str:
+    return line.source.rpartition(":")[0]
 
 
 def _text(path: Path) -> str:
@@ -109,6 +137,11 @@ def _merge(log: BootLog, one: BootLog) -> None:
 
 def _read_one(name: str, text: str) -> BootLog:
     raw = text.split("\n")  # not splitlines(): a bare carriage return does not end a console line
+    if formats.journal_wall_clock(raw):
+        raise HeadstartError(
+            f"{name}: journalctl output with wall-clock times, which keep no kernel time: give "
+            "`journalctl -b -o short-monotonic` instead"
+        )
     f, stamped = formats.stamp(raw)
     log = BootLog(recorded=f is not None, formats=[f.name if f else "plain"])
     shown: dict[str, str] = {}  # the properties of the unit `systemctl show` is printing

@@ -24,7 +24,9 @@ _INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)?(?: \[(\w+)\])?
 _UNPACK = re.compile(r"Trying to unpack rootfs image as initramfs|Unpacking initramfs")
 _UNPACKED = re.compile(r"Freeing initrd memory")
 _ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
-_INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+ running in system mode")
+# systemd's version is "252" or Debian's "252.17-1~deb12u1".
+_INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+\S* running in system mode")
+_PANIC = re.compile(r"Kernel panic - not syncing")
 _CONSOLE = re.compile(r"printk: console \[(\w+)\] enabled")
 
 
@@ -284,11 +286,15 @@ def _phases(t: Timeline, log: BootLog) -> list[Phase]:
 def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[str]:
     out = []
     first_kernel = next((line.kernel_s for line in log.lines if line.kernel_s is not None), None)
-    if first_kernel is not None and first_kernel >= 1.0:
+    # A serial capture has the boot whole: a quiet kernel's first printed line may come late.
+    if first_kernel is not None and first_kernel >= 1.0 and not log.recorded:
         out.append(
             f"the kernel's lines start at {first_kernel:.3f} s, not at boot: its ring buffer has wrapped "
             "(dmesg keeps only the newest lines), so the boot itself is not in this log"
         )
+    if panic := next((line for line in log.lines if _PANIC.search(line.text)), None):
+        at = t.time_of(panic)
+        out.append(f"the kernel panicked{f' at {at:.3f} s' if at is not None else ''}: {panic.text.strip()}")
     if "kernel_start" in t.moments and not {"init", "ready"} & set(t.moments) and t.end_s is not None:
         out.append(f"the log ends at {t.end_s:.3f} s before init started: truncated, or the console went quiet")
     if ready is not None and "ready" not in t.moments and log.lines:

@@ -53,8 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cmp.add_argument(
         "--budget-ms",
         type=float,
-        help="exit 1 when B takes more than this many ms longer than A to ready (without --ready, or when one "
-        "boot does not reach it: to the last moment both reached)",
+        help="exit 1 when B takes more than this many ms longer than A to ready, or never reaches it (without "
+        "--ready, or when A does not reach it: to the last moment both reached)",
     )
     _boot_option(cmp)
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -136,6 +136,12 @@ def run_compare(args: argparse.Namespace) -> int:
     c = compare(a, b, str(args.a), str(args.b))
     if c is None:
         raise HeadstartError(f"cannot compare: {args.a} and {args.b} reach no boot moment in common")
+    for name, one in (("A", a), ("B", b)):
+        for w in one.timeline.warnings:
+            print(f"headstart: warning: {name}: {w}", file=sys.stderr)
+    if args.ready is not None and b.timeline.at("ready") is None and args.budget_ms is not None:
+        # Compared to the last moment both reached, a boot that never got ready could pass any budget.
+        raise HeadstartError(f"B ({args.b}) never reached ready (no line matches {args.ready.pattern!r}): over budget")
     over = args.budget_ms is not None and c.difference_ms > args.budget_ms
     if args.json:
         json_out.write(c.as_dict() | {"budget_ms": args.budget_ms, "over_budget": over}, sys.stdout)
