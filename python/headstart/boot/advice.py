@@ -310,7 +310,8 @@ def _units(t: Timeline) -> list[Advice]:
         out.append(
             Advice(
                 "unit",
-                f"{unit} took {seconds * 1000:,.0f} ms of the boot. {why} On such a device, mask it "
+                f"{unit} took {seconds * 1000:,.0f} ms to start (systemd-analyze blame: its own activation, which "
+                f"other units may have run beside). {why} On such a device, mask it "
                 f"(`systemctl mask {unit}`, or `systemd.mask={unit}` on the kernel command line).",
                 [f"{source}: {unit} {seconds:.3f}s"],
                 seconds,

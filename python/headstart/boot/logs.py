@@ -78,7 +78,8 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
         if not (one.lines or one.systemd_phases or one.systemd_blame or one.cpu.units or one.cpu.busy_s is not None):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
-                "or ts, dmesg output with printk times, systemd-analyze output, or `systemctl show -p Id -p "
+                "or ts, dmesg output with printk times, `systemd-analyze` or `systemd-analyze blame` output (not "
+                "critical-chain), or `systemctl show -p Id -p "
                 "CPUUsageNSec '*'` output)"
             )
         one.lines = boots.choose(str(path), boots.split(one.lines), boot)
