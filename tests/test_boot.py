@@ -842,3 +842,26 @@ def test_a_quiet_arm_boot_after_u_boot_gets_no_decompression_advice_nor_a_wrappe
     assert "decompression" not in {r["topic"] for r in data["recommendations"]}
     assert not any("wrapped" in w for w in data["warnings"])
     assert data["moments"]["ready"]["at_s"] == pytest.approx(9.0)
+
+
+def test_a_reboot_gives_the_firmware_after_it_to_the_next_boot(tmp_path):
+    log = tmp_path / "reboot.log"
+    log.write_text(
+        "# headstart boot record device=/dev/ttyS2 baud=1500000 start=\n"
+        "1.000000\tStarting kernel ...\n"
+        "1.010000\t[    0.000000] Booting Linux on physical CPU 0x0\n"
+        "4.000000\t[    3.000000] Kernel panic - not syncing: VFS: Unable to mount root fs\n"
+        "9.000000\t[    8.000000] Rebooting in 5 seconds..\n"
+        "9.500000\tDDR Version 1.24 20191016\n"
+        "10.000000\tU-Boot SPL 2023.01\n"
+        "12.000000\tStarting kernel ...\n"
+        "12.010000\t[    0.000000] Booting Linux on physical CPU 0x0\n"
+        "20.000000\tkiosk: first frame shown\n"
+    )
+    one_line_error(headstart("boot", "analyze", str(log)), "boot 2 from line 6")
+    data = analyze_json(str(log), "--boot", "2", "--ready", "first frame shown")
+    phases = {p["name"]: p["end_s"] - p["start_s"] for p in data["phases"]}
+    assert phases["power-on to kernel setup"] == pytest.approx(3.0)  # from boot 1's last line
+    assert data["moments"]["ready"]["at_s"] == pytest.approx(11.0)
+    first = analyze_json(str(log), "--boot", "1")
+    assert "the kernel panicked" in " ".join(first["warnings"])

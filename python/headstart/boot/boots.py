@@ -17,6 +17,9 @@ from headstart.errors import HeadstartError
 
 BANNER = re.compile(r"^Linux version (\S+)")
 SETUP = re.compile(r"Probing EDD|Decompressing Linux|Booting the kernel|Starting kernel \.\.\.")
+# The first lines of common boot firmware: U-Boot and its SPL, Rockchip's DDR init, TF-A, coreboot,
+# SeaBIOS, iPXE, GRUB.
+FIRMWARE = re.compile(r"U-Boot|DDR Version|NOTICE:\s+BL\d|coreboot-|SeaBIOS|iPXE|GNU GRUB")
 _BACKWARDS_S = 0.1  # printk times may step back a little between CPUs, never this much
 
 
@@ -55,12 +58,13 @@ def _restarts(lines: list[Line], at: int, last_kernel: Line | None, last_host: f
 
 
 def _back_to_setup(lines: list[Line], since: int, at: int) -> int:
-    """A new boot starts at its setup code's line if it printed one after the last kernel line."""
+    """A new boot starts at its firmware's first line, or its setup code's, if it printed one after
+    the last kernel line (a panic's "Rebooting in 5 seconds" is the old boot's last)."""
     i = at
     while i > since and lines[i - 1].kernel_s is None:
         i -= 1
-    setup = next((j for j in range(i, at) if SETUP.search(lines[j].text)), None)
-    return at if setup is None else setup
+    first = next((j for j in range(i, at) if FIRMWARE.search(lines[j].text) or SETUP.search(lines[j].text)), None)
+    return at if first is None else first
 
 
 def _rebased(lines: list[Line], start: int, end: int) -> list[Line]:
