@@ -865,3 +865,53 @@ def test_a_reboot_gives_the_firmware_after_it_to_the_next_boot(tmp_path):
     assert data["moments"]["ready"]["at_s"] == pytest.approx(11.0)
     first = analyze_json(str(log), "--boot", "1")
     assert "the kernel panicked" in " ".join(first["warnings"])
+
+
+def test_dmesg_with_delta_times_is_read_like_dmesg(tmp_path):
+    plain, delta = tmp_path / "dmesg.txt", tmp_path / "dmesg-d.txt"
+    plain.write_text(_dmesg_of(VERBOSE))
+    previous = 0.0
+    lines = []
+    for line in plain.read_text().splitlines():
+        t = float(line[1:13])
+        lines.append(f"[{t:12.6f} <{t - previous:12.6f}>]{line[14:]}\n")
+        previous = t
+    delta.write_text("".join(lines))
+
+    def times(log: Path) -> list[tuple]:
+        return [(p["name"], p["start_s"], p["end_s"]) for p in analyze_json(str(log))["phases"]]
+
+    assert times(delta) == times(plain) and len(times(plain)) >= 3
+
+
+def test_a_mark_after_init_is_kept_over_the_remount_and_a_mark_never_seen_is_said(tmp_path):
+    log = tmp_path / "marks.log"
+    log.write_text(
+        "# headstart boot record device=/dev/ttyS0 baud=115200 start=\n"
+        "1.000000\t[    0.000000] Booting Linux on physical CPU 0x0\n"
+        "3.000000\t[    2.000000] Run /init as init process\n"
+        "3.100000\tStarting systemd-udevd\n"
+        "5.000000\t[    4.000000] EXT4-fs (vda): mounted filesystem with ordered data mode\n"
+        "9.000000\tkiosk: first frame shown\n"
+    )
+    data = analyze_json(
+        str(log), "--ready", "first frame shown", "--mark", "udev=Starting systemd-udevd", "--mark", "wm=x"
+    )
+    assert data["moments"]["udev"]["at_s"] == pytest.approx(3.1)
+    assert "init_root_mounted" not in data["moments"]
+    assert "no line matches the mark wm" in data["warnings"]
+
+
+def test_a_log_cut_after_the_hand_over_to_the_kernel_says_it_ends_before_init(tmp_path):
+    log = tmp_path / "cut.log"
+    log.write_text(
+        "# headstart boot record device=/dev/ttyS0 baud=115200 start=\n0.5\tU-Boot 2023.01\n1.0\tStarting kernel ...\n"
+    )
+    assert any("before init started" in w for w in analyze_json(str(log))["warnings"])
+
+
+def test_compare_refuses_systemd_accounts_that_count_from_different_moments(tmp_path):
+    without = tmp_path / "no-firmware.txt"
+    without.write_text("Startup finished in 2.118s (kernel) + 4.276s (initrd) + 20.417s (userspace) = 26.811s\n")
+    done = headstart("boot", "compare", str(FIXTURES / "systemd-analyze.txt"), str(without))
+    one_line_error(done, "count from different moments")

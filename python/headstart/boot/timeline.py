@@ -201,7 +201,13 @@ def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[st
         m = moments.get(name)
         if m is None:
             continue
-        if last is not None and m.at_s < last.at_s:
+        if last is not None and m.at_s < last.at_s and name not in CHAIN and last.name == "init_root_mounted":
+            # The user's own mark wins over the remount this module inferred: both follow init.
+            del moments[last.name]
+            warnings.append(
+                f"{chain[last.name]} at {last.at_s:.3f} s comes after the mark {name} at {m.at_s:.3f} s: left out"
+            )
+        elif last is not None and m.at_s < last.at_s:
             del moments[name]
             warnings.append(
                 f"{chain[name]} at {m.at_s:.3f} s comes before {chain[last.name]} at {last.at_s:.3f} s: left out "
@@ -295,8 +301,9 @@ def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[
     if panic := next((line for line in log.lines if _PANIC.search(line.text)), None):
         at = t.time_of(panic)
         out.append(f"the kernel panicked{f' at {at:.3f} s' if at is not None else ''}: {panic.text.strip()}")
-    if "kernel_start" in t.moments and not {"init", "ready"} & set(t.moments) and t.end_s is not None:
+    if {"kernel_setup", "kernel_start"} & set(t.moments) and not {"init", "ready"} & set(t.moments) and t.end_s:
         out.append(f"the log ends at {t.end_s:.3f} s before init started: truncated, or the console went quiet")
+    out += [f"no line matches the mark {name}" for name in t.chain if name not in CHAIN and name not in t.moments]
     if ready is not None and "ready" not in t.moments and log.lines:
         out.append(f"no line matches the ready marker {ready.pattern!r}")
     if ready is None and log.lines:

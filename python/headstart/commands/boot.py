@@ -69,7 +69,8 @@ def _mark_option(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=REGEX",
         help="a moment of your own between init and ready (the compositor up), at the first line matching "
-        "REGEX; repeat in boot order: each splits the phase before ready",
+        "REGEX; repeat in boot order: each splits the phase before ready (a root remount by init seen after "
+        "it is left out)",
     )
 
 
@@ -133,6 +134,11 @@ def run_compare(args: argparse.Namespace) -> int:
     b = analysis.analyze([args.b], args.ready, args.boot, args.mark)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
+    if None not in (origin := (_from_power_on(a), _from_power_on(b))) and origin[0] != origin[1]:
+        raise HeadstartError(
+            "A and B count from different moments: one's systemd account has the firmware and loader (from "
+            "power-on), the other's starts at the kernel"
+        )
     c = compare(a, b, str(args.a), str(args.b))
     if c is None:
         raise HeadstartError(f"cannot compare: {args.a} and {args.b} reach no boot moment in common")
@@ -155,6 +161,12 @@ def run_compare(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _from_power_on(a: analysis.Analysis) -> bool | None:
+    """Whether systemd's account counts from power-on (firmware, loader); None without one."""
+    names = {p.name for p in a.timeline.phases if p.name.startswith("systemd: ")}
+    return bool({"systemd: firmware", "systemd: loader"} & names) if names else None
 
 
 def run(args: argparse.Namespace) -> int:  # each action sets its own
