@@ -915,3 +915,11 @@ def test_compare_refuses_systemd_accounts_that_count_from_different_moments(tmp_
     without.write_text("Startup finished in 2.118s (kernel) + 4.276s (initrd) + 20.417s (userspace) = 26.811s\n")
     done = headstart("boot", "compare", str(FIXTURES / "systemd-analyze.txt"), str(without))
     one_line_error(done, "count from different moments")
+
+
+def test_compare_reads_a_chosen_boot_of_each_log():
+    two = FIXTURES / "qemu-grabserial-two-boots.log"
+    done = headstart("boot", "compare", str(FIXTURES / "qemu-grabserial.log"), str(two), "--boot", "2")
+    one_line_error(done, "holds 1 boot")
+    done = headstart("boot", "compare", str(FIXTURES / "qemu-grabserial.log"), str(two), "--boot-b", "2")
+    assert done.returncode == 0, done.stderr

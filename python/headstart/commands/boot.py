@@ -57,6 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--ready, or when A does not reach it: to the last moment both reached)",
     )
     _boot_option(cmp)
+    for which in ("a", "b"):
+        cmp.add_argument(
+            f"--boot-{which}",
+            type=int,
+            metavar="N",
+            help=f"read the Nth boot of {which.upper()}'s log (overrides --boot)",
+        )
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.set_defaults(run=run_compare)
 
@@ -130,8 +137,8 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    a = analysis.analyze([args.a], args.ready, args.boot, args.mark)
-    b = analysis.analyze([args.b], args.ready, args.boot, args.mark)
+    a = analysis.analyze([args.a], args.ready, args.boot_a or args.boot, args.mark)
+    b = analysis.analyze([args.b], args.ready, args.boot_b or args.boot, args.mark)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
     if None not in (origin := (_from_power_on(a), _from_power_on(b))) and origin[0] != origin[1]:
