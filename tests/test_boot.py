@@ -64,6 +64,21 @@ def test_a_line_is_stamped_with_its_first_byte_and_start_resets_the_base():
     assert stamper.stopped and stamper.started
 
 
+def test_a_line_redrawn_after_a_carriage_return_is_stamped_when_it_was_redrawn():
+    """systemd redraws a start job's status in place, then prints the unit's "Started" over it."""
+    out = io.StringIO()
+    stamper = LineStamper(out, RecordOptions("tty", 115200, None, None, None, Path("unused")), base=0.0)
+    stamper.feed(b"[  *** ] A start job is running for kiosk (1s / no limit)", 1.0)
+    stamper.feed(b"\r[ ***  ] A start job is running for kiosk (4s / no limit)", 4.0)
+    stamper.feed(b"\r[  OK  ] Started kiosk\r\n", 5.0)
+    stamper.finish()
+    assert out.getvalue().splitlines() == [
+        "1.000000\t[  *** ] A start job is running for kiosk (1s / no limit)",
+        "4.000000\t[ ***  ] A start job is running for kiosk (4s / no limit)",
+        "5.000000\t[  OK  ] Started kiosk",
+    ]
+
+
 class Pty:
     def __init__(self) -> None:
         self.master, slave = pty.openpty()

@@ -1,5 +1,6 @@
 """Recording a serial console with host timestamps, as grabserial does: each line is stamped with the
 moment its first byte arrived, so that a line the kernel takes long to print shows when it began.
+A line redrawn after a carriage return (systemd's start jobs) is a line of its own from there.
 
 The log is text: a header line, then one line per console line, `SECONDS<TAB>TEXT`, seconds from the
 time base (the start of recording, or the line matching --start) with microseconds. The log is
@@ -44,6 +45,7 @@ class LineStamper:
         self.out, self.options, self.base = out, options, base
         self.partial = bytearray()
         self.first_byte_at: float | None = None
+        self.returned = False  # the last byte was a carriage return
         self.lines = 0
         self.started = options.start is None
         self.stopped = False
@@ -51,13 +53,24 @@ class LineStamper:
 
     def feed(self, data: bytes, now: float) -> None:
         for byte in data:
+            if byte == 0x0D:
+                self.returned = True
+                continue
+            if byte != 0x0A and self.returned and self.partial:
+                # A carriage return without a newline redraws the line (systemd's "A start job is
+                # running ... (4s / no limit)", then "[  OK  ] Started ..."): what follows is a line of
+                # its own, stamped when it began, and the one it replaced is kept as it was.
+                self._line_done()
+                if self.stopped:
+                    return
+            self.returned = False
             if self.first_byte_at is None:
                 self.first_byte_at = now
             if byte == 0x0A:
                 self._line_done()
                 if self.stopped:
                     return
-            elif byte != 0x0D:
+            else:
                 self.partial.append(byte)
 
     def finish(self) -> None:
