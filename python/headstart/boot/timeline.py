@@ -201,7 +201,14 @@ def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[st
         m = moments.get(name)
         if m is None:
             continue
-        if last is not None and m.at_s < last.at_s and name not in CHAIN and last.name == "init_root_mounted":
+        init = moments.get("init")
+        if (
+            last is not None
+            and m.at_s < last.at_s
+            and name not in CHAIN
+            and last.name == "init_root_mounted"
+            and (init is None or m.at_s >= init.at_s)
+        ):
             # The user's own mark wins over the remount this module inferred: both follow init.
             del moments[last.name]
             warnings.append(
