@@ -782,6 +782,9 @@ def test_journal_output_with_wall_clock_times_is_refused_with_what_to_give(tmp_p
             + f"{stamp} rockpi systemd[1]: Started kiosk.\n"
         )
         one_line_error(headstart("boot", "analyze", str(log)), "journalctl -b -o short-monotonic")
+    human = tmp_path / "dmesg-T.txt"
+    human.write_text("".join(f"[Sun Nov 29 08:50:5{i} 2026] line {i}\n" for i in range(5)))
+    one_line_error(headstart("boot", "analyze", str(human)), "give plain `dmesg`")
     monotonic = tmp_path / "monotonic.txt"
     monotonic.write_text("".join(f"[    0.00000{i}] rockpi kernel: line {i}\n" for i in range(5)))
     assert "journalctl -b -o short-monotonic" not in headstart("boot", "analyze", str(monotonic)).stderr

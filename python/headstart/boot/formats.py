@@ -63,6 +63,16 @@ _SYSLOG_STAMP = rf"(?:{'|'.join(_MONTHS)}) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"  # 
 _JOURNAL_WALL_CLOCK = re.compile(rf"^(?:{_ISO_STAMP}|{_SYSLOG_STAMP})(?: \w+)? \S+ [^\s:\[\]]+(?:\[\d+\])?: ")
 
 
+# dmesg -T: "[Sun Nov 29 08:50:52 2026] text", a wall clock made from the printk time, to the second.
+_DMESG_WALL_CLOCK = re.compile(rf"^\[\w{{3}} (?:{'|'.join(_MONTHS)}) [ \d]\d \d\d:\d\d:\d\d \d{{4}}\] ")
+
+
+def dmesg_wall_clock(lines: list[str]) -> bool:
+    """Whether the lines are `dmesg -T` output."""
+    sample = [line for line in lines if line.strip()][:_SAMPLE]
+    return bool(sample) and sum(1 for line in sample if _DMESG_WALL_CLOCK.match(line)) >= _FIT * len(sample)
+
+
 def journal_wall_clock(lines: list[str]) -> bool:
     """Whether the lines are journalctl's output with wall-clock times (not -o short-monotonic)."""
     sample = [line for line in lines if line.strip() and not line.startswith("-- ")][:_SAMPLE]

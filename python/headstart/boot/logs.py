@@ -138,6 +138,10 @@ def _merge(log: BootLog, one: BootLog) -> None:
 
 def _read_one(name: str, text: str) -> BootLog:
     raw = text.split("\n")  # not splitlines(): a bare carriage return does not end a console line
+    if formats.dmesg_wall_clock(raw):
+        raise HeadstartError(
+            f"{name}: dmesg -T output, whose times are whole seconds of the wall clock: give plain `dmesg`"
+        )
     if formats.journal_wall_clock(raw):
         raise HeadstartError(
             f"{name}: journalctl output with wall-clock times, which keep no kernel time: give "
