@@ -238,7 +238,11 @@ def test_a_client_that_reads_nothing_while_its_program_stops_a_thousand_times_st
         deadline = time.monotonic() + 60
         while not select.select([pidfd], [], [], 0.001)[0]:
             assert time.monotonic() < deadline
-            if proc_fields(pid)[0] == "T":
+            try:
+                stopped = proc_fields(pid)[0] == "T"
+            except FileNotFoundError:
+                continue  # it ended and was reaped since the look at its pidfd, which now says so
+            if stopped:
                 os.kill(pid, signal.SIGCONT)
         os.close(pidfd)
         replies = []
