@@ -67,16 +67,21 @@ _JOURNAL_WALL_CLOCK = re.compile(rf"^(?:{_ISO_STAMP}|{_SYSLOG_STAMP})(?: \w+)? \
 _DMESG_WALL_CLOCK = re.compile(rf"^\[\w{{3}} (?:{'|'.join(_MONTHS)}) [ \d]\d \d\d:\d\d:\d\d \d{{4}}\] ")
 
 
+def _fits(pattern: re.Pattern[str], lines: list[str]) -> bool:
+    """Whether nearly every non-blank line of the file's first ones matches (journalctl's "-- Boot"
+    separators left out)."""
+    sample = [line for line in lines if line.strip() and not line.startswith("-- ")][:_SAMPLE]
+    return bool(sample) and sum(1 for line in sample if pattern.match(line)) >= _FIT * len(sample)
+
+
 def dmesg_wall_clock(lines: list[str]) -> bool:
     """Whether the lines are `dmesg -T` output."""
-    sample = [line for line in lines if line.strip()][:_SAMPLE]
-    return bool(sample) and sum(1 for line in sample if _DMESG_WALL_CLOCK.match(line)) >= _FIT * len(sample)
+    return _fits(_DMESG_WALL_CLOCK, lines)
 
 
 def journal_wall_clock(lines: list[str]) -> bool:
     """Whether the lines are journalctl's output with wall-clock times (not -o short-monotonic)."""
-    sample = [line for line in lines if line.strip() and not line.startswith("-- ")][:_SAMPLE]
-    return bool(sample) and sum(1 for line in sample if _JOURNAL_WALL_CLOCK.match(line)) >= _FIT * len(sample)
+    return _fits(_JOURNAL_WALL_CLOCK, lines)
 
 
 @dataclass
