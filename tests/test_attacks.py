@@ -382,6 +382,107 @@ def spare_uid() -> int:
     return next(uid for uid in range(61000, 65000) if uid not in taken | running)
 
 
+# A listener that takes one connection and writes how many bytes and fds came before the client
+# hung up: a daemon's place taken by someone else.
+FAKE_DAEMON = """
+import array, os, socket, sys
+path, result = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+if len(sys.argv) > 3:
+    os.chown(path, int(sys.argv[3]), int(sys.argv[3]))
+s.listen()
+open(result + ".ready", "w").close()
+c, _ = s.accept()
+c.settimeout(10)
+size, fds = 0, 0
+try:
+    while True:
+        data, anc, _, _ = c.recvmsg(65536, socket.CMSG_SPACE(64 * 4))
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += len(payload) // 4
+        if not data:
+            break
+        size += len(data)
+except (TimeoutError, ConnectionResetError):
+    pass
+with open(result, "w") as out:
+    out.write(f"{size} {fds}")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+@pytest.mark.parametrize(
+    ("listener", "file_owner", "client", "sent"),
+    [
+        ("other", "other", "root", False),  # another user's process in the daemon's place
+        ("root", "other", "root", False),  # the system manager's socket for another user's daemon
+        ("root", "other", "other", True),  # the same socket, for that user's own client
+    ],
+)
+def test_only_the_clients_own_user_or_the_system_manager_for_it_gets_the_launch(
+    trusted_tmp, listener, file_owner, client, sent
+):
+    """The client sent its launch, with every open fd, to whoever listened on the socket and
+    believed its answers; a fake daemon read root's files through them. It now checks who
+    listens before it sends anything, and execs the program otherwise."""
+    uid = spare_uid()
+    as_user = {"root": [], "other": ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]}
+    folder = trusted_tmp / "runtime"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    sock, result = folder / "socket", folder / "result"
+    owner = [str(uid)] if file_owner == "other" and listener == "root" else []
+    fake = subprocess.Popen([*as_user[listener], "/usr/bin/python3", "-c", FAKE_DAEMON, str(sock), str(result), *owner])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{result}.ready").exists():
+            assert time.monotonic() < deadline and fake.poll() is None, "the fake daemon did not start"
+            time.sleep(0.02)
+        got = subprocess.run(
+            [*as_user[client], str(bin_path("headstart-run")), "--socket", str(sock), "/usr/bin/printf", "ran"],
+            env=base_env(),
+            capture_output=True,
+            timeout=30,
+        )
+        assert got.returncode == 0 and got.stdout == b"ran", got.stderr
+        fake.wait(timeout=20)
+        size, fds = map(int, result.read_text().split())
+        if sent:
+            assert size > 0 and fds >= 2
+        else:
+            assert (size, fds) == (0, 0)
+            assert b"another user listens on the socket" in got.stderr
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
+def test_the_status_is_not_asked_of_another_users_listener(trusted_tmp):
+    uid = spare_uid()
+    folder = trusted_tmp / "runtime"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    sock, result = folder / "socket", folder / "result"
+    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    fake = subprocess.Popen([*user, "/usr/bin/python3", "-c", FAKE_DAEMON, str(sock), str(result)])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{result}.ready").exists():
+            assert time.monotonic() < deadline and fake.poll() is None, "the fake daemon did not start"
+            time.sleep(0.02)
+        got = subprocess.run(
+            [str(bin_path("headstart-run")), "--socket", str(sock), "--status"], capture_output=True, timeout=30
+        )
+        assert got.returncode == 1 and b"another user listens on the socket" in got.stderr, got.stderr
+        assert got.stderr.count(b"\n") == 1
+    finally:
+        fake.kill()
+        fake.wait()
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_a_zygote_that_cannot_start_at_rlimit_nproc_is_tried_again_and_clients_exec_meanwhile(trusted_tmp):
     """The user at RLIMIT_NPROC: the serving zygote died and the supervisor could not fork another

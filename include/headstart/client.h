@@ -80,7 +80,8 @@ enum {
 /* Asks the daemon to start the program file `path` (absolute) with argv and envp, and waits until
  * it has started or declined. Returns 0 (running), HS_LAUNCH_DECLINED or HS_LAUNCH_REJECTED with
  * *ret set, or a negative errno with *ret NULL (-ENOENT or -ECONNREFUSED: no daemon; -ETIMEDOUT:
- * no answer within the options' timeout_ms). */
+ * no answer within the options' timeout_ms; -EACCES: another user listens on the socket, and
+ * nothing was sent to it). */
 int hs_launch_start(const char *path, char *const argv[], char *const envp[], const struct hs_launch_options *options,
                     struct hs_launch **ret);
 
@@ -111,7 +112,8 @@ void hs_launch_free(struct hs_launch *l);
 /* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.
  * Text of "key: value" lines, malloc'ed into *ret_text; the caller frees it. -ETIMEDOUT when the
  * daemon does not answer within HS_LAUNCH_DEFAULT_TIMEOUT_MS, -EAGAIN when no zygote serves at
- * that moment (the last one ended and the next is starting): ask again. */
+ * that moment (the last one ended and the next is starting): ask again; -EACCES when another user
+ * listens on the socket; -EPERM when the daemon is another user's and refused us. */
 int hs_daemon_status(const char *socket, char **ret_text);
 
 /* The same as one JSON object (a line), for scripts: each key once; a whole number as a number,

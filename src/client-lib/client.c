@@ -27,12 +27,32 @@ struct hs_launch {
 };
 
 static int default_socket_path(char *buf, size_t size) {
-        const char *env = getenv("HEADSTART_SOCKET");
+        /* secure_getenv: a setuid program linking us must not be pointed at a socket by its caller. */
+        const char *env = secure_getenv("HEADSTART_SOCKET");
         if (env && *env) {
                 snprintf(buf, size, "%s", env);
                 return 0;
         }
         return hs_default_socket_path(buf, size);
+}
+
+/* Whoever listens on the socket gets our open files with the launch and tells us how the program
+ * ended, and we forward our signals to the process it names: only our own user's daemon may.
+ * The kernel says who listens (SO_PEERCRED): our user, or root for a socket that the system
+ * manager made for a user's daemon (headstart@.socket), which is then that user's file; the
+ * listener's word about itself counts for nothing. -EACCES for any other. */
+static int listener_is_ours(int fd, const char *path) {
+        struct ucred peer;
+        socklen_t len = sizeof peer;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+                return -errno;
+        uid_t us = geteuid();
+        if (peer.uid != us && peer.uid != 0)
+                return -EACCES;
+        struct stat st;
+        if (peer.uid == 0 && (stat(path, &st) < 0 || st.st_uid != us))
+                return -EACCES;
+        return 0;
 }
 
 static int connect_daemon(const char *path) {
@@ -51,7 +71,8 @@ static int connect_daemon(const char *path) {
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
                 return -errno;
-        return TAKE_FD(fd);
+        int r = listener_is_ours(fd, sa.sun_path);
+        return r < 0 ? r : TAKE_FD(fd);
 }
 
 static uint64_t sigset_bits(const sigset_t *set) {

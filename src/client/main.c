@@ -406,6 +406,8 @@ static int print_status(void) {
         int r = arg_json ? hs_daemon_status_json(arg_socket, &text) : hs_daemon_status(arg_socket, &text);
         if (r == -EPERM)
                 log_error("the daemon refused: it serves only the user who runs it (each user runs their own)");
+        else if (r == -EACCES)
+                log_error("another user listens on the socket: not asking it (each user runs their own daemon)");
         else if (r == -ENXIO)
                 log_error("no socket to ask: XDG_RUNTIME_DIR is not set (set it, or give --socket or $HEADSTART_SOCKET)");
         else if (r == -ETIMEDOUT)
@@ -472,6 +474,12 @@ int main(int argc, char *argv[]) {
         }
         if (r == -ENOENT || r == -ECONNREFUSED || r == -ENXIO)
                 exec_program(prog_argv, "no daemon answers on the socket");
+        if (r == -EACCES) {
+                /* A socket set for another user (HEADSTART_SOCKET kept by su, or set system-wide), or
+                 * a trap: say it even without HEADSTART_DEBUG. */
+                log_error("another user listens on the socket: running %s by exec, nothing sent to it", prog_argv[0]);
+                exec_program(prog_argv, NULL);
+        }
         if (r == -ETIMEDOUT) {
                 /* Something is wrong with the daemon (stopped?): say it even without HEADSTART_DEBUG. */
                 log_error("the daemon did not answer within %u ms; running %s by exec", arg_timeout_ms, prog_argv[0]);

@@ -10,7 +10,7 @@
 #include "macro.h"
 
 int hs_default_socket_path(char *buf, size_t size) {
-        const char *dir = getenv("XDG_RUNTIME_DIR");
+        const char *dir = secure_getenv("XDG_RUNTIME_DIR");
         if (!dir || dir[0] != '/')
                 return -ENXIO;
         int n = snprintf(buf, size, "%s/headstart/socket", dir);
