@@ -371,6 +371,19 @@ def test_a_configuration_file_others_could_change_is_refused(tmp_path):
     assert f"refusing the configuration file {conf}: {conf.parent} is writable by other users".encode() in got.stderr
 
 
+def test_a_socket_folder_inside_one_others_can_write_is_refused(tmp_path):
+    """Only the socket's own folder was checked: in a folder others could write to, another user
+    moved it aside and put a fake daemon's socket at its path."""
+    sock = shared_folder(tmp_path) / "mine" / "socket"
+    got = subprocess.run(
+        [str(bin_path("headstartd")), "--allow-root", "--socket", str(sock)], capture_output=True, timeout=30
+    )
+    assert got.returncode != 0
+    line = f"cannot use {sock.parent}: {sock.parent.parent} is writable by other users (mode 0777)"
+    assert got.stderr.decode().strip().endswith(f"{line}; pick another --socket"), got.stderr
+    assert not sock.exists()
+
+
 def spare_uid() -> int:
     """A user id with no account and no process: RLIMIT_NPROC counts the processes of a real user
     id, and nobody's are whatever else runs as nobody on the machine (corpus runs, a soak)."""

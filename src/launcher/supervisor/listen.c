@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,12 @@
 #include "log.h"
 #include "macro.h"
 #include "private-dir.h"
+#include "trusted-path.h"
 
 /* The directory holds the socket, so its mode is what keeps other users out (alongside the
- * SO_PEERCRED check). */
+ * SO_PEERCRED check). The folders above it are judged as the daemon's trusted files are: one that
+ * another user may write to lets them move ours aside and put a socket of theirs at its path, to
+ * which our clients would send their launches. */
 static int ensure_private_dir(const char *socket_path) {
         _cleanup_free_ char *copy = strdup(socket_path);
         if (!copy)
@@ -29,6 +33,10 @@ static int ensure_private_dir(const char *socket_path) {
         if (fd < 0)
                 return log_error_errno(fd, "cannot create or open %s", dir);
         close(fd);
+        char buf[PATH_MAX + 100];
+        why = trusted_path_refusal(dir, buf, sizeof buf);
+        if (why)
+                return log_error("cannot use %s: %s; pick another --socket", dir, why), -EPERM;
         return 0;
 }
 
