@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import time
 
-from conftest import bin_path
+from conftest import base_env, bin_path
 from headstart.daemon import private_daemon
 
 LISTS = {"program", "preload", "learned", "warm-up", "declined", "schedule", "prepared"}
@@ -65,3 +65,26 @@ def wait_settled(daemon, timeout: float = 30) -> None:
 def test_json_without_status_is_a_usage_error():
     done = subprocess.run([str(bin_path("headstart-run")), "--json", "/bin/true"], capture_output=True, text=True)
     assert done.returncode == 2 and "--json goes with --status" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_clients_text_in_a_decline_adds_no_line_to_the_status():
+    """A decline's text holds the client's variable as it came: with newlines in it, a client put
+    lines of its own into --status (`running: 12345`, a program line), and into --json's keys."""
+    injected = "1)\nrunning: 12345\nprogram: warm /usr/bin/evil"
+    with private_daemon([bin_path("observe")]) as d:
+        got = subprocess.run(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), str(bin_path("observe")), "exit", "0"],
+            env=base_env(LD_X=injected),
+            capture_output=True,
+            timeout=30,
+            start_new_session=True,
+        )
+        assert got.returncode == 0
+        text = status(d).stdout
+        declined = [line for line in text.splitlines() if line.startswith("declined: environment")]
+        assert len(declined) == 1 and "LD_X=1)?running: 12345?program: warm /usr/bin/evil" in declined[0], text
+        assert "running: 12345" not in text.splitlines() and "/usr/bin/evil" not in [
+            line.split()[-1] for line in text.splitlines() if line.startswith("program:")
+        ]
+        parsed = json.loads(status(d, "--json").stdout)
+        assert parsed["running"] != 12345 and not any("evil" in p for p in parsed["program"])

@@ -223,15 +223,26 @@ static int conn_read(struct server *s, struct conn *c) {
         }
 }
 
-static void count_decline(struct server *s, enum hs_decline_reason code, const char *text) {
+/* A decline's text may hold what the client sent (a variable, a path): in --status and in the log
+ * it stays one line, whatever bytes it holds, so that no client adds lines of its own there. */
+static void one_line(char *line, size_t size, const char *text) {
+        snprintf(line, size, "%s", text);
+        for (char *p = line; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = '?';
+}
+
+static void count_decline(struct server *s, enum hs_decline_reason code, const char *text, bool log) {
+        char line[HS_MAX_TEXT];
+        one_line(line, sizeof line, text);
         s->declines++;
-        launch_counts_declined(s->counts, code, text);
+        launch_counts_declined(s->counts, code, line);
+        if (log && s->options->verbose)
+                log_info("declined: %s", line);
 }
 
 static void decline(struct server *s, struct conn *c, enum hs_decline_reason code, const char *text) {
-        count_decline(s, code, text);
-        if (s->options->verbose)
-                log_info("declined: %s", text);
+        count_decline(s, code, text, true);
         (void) hs_send_reason(c->fd, HS_MSG_DECLINED, code, text);
         conn_close(s, c);
 }
@@ -310,7 +321,7 @@ void conn_report_end(struct server *s, struct conn *c, const struct child_end *e
                 char text[HS_MAX_TEXT];
                 snprintf(text, sizeof text, "%s", end->report);
                 launch_schedule_caller(c, text, sizeof text);
-                count_decline(s, HS_DECLINE_START_FAILED, text);
+                count_decline(s, HS_DECLINE_START_FAILED, text, false);
                 (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, text);
         } else {
                 /* A client stopped with its program must read how it ended: a program killed while
