@@ -1,26 +1,44 @@
-"""Per-program scheduling (--schedule, docs/scheduling.md): a served launch, one from the pool and the
-exec'd fallback of a declined one see the configured policy, priority, nice, affinity and cgroups,
-as chrt, nice and taskset give a program exec'd under them; a deadline program runs (and may not
-fork, as under chrt); what the daemon cannot do is refused at start in one line; and a client
-brings no scheduling of its own to a served program."""
+"""Per-program scheduling (--schedule, docs/scheduling.md): a served launch and one from the pool see
+the configured policy, priority, nice, affinity and cgroups, as chrt, nice and taskset give a program
+exec'd under them; the exec'd fallback of a declined one, and the client, get none of it (the
+daemon's privilege would go to a process free not to exec the program); a deadline program runs
+(and may not fork, as under chrt); what the daemon cannot do is refused at start in one line; and a
+client brings no scheduling of its own to a served program."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
+from test_hostile import (
+    HEADER,
+    MAGIC,
+    MSG_DECLINED,
+    MSG_LAUNCH,
+    VERSION,
+    connect,
+    launch_payload,
+    read_reply,
+    send_with_fds,
+)
 
 REPORT = helper_path("sched-report")
 LAST_CPU = max(os.sched_getaffinity(0))
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real-time policies and cgroups need root here")
+# A schedule that needs the daemon's privilege (CAP_SYS_NICE here: root), which a client must not get.
+FIFO = f"policy=fifo priority=20 cpus={LAST_CPU} nice=3"
+FLAG_EXECS_WHEN_DECLINED = 0x4
 
 
 def report_lines(out: bytes) -> tuple[list[str], list[str]]:
@@ -50,8 +68,8 @@ def refusal(settings: str) -> str | None:
         return str(e)
 
 
-def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_nice_give_exec():
-    settings = f"policy=fifo priority=20 cpus={LAST_CPU} nice=3"
+def test_served_and_pooled_launches_get_the_schedule_chrt_taskset_and_nice_give_exec():
+    settings = FIFO
     groups_too = f"{settings} cpu-max=20ms/100ms cpuset={LAST_CPU}"
     why = refusal(groups_too)
     if why and "cannot make its cgroup" not in why:
@@ -69,16 +87,119 @@ def test_served_pooled_and_declined_launches_get_the_schedule_chrt_taskset_and_n
             lines, groups = report_lines(served.stdout)
             assert served.returncode == 0 and lines == want_lines, served.stderr
             assert in_groups(groups, daemon, 0) or not with_groups, groups
-            # Declined (another loader environment): the client execs it, given the schedule first.
-            declined = run_served(daemon, [str(REPORT)], env=base_env(LD_BIND_NOW="1"))
-            lines, groups = report_lines(declined.stdout)
-            assert declined.returncode == 0 and lines == want_lines, declined.stderr
-            assert in_groups(groups, daemon, 0) or not with_groups, groups
-            assert daemon.launches_started() == 1 and "LD_BIND_NOW" in daemon.log_text()
+            assert daemon.launches_started() == 1
             said = f"{REPORT} -- fifo 20, cpus {LAST_CPU}, nice 3"
             said += ", cpu-max 20000/100000 us, cpuset " + str(LAST_CPU) if with_groups else ""
             # exclusive where the parent cpuset is (the root one is): a v1 cpu_exclusive group
             assert daemon.status()["schedule"] in ([said], [said + " (exclusive)"])
+
+
+def fifo_schedule() -> list[str]:
+    """The daemon's options for FIFO on REPORT, or a skip where the daemon may not apply it."""
+    why = refusal(FIFO)
+    if why:
+        assert run_exec(["chrt", "-f", "20", "true"]).returncode != 0, f"chrt can, the daemon cannot: {why}"
+        pytest.skip(f"real-time scheduling is not available here: {why}")
+    return ["--schedule", f"{REPORT} {FIFO}"]
+
+
+def scheduling(pid: int) -> list[object]:
+    """What FIFO sets, as the kernel says it of pid."""
+    return [os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid), sorted(os.sched_getaffinity(pid))]
+
+
+def send_launch(daemon: RunningDaemon, env: list[bytes]) -> socket.socket:
+    """A LAUNCH of REPORT from this process, which says it execs the program when declined."""
+    payload = launch_payload([bytes(REPORT)], env, bytes(REPORT), flags=FLAG_EXECS_WHEN_DECLINED)
+    s = connect(daemon)
+    fds = [os.open(REPORT, os.O_PATH), os.open("/", os.O_PATH)]
+    try:
+        send_with_fds(s, HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, len(payload)) + payload, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return s
+
+
+def test_a_declined_launch_is_execd_with_the_clients_own_scheduling_as_plain_exec():
+    """Declined, the client execs the program, and the daemon gave the client the program's schedule
+    first, with its own privilege. The program now runs as plain exec runs it: what the client has."""
+    extra = fifo_schedule()
+    want = run_exec([str(REPORT)])
+    assert want.returncode == 0 and b"policy 0 priority 0" in want.stdout, want.stderr
+    with private_daemon([REPORT], extra_args=extra) as daemon:
+        declined = run_served(daemon, [str(REPORT)], env=base_env(LD_BIND_NOW="1"))  # another loader environment
+        assert (declined.returncode, declined.stdout) == (0, want.stdout), declined.stderr
+        assert daemon.launches_started() == 0 and "LD_BIND_NOW" in daemon.log_text()
+        assert "could not be given" not in daemon.log_text()
+
+
+def test_a_declined_client_that_runs_something_else_never_has_the_daemons_privilege():
+    """The red team's: a client that says it will exec the program when declined, gets itself
+    declined on purpose and then runs what it likes. It was made SCHED_FIFO 20 by a daemon with
+    CAP_SYS_NICE, which it did not have; nothing made it exec the program."""
+    extra = fifo_schedule()
+    with private_daemon([REPORT], extra_args=extra) as daemon:
+        r, w = os.pipe()
+        client = os.fork()
+        if client == 0:
+            try:
+                os.close(r)
+                with send_launch(daemon, [b"PATH=/usr/bin:/bin", b"LD_BIND_NOW=1"]) as s:
+                    reply = read_reply(s)
+                os.write(w, json.dumps([reply and reply[0], *scheduling(0)]).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            said = f.read()
+        os.waitpid(client, 0)
+    assert said and json.loads(said) == [MSG_DECLINED, *scheduling(0)], said
+
+
+def process_with_pid(pid: int) -> subprocess.Popen[bytes]:
+    """A root `sleep` with the pid of a process that ended (the kernel's next pid set: root only)."""
+    for _ in range(50):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        p = subprocess.Popen(["sleep", "300"])
+        if p.pid == pid:
+            return p
+        p.kill()
+        p.wait()
+    pytest.skip("another process took the pid each time")
+
+
+def test_a_process_that_took_the_pid_of_a_client_gone_is_never_given_the_schedule():
+    """The red team's: the schedule went to the client's pid by number (SO_PEERCRED), even when the
+    client was gone and declined for it. A client that sent its launch and ended, its pid used again
+    by a root `sleep`, made that sleep SCHED_FIFO. The daemon is stopped meanwhile, so that the
+    order is sure."""
+    extra = fifo_schedule()
+    with private_daemon([REPORT], extra_args=extra) as d:
+        zygote = d.zygote_pid()
+        os.kill(d.process.pid, signal.SIGSTOP)  # the supervisor, which would continue the zygote
+        os.kill(zygote, signal.SIGSTOP)
+        try:
+            client = os.fork()
+            if client == 0:
+                try:
+                    send_launch(d, [b"PATH=/usr/bin:/bin"]).detach()
+                finally:
+                    os._exit(0)
+            os.waitpid(client, 0)
+            sleeper = process_with_pid(client)
+        finally:
+            os.kill(zygote, signal.SIGCONT)
+            os.kill(d.process.pid, signal.SIGCONT)
+        try:
+            deadline = time.monotonic() + 10
+            while "declined: " not in d.log_text():
+                assert time.monotonic() < deadline, d.log_text()
+                time.sleep(0.01)
+            assert scheduling(sleeper.pid) == scheduling(0), d.log_text()
+        finally:
+            sleeper.kill()
+            sleeper.wait()
 
 
 def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():

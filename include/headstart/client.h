@@ -46,10 +46,10 @@ struct hs_launch_options {
          * of its own), so it may be served although the caller has a controlling terminal. Without
          * it, such a launch is declined unless the daemon's configuration names the program.
          * HS_LAUNCH_EXECS_WHEN_DECLINED: the caller execs the program itself, in this process, when
-         * the launch is declined; the daemon then gives this process the program's configured
-         * scheduling first (policy, affinity, nice, cgroup), so the program gets it either way. Such
-         * a launch with the inherited fds is declined here, without asking the daemon, when this
-         * process holds a POSIX record lock (fcntl) on one of them, which exec keeps for the program.
+         * the launch is declined; it then runs with this process's scheduling, not the daemon's
+         * --schedule for it, as plain exec would. Such a launch with the inherited fds is declined
+         * here, without asking the daemon, when this process holds a POSIX record lock (fcntl) on
+         * one of them, which exec keeps for the program.
          * HS_LAUNCH_FOLLOWS_STOPS, for a caller that stops and goes on with its program as a shell's
          * job would (headstart-run): hs_launch_wait() also returns each time the program stops, as
          * waitid(WSTOPPED) would tell its parent (the caller is not its parent: only the daemon sees

@@ -318,11 +318,8 @@ bool conn_on_event(struct server *s, struct conn *c, uint32_t events) {
 
 void conn_report_end(struct server *s, struct conn *c, const struct child_end *end) {
         if (end->report[0]) {
-                char text[HS_MAX_TEXT];
-                snprintf(text, sizeof text, "%s", end->report);
-                launch_schedule_caller(c, text, sizeof text);
-                count_decline(s, HS_DECLINE_START_FAILED, text, false);
-                (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, text);
+                count_decline(s, HS_DECLINE_START_FAILED, end->report, false);
+                (void) hs_send_reason(c->fd, HS_MSG_DECLINED, HS_DECLINE_START_FAILED, end->report);
         } else {
                 /* A client stopped with its program must read how it ended: a program killed while
                  * stopped, or continued and ended at once, was never seen continued. Before EXITED:

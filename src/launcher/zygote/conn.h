@@ -14,7 +14,6 @@
 struct child;
 struct child_end;
 struct prepared_program;
-struct schedule;
 struct server;
 
 enum conn_stage {
@@ -42,7 +41,6 @@ struct conn {
         int fds[HS_MAX_FDS];
         size_t nfds;
         struct child *child;
-        const struct schedule *caller_schedule; /* applied to the client before it is declined */
 };
 
 /* Accepts every client waiting on the socket (only our own user's). */

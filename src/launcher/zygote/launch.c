@@ -28,24 +28,13 @@
 #include "server.h"
 #include "wire.h"
 
-void launch_schedule_caller(const struct conn *c, char *text, size_t size) {
-        if (!c->caller_schedule)
-                return;
-        const char *step = "finding the client";
-        int r = c->client_pid <= 0 ? -ESRCH : schedule_apply(c->caller_schedule, c->client_pid, &step);
-        if (r < 0) {
-                log_warning("the client of %s execs it without its schedule: %s failed: %s",
-                            c->caller_schedule->program, step, strerror(-r));
-                size_t n = strlen(text);
-                snprintf(text + n, size - n, " (and its schedule could not be given to the client: %s: %s)", step,
-                         strerror(-r));
-        }
-}
-
-static void decline(const struct conn *c, enum hs_decline_reason code, const char *why, struct launch_verdict *ret) {
+/* The client execs the program itself, with its own scheduling, as plain exec would. It is not given
+ * the program's --schedule first, though it says it execs the program (EXECS_WHEN_DECLINED): nothing
+ * makes it, and the program it execs runs in its environment (LD_PRELOAD) and under its ptrace, so
+ * the daemon's privilege (CAP_SYS_NICE, a cgroup) would go to code of the client's choosing. */
+static void decline(enum hs_decline_reason code, const char *why, struct launch_verdict *ret) {
         *ret = (struct launch_verdict){ .outcome = LAUNCH_DECLINED, .code = code };
         snprintf(ret->text, sizeof ret->text, "%s", why);
-        launch_schedule_caller(c, ret->text, sizeof ret->text);
 }
 
 static const struct schedule *program_schedule(const struct server *s, int program_fd) {
@@ -182,7 +171,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         }
         int report[2];
         if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0)
-                return decline(c, HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);
+                return decline(HS_DECLINE_BUSY, "the daemon is out of file descriptors", ret);
 
         struct child *ch = prepared_take(s, c, req, image, report[1]);
         enum launch_source source = ch ? LAUNCH_PREPARED : LAUNCH_FORKED;
@@ -193,7 +182,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         close(report[1]);
         if (!ch) {
                 close(report[0]);
-                return decline(c, HS_DECLINE_BUSY, "the daemon cannot start more programs", ret);
+                return decline(HS_DECLINE_BUSY, "the daemon cannot start more programs", ret);
         }
         ch->report_fd = report[0];
         client_context_give_oom_score(ch->pid, oom_score);
@@ -233,8 +222,6 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         const char *differs;
         const char *reason = NULL;
         const struct schedule *configured = program_schedule(s, c->fds[HS_FD_PROGRAM]);
-        /* A client that execs the program itself when declined is given its schedule first. */
-        c->caller_schedule = req.fixed.flags & HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED ? configured : NULL;
         c->follows_stops = req.fixed.flags & HS_LAUNCH_FLAG_FOLLOWS_STOPS;
         /* Once per connection: the kernel's record of who connected, never a pid the client names. */
         if (c->client_pidfd < 0)
@@ -244,21 +231,21 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         else if (s->nchildren >= s->options->max_children)
                 reason = "too many programs running";
         if (reason) {
-                decline(c, HS_DECLINE_BUSY, reason, ret);
+                decline(HS_DECLINE_BUSY, reason, ret);
         } else if ((reason = client_context_refusal(c->client_pid, c->client_pidfd, oom_score))) {
-                decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
+                decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);
-                decline(c, HS_DECLINE_ENVIRONMENT, buf, ret);
+                decline(HS_DECLINE_ENVIRONMENT, buf, ret);
         } else if ((reason = terminal_refusal(s, &req, c->fds[HS_FD_PROGRAM]))) {
-                decline(c, HS_DECLINE_TERMINAL, reason, ret);
+                decline(HS_DECLINE_TERMINAL, reason, ret);
         } else if ((reason = rlimits_refusal(&req))) {
-                decline(c, HS_DECLINE_LIMITS, reason, ret);
+                decline(HS_DECLINE_LIMITS, reason, ret);
         } else if ((reason = client_schedule_refusal(c, configured))) {
-                decline(c, HS_DECLINE_ENVIRONMENT, reason, ret);
+                decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
-                decline(c, HS_DECLINE_UNSUPPORTED, reason, ret);
+                decline(HS_DECLINE_UNSUPPORTED, reason, ret);
         } else {
                 start(s, c, &req, image, oom_score, ret);
         }

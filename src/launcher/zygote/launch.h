@@ -27,8 +27,4 @@ struct launch_verdict {
         bool refresh_wanted; /* started, and --refresh-launches is reached */
 };
 
-/* Sets c->caller_schedule (the program's, for a client that execs it when declined). */
 void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret);
-/* Gives a declined client that execs the program itself the program's schedule; a failure is added
- * to the decline text (of size bytes). */
-void launch_schedule_caller(const struct conn *c, char *text, size_t size);
