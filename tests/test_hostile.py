@@ -6,6 +6,7 @@ written out here so that these tests can craft requests the real client never wo
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import select
@@ -317,6 +318,23 @@ def world_readable_copy(tmp: Path, name: str) -> Path:
     return copy
 
 
+# A client that skips the client library's check of who listens: a STATUS, and the reply's type
+# and code (ERROR's errno) printed.
+RAW_STATUS = f"""
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(10)
+try:
+    s.sendall(struct.pack("=IHHI", {MAGIC}, {VERSION}, 6, 0))
+except (BrokenPipeError, ConnectionResetError):
+    pass  # the daemon answers as it accepts, and hangs up: its answer is still there to read
+reply = s.recv(64)
+kind = struct.unpack_from("=IHHI", reply)[2]
+print(kind, struct.unpack_from("=i", reply, 12)[0] if kind == {MSG_ERROR} else "")
+"""
+
+
 def test_another_user_is_refused_and_runs_by_exec(daemon, shared_tmp):
     needs_root_and_setpriv()
     observe = world_readable_copy(shared_tmp, "observe")
@@ -328,17 +346,20 @@ def test_another_user_is_refused_and_runs_by_exec(daemon, shared_tmp):
     try:
         before = daemon.launches_started()
         got = run_exec([*NOBODY, str(client), "--socket", str(daemon.socket), str(observe), "exit", "4"])
-        # Asked for its status, it says why not (it was "Broken pipe" or "Bad message").
         status = run_exec([*NOBODY, str(client), "--socket", str(daemon.socket), "--status"])
+        raw = run_exec([*NOBODY, "/usr/bin/python3", "-c", RAW_STATUS, str(daemon.socket)])
     finally:
         daemon.socket.chmod(0o700)
         (daemon.socket.parent).chmod(0o700)
         daemon.runtime_dir.chmod(0o700)
+    # The client sees root listening and sends nothing: it execs, and says why in one line.
     assert got.returncode == 4
     assert got.stdout == b"exiting with 4\n"
-    assert b"only the user who runs headstartd may use it" in got.stderr
+    assert b"another user listens on the socket" in got.stderr, got.stderr
     assert status.returncode == 1 and status.stderr.count(b"\n") == 1
-    assert b"the daemon refused: it serves only the user who runs it" in status.stderr, status.stderr
+    assert b"another user listens on the socket" in status.stderr, status.stderr
+    # One that asks anyway gets ERROR (EPERM) from the daemon, which serves no one else.
+    assert raw.stdout.split() == [str(MSG_ERROR).encode(), str(errno.EPERM).encode()], raw.stderr
     assert daemon.launches_started() == before
     assert "refused a connection from another user" in daemon.log_text()
     still_serves(daemon)
