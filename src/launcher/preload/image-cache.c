@@ -275,7 +275,7 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                 for (size_t i = 0; i < closure->n && !why; i++)
                         if (string_list_add(&libs, closure->items[i]) < 0)
                                 why = "out of memory";
-        } else if (preload_resolve_closure(c->interp, path, &libs) < 0)
+        } else if (preload_resolve_closure(c->interp, path, &libs, NULL) < 0)
                 why = "the dynamic loader cannot resolve its libraries";
         /* Under exec, what the program loads after main binds to it first too. */
         for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)

@@ -119,8 +119,19 @@ static int parse_list_line(char *line, struct string_list *libs) {
         return string_list_contains(libs, path) ? 0 : string_list_add(libs, path);
 }
 
-/* Reads `ld.so --list`'s lines from fd (closed here) into libs. */
-static int read_list(int fd, struct string_list *libs) {
+/* LD_DEBUG=libs says "     PID:\t  trying file=/dir/libfoo.so.1" for each name the loader opens
+ * or looks for while it searches; we keep the names. */
+static int parse_debug_line(const char *line, struct string_list *tried) {
+        const char *name = strstr(line, ":\t  trying file=");
+        if (!name)
+                return 0;
+        name += strlen(":\t  trying file=");
+        return name[0] != '/' || string_list_contains(tried, name) ? 0 : string_list_add(tried, name);
+}
+
+/* Reads `ld.so --list`'s lines from fd (closed here) into libs, and the names its search tried into
+ * tried if it is not NULL. */
+static int read_list(int fd, struct string_list *libs, struct string_list *tried) {
         _cleanup_fclose_ FILE *f = fdopen(fd, "re");
         if (!f) {
                 close(fd);
@@ -133,23 +144,63 @@ static int read_list(int fd, struct string_list *libs) {
                 if (r >= 0) {
                         line[strcspn(line, "\n")] = '\0';
                         r = parse_list_line(line, libs);
+                        if (r >= 0 && tried)
+                                r = parse_debug_line(line, tried);
                 }
         return r;
 }
 
-int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs) {
+/* Our environment with the loader's debugging set to its search (LD_DEBUG=libs, to its stderr):
+ * environ's own LD_DEBUG and LD_DEBUG_OUTPUT, which do not change what it finds, left out. */
+static char **debug_environ(void) {
+        size_t n = 0;
+        while (environ[n])
+                n++;
+        char **env = calloc(n + 2, sizeof *env);
+        if (!env)
+                return NULL;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], "LD_DEBUG=", 9) != 0 && strncmp(environ[i], "LD_DEBUG_OUTPUT=", 16) != 0)
+                        env[k++] = environ[i];
+        env[k] = (char *) "LD_DEBUG=libs";
+        return env;
+}
+
+/* Adds to missing the names of tried with no file there: the ones the loader looked for and found
+ * nothing at. Looked at at once, so that a file put there while the zygote preloads is a change. */
+static int add_missing(const struct string_list *tried, struct string_list *missing) {
+        for (size_t i = 0; i < tried->n; i++)
+                if (access(tried->items[i], F_OK) < 0 && errno == ENOENT &&
+                    !string_list_contains(missing, tried->items[i]) && string_list_add(missing, tried->items[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs,
+                            struct string_list *missing) {
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(errno, "pipe");
+        _cleanup_free_ char **env = missing ? debug_environ() : NULL;
+        if (missing && !env) {
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return log_error("out of memory");
+        }
 
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-        /* Its own complaints ("cannot read file data: Error 21") would only confuse: we say what failed. */
-        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        /* Its own complaints ("cannot read file data: Error 21") would only confuse: we say what
+         * failed. Its search's trace, asked for, comes on the same pipe, whole lines at a time. */
+        if (missing)
+                posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
+        else
+                posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
         char *argv[] = { (char *) interp, (char *) "--list", (char *) program, NULL };
         pid_t pid;
-        int r = posix_spawn(&pid, interp, &fa, NULL, argv, environ);
+        int r = posix_spawn(&pid, interp, &fa, NULL, argv, env ? env : environ);
         posix_spawn_file_actions_destroy(&fa);
         close(pipefd[1]);
         if (r != 0) {
@@ -157,11 +208,15 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
                 return log_error_errno(r, "cannot run %s --list", interp);
         }
 
-        int pr = read_list(pipefd[0], libs);
+        struct string_list tried = { 0 };
+        int pr = read_list(pipefd[0], libs, missing ? &tried : NULL);
 
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
+        if (pr >= 0 && missing)
+                pr = add_missing(&tried, missing);
+        string_list_done(&tried);
         if (pr < 0)
                 return log_error_errno(pr, "cannot resolve the libraries of %s", program);
         /* Not a dynamically linked program, most often: each caller says so in its own words. */

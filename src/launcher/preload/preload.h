@@ -10,8 +10,12 @@
 /* Appends to libs the library closure of `program` as the system loader resolves it when it execs
  * the program: we ask that loader itself (`ld.so --list`, which maps the libraries but runs none of
  * their code), so search paths, RUNPATH, $ORIGIN, hwcaps and the cache all count exactly as for exec.
- * -ENOEXEC, unlogged, when the loader cannot list them (not a dynamically linked program). */
-int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs);
+ * -ENOEXEC, unlogged, when the loader cannot list them (not a dynamically linked program).
+ * Unless missing is NULL, the loader also traces its search (LD_DEBUG=libs), and the names it looked
+ * for a library at and found no file at (a RUNPATH or LD_LIBRARY_PATH directory before the one that
+ * has it) are added to missing: a library put there later is what exec would load instead. */
+int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs,
+                            struct string_list *missing);
 
 /* dlopen()s each library with RTLD_NOW, skipping ones already loaded; one whose own dependencies
  * the loader finds only among loaded objects after the others. Fails, saying why in why and the

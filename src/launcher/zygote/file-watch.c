@@ -27,12 +27,10 @@ static bool watching(const struct file_watch *w, const char *path) {
         return false;
 }
 
-int file_watch_add(struct file_watch *w, const char *path) {
+/* Watches path's directory for its name, expecting the file st describes there, or none (NULL). */
+static int add_entry(struct file_watch *w, const char *path, const struct stat *st, bool mapped) {
         if (watching(w, path))
                 return 0;
-        struct stat st;
-        if (stat(path, &st) < 0)
-                return -errno;
         _cleanup_free_ char *dir = strdup(path);
         char *slash = dir ? strrchr(dir, '/') : NULL;
         if (!slash)
@@ -53,12 +51,60 @@ int file_watch_add(struct file_watch *w, const char *path) {
                 .path = copy,
                 .name = copy + (slash - dir) + 1,
                 .wd = wd,
-                .dev = st.st_dev,
-                .ino = st.st_ino,
-                .size = st.st_size,
-                .mtime = st.st_mtim,
+                .absent = !st,
+                .mapped = mapped,
+                .dev = st ? st->st_dev : 0,
+                .ino = st ? st->st_ino : 0,
+                .size = st ? st->st_size : 0,
+                .mtime = st ? st->st_mtim : (struct timespec){ 0 },
         };
         return 0;
+}
+
+int file_watch_add(struct file_watch *w, const char *path) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return -errno;
+        return add_entry(w, path, &st, false);
+}
+
+int file_watch_add_missing(struct file_watch *w, const char *path) {
+        if (access(path, F_OK) == 0)
+                return 1;
+        return add_entry(w, path, NULL, false);
+}
+
+static bool is_mapped(const struct file_watch *w, const struct stat *st) {
+        for (size_t i = 0; i < w->n; i++)
+                if (w->files[i].mapped && w->files[i].dev == st->st_dev && w->files[i].ino == st->st_ino)
+                        return true;
+        return false;
+}
+
+int file_watch_add_links(struct file_watch *w, const char *path) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return -errno;
+        /* Each name on the way names the file at the end: a change to any one is a change. */
+        char name[PATH_MAX], target[PATH_MAX];
+        snprintf(name, sizeof name, "%s", path);
+        for (unsigned hops = 0; hops < 40; hops++) { /* the kernel's own limit, ELOOP */
+                int r = add_entry(w, name, &st, false);
+                if (r < 0)
+                        return r;
+                ssize_t len = readlink(name, target, sizeof target - 1);
+                if (len < 0) /* the file itself: the end */
+                        break;
+                target[len] = '\0';
+                char *slash = strrchr(name, '/');
+                if (target[0] == '/' || !slash)
+                        snprintf(name, sizeof name, "%s", target);
+                else if (snprintf(slash + 1, sizeof name - (size_t) (slash + 1 - name), "%s", target) >=
+                         (int) (sizeof name - (size_t) (slash + 1 - name)))
+                        return -ENAMETOOLONG;
+        }
+        /* Loaded from it, yet it names another file: changed since the loader opened it. */
+        return is_mapped(w, &st) ? 0 : 1;
 }
 
 static bool under(const char *path, const char *dir) {
@@ -114,19 +160,31 @@ int file_watch_init(struct file_watch *w, const char *skip_dir, char **ret_chang
                                 *ret_changed = strdup(path);
                         continue;
                 }
-                r = file_watch_add(w, path);
+                r = add_entry(w, path, &st, true);
         }
         return r;
 }
 
-static const char *check(struct file_watch *w, int wd, const char *name) {
+/* Whether the file path names now is not the one f expects. mask: the event's, 0 for none. */
+static bool changed(const struct watched_file *f, uint32_t mask) {
+        struct stat st;
+        /* Gone for now: an update may be about to put the new file in place. */
+        if (stat(f->path, &st) < 0)
+                return false;
+        /* Created to be written: its writer's close (IN_CLOSE_WRITE) says when it is whole. A new
+         * symlink or hard link is whole at once. */
+        struct stat lst;
+        if (mask == IN_CREATE && lstat(f->path, &lst) == 0 && S_ISREG(lst.st_mode) && lst.st_nlink == 1)
+                return false;
+        return f->absent || !same(f, &st);
+}
+
+static const char *check(struct file_watch *w, int wd, const char *name, uint32_t mask) {
         for (size_t i = 0; i < w->n; i++) {
                 struct watched_file *f = &w->files[i];
                 if ((wd >= 0 && (f->wd != wd || strcmp(f->name, name) != 0)))
                         continue;
-                struct stat st;
-                /* Gone for now: an update may be about to put the new file in place. */
-                if (stat(f->path, &st) == 0 && !same(f, &st))
+                if (changed(f, mask))
                         return f->path;
         }
         return NULL;
@@ -134,19 +192,19 @@ static const char *check(struct file_watch *w, int wd, const char *name) {
 
 const char *file_watch_read(struct file_watch *w) {
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        const char *changed = NULL;
+        const char *found = NULL;
         ssize_t n;
         while ((n = read(w->fd, buf, sizeof buf)) > 0) {
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *ev = (const struct inotify_event *) p;
                         if (ev->mask & IN_Q_OVERFLOW)
-                                changed = changed ? changed : check(w, -1, NULL);
-                        else if (ev->len > 0 && !changed)
-                                changed = check(w, ev->wd, ev->name);
+                                found = found ? found : check(w, -1, NULL, 0);
+                        else if (ev->len > 0 && !found)
+                                found = check(w, ev->wd, ev->name, ev->mask & DIR_EVENTS);
                         p += sizeof *ev + ev->len;
                 }
         }
-        return changed;
+        return found;
 }
 
 void file_watch_done(struct file_watch *w) {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Noticing that a file the zygote has loaded changed on disk. Exec would load the new file; a
- * zygote still serves the old one, so a change asks for a refresh. We watch the directories (a
- * package update renames a new file over the old name, which no watch on the old inode sees) and
- * compare each watched name's identity with what is loaded. */
+/* Noticing that a file the zygote has loaded changed on disk, or that a name the loader looks up
+ * now names another file. Exec would load the new file; a zygote still serves the old one, so a
+ * change asks for a refresh. We watch the directories (a package update renames a new file over
+ * the old name, which no watch on the old inode sees; one inotify watch serves every name in a
+ * directory) and compare each watched name's identity with what is loaded, or, for a name that
+ * named nothing, whether it names a file now. */
 #pragma once
 
 #include <stdbool.h>
@@ -14,6 +16,8 @@ struct watched_file {
         char *path;
         const char *name; /* within path */
         int wd;
+        bool absent; /* named no file: any file there is a change */
+        bool mapped; /* a file this process maps, by the path /proc/self/maps gives */
         dev_t dev;
         ino_t ino;
         off_t size;
@@ -32,6 +36,13 @@ struct file_watch {
 int file_watch_init(struct file_watch *w, const char *skip_dir, char **ret_changed);
 /* Adds a file by path, as it is now. */
 int file_watch_add(struct file_watch *w, const char *path);
+/* Adds a name that should name no file (where the loader looked for a library and found none).
+ * Returns 1, adding nothing, if one is there already. */
+int file_watch_add_missing(struct file_watch *w, const char *path);
+/* Adds path (a loaded object's name, as the loader opened it) and each symlink it leads through,
+ * all expected to name the file they name now. Returns 1 if that file is not one this process maps
+ * (after file_watch_init): the name changed since the loader opened it. */
+int file_watch_add_links(struct file_watch *w, const char *path);
 /* Reads pending events; returns a watched path whose file changed (owned by w), or NULL. */
 const char *file_watch_read(struct file_watch *w);
 void file_watch_done(struct file_watch *w);

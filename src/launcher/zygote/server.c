@@ -23,6 +23,7 @@
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
+#include "name-watch.h"
 #include "peer-process.h"
 #include "pool.h"
 #include "prepared.h"
@@ -124,15 +125,32 @@ static void on_files_changed(struct server *s) {
         }
 }
 
-void server_watch_files(struct server *s) {
+/* The names the loader would look up under exec: one that cannot be watched leaves the others. */
+static void watch_names(struct server *s, const struct string_list *missing, char **changed) {
+        char problem[PATH_MAX + 64];
+        name_watch_add(&s->files, s->cache.dir, missing, changed, problem, sizeof problem);
+        if (!problem[0])
+                return;
+        log_warning("cannot watch every name the loader looks a library up by (%s); a library changed there "
+                    "is served in its old version until a refresh: SIGHUP after an update",
+                    problem);
+        snprintf(s->files_status, sizeof s->files_status, "partial -- not watched: %s", problem);
+}
+
+void server_watch_files(struct server *s, const struct string_list *missing) {
         char *changed = NULL;
+        snprintf(s->files_status, sizeof s->files_status, "on");
         int r = file_watch_init(&s->files, s->cache.dir, &changed);
         for (size_t i = 0; i < s->nregistered && r >= 0; i++)
                 r = file_watch_add(&s->files, s->registered[i].path);
         if (r >= 0)
+                watch_names(s, missing, &changed);
+        if (r >= 0)
                 r = watch_fd(s->epoll_fd, s->files.fd, &s->files_watch, EPOLLIN);
-        if (r < 0)
+        if (r < 0) {
                 log_warning_errno(r, "cannot watch the loaded files for changes; refresh by SIGHUP after an update");
+                snprintf(s->files_status, sizeof s->files_status, "off -- %s", strerror(-r));
+        }
         if (changed) {
                 char reason[CONTROL_MAX - 16];
                 snprintf(reason, sizeof reason, "changed on disk while loading: %s", changed);

@@ -52,6 +52,7 @@ struct server {
         int control_fd; /* to the supervisor */
         int report_fd;  /* launches told to headstart-pind (launch-report.h), or -1 */
         struct file_watch files;
+        char files_status[PATH_MAX + 128]; /* --status's file-watch: on, partial -- why, off -- why */
         struct watch listen_watch, signal_watch, control_watch, files_watch;
         struct conn *conns;
         struct conn *closed; /* freed at the end of each batch of events */
@@ -88,8 +89,9 @@ struct server {
 /* signal_fd: from zygote_signals_open (signals.h), owned by the server from here on. */
 int server_init(struct server *s, const struct daemon_options *o, int listen_fd, int signal_fd, const char *cache_dir,
                 const char *interp);
-/* Watches the files loaded so far and the registered programs for changes on disk. */
-void server_watch_files(struct server *s);
+/* Watches the files loaded so far and the registered programs for changes on disk, and the names
+ * the loader would look them up by under exec (name-watch.h; missing: preload_resolve_closure's). */
+void server_watch_files(struct server *s, const struct string_list *missing);
 /* Asks the supervisor for a fresh zygote (once; later calls do nothing). */
 void server_request_refresh(struct server *s, const char *reason);
 /* Tells the supervisor the zygote is ready. */

@@ -97,6 +97,7 @@ static void compose(const struct server *s, struct text *t) {
         add(t, "uptime-seconds: %llu\n", (unsigned long long) ((now_ms() - s->started_ms) / 1000u));
         add(t, "refresh-after-launches: %u\n", o->refresh_launches);
         add(t, "refresh-after-seconds: %u\n", o->refresh_seconds);
+        add(t, "file-watch: %s\n", s->files_status[0] ? s->files_status : "off");
         for (size_t i = 0; i < s->nregistered; i++) {
                 const struct registered_file *r = &s->registered[i];
                 add(t, "program: %s %s%s%s\n", mode_name(r->mode), r->path, r->reason ? " -- " : "",

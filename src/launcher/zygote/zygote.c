@@ -66,10 +66,11 @@ struct app_closure {
  * another user could replace, is left out with a log line: its clients exec it, and the others are
  * served. So is one that needs a library this zygote could not preload before (*left_out, with why
  * in *left_out_why). The closures of the others go into libs, and each one's into closures (as
- * many as resolved has, in its order): the loader is asked once per program. */
+ * many as resolved has, in its order): the loader is asked once per program. Where its search found
+ * no file goes into missing (preload.h), for a program left out too: it may be servable then. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
-                         struct app_closure *closures, struct string_list *libs, size_t *ret_nwarm,
-                         struct string_list *left_out, struct string_list *left_out_why) {
+                         struct app_closure *closures, struct string_list *libs, struct string_list *missing,
+                         size_t *ret_nwarm, struct string_list *left_out, struct string_list *left_out_why) {
         size_t nwarm = 0;
         for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
                 bool warm = i >= o->apps.n;
@@ -83,7 +84,7 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                         problem = "cannot find the program";
                 if (!problem)
                         problem = preload_program_refusal(path);
-                if (!problem && preload_resolve_closure(interp, path, &closure) < 0)
+                if (!problem && preload_resolve_closure(interp, path, &closure, missing) < 0)
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
                 if (!problem)
                         problem = untrusted_file(path, &closure, why, sizeof why);
@@ -363,7 +364,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 return log_error_errno(r, "cannot find the daemon's own dynamic loader");
 
         struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
-        struct string_list left_out = { 0 }, left_out_why = { 0 };
+        struct string_list left_out = { 0 }, left_out_why = { 0 }, missing = { 0 };
         size_t nwarm = 0, nclosures = o->apps.n + o->warm.n;
         struct app_closure *closures = NULL;
         struct learned learned = { 0 };
@@ -389,7 +390,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         closures = calloc(nclosures ? nclosures : 1, sizeof *closures);
         r = closures ? add_preloads(&o->preloads, &libs, &refused_preloads) : log_error("out of memory");
         const size_t npreloads = libs.n;
-        if (r < 0 || (r = register_apps(o, interp, &apps, closures, &libs, &nwarm, &left_out, &left_out_why)) < 0 ||
+        if (r < 0 || (r = register_apps(o, interp, &apps, closures, &libs, &missing, &nwarm, &left_out, &left_out_why)) < 0 ||
             (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
                 goto out;
         if (!o->no_learn) {
@@ -437,7 +438,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                         r = 0;
                 }
         }
-        server_watch_files(&s);
+        server_watch_files(&s, &missing);
         zygote_stop_at_once(false);
         pool_fill(&s);
         server_ready(&s);
@@ -452,6 +453,7 @@ out:
         string_list_done(&apps);
         string_list_done(&left_out);
         string_list_done(&left_out_why);
+        string_list_done(&missing);
         string_list_done(&learned_loaded);
         string_list_done(&libs);
         string_list_done(&refused_preloads);
