@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -425,6 +426,31 @@ with open(result, "w") as out:
 """
 
 
+@contextlib.contextmanager
+def fake_daemon(folder: Path, user: list[str], owner: list[str]) -> Iterator[tuple[Path, Path]]:
+    """FAKE_DAEMON run as user at folder/socket (its file given to owner, when root makes it),
+    listening; its socket and the file it writes its count into."""
+    sock, result = folder / "socket", folder / "result"
+    fake = subprocess.Popen([*user, "/usr/bin/python3", "-c", FAKE_DAEMON, str(sock), str(result), *owner])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{result}.ready").exists():
+            assert time.monotonic() < deadline and fake.poll() is None, "the fake daemon did not start"
+            time.sleep(0.02)
+        yield sock, result
+        fake.wait(timeout=20)
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+def open_folder(trusted_tmp: Path) -> Path:
+    folder = trusted_tmp / "runtime"
+    folder.mkdir()
+    folder.chmod(0o777)
+    return folder
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 @pytest.mark.parametrize(
     ("listener", "file_owner", "client", "sent"),
@@ -442,17 +468,8 @@ def test_only_the_clients_own_user_or_the_system_manager_for_it_gets_the_launch(
     listens before it sends anything, and execs the program otherwise."""
     uid = spare_uid()
     as_user = {"root": [], "other": ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]}
-    folder = trusted_tmp / "runtime"
-    folder.mkdir(mode=0o777)
-    folder.chmod(0o777)
-    sock, result = folder / "socket", folder / "result"
     owner = [str(uid)] if file_owner == "other" and listener == "root" else []
-    fake = subprocess.Popen([*as_user[listener], "/usr/bin/python3", "-c", FAKE_DAEMON, str(sock), str(result), *owner])
-    try:
-        deadline = time.monotonic() + 10
-        while not Path(f"{result}.ready").exists():
-            assert time.monotonic() < deadline and fake.poll() is None, "the fake daemon did not start"
-            time.sleep(0.02)
+    with fake_daemon(open_folder(trusted_tmp), as_user[listener], owner) as (sock, result):
         got = subprocess.run(
             [*as_user[client], str(bin_path("headstart-run")), "--socket", str(sock), "/usr/bin/printf", "ran"],
             env=base_env(),
@@ -460,40 +477,24 @@ def test_only_the_clients_own_user_or_the_system_manager_for_it_gets_the_launch(
             timeout=30,
         )
         assert got.returncode == 0 and got.stdout == b"ran", got.stderr
-        fake.wait(timeout=20)
-        size, fds = map(int, result.read_text().split())
-        if sent:
-            assert size > 0 and fds >= 2
-        else:
-            assert (size, fds) == (0, 0)
-            assert b"another user listens on the socket" in got.stderr
-    finally:
-        fake.kill()
-        fake.wait()
+    size, fds = map(int, result.read_text().split())
+    if sent:
+        assert size > 0 and fds >= 2
+    else:
+        assert (size, fds) == (0, 0)
+        assert b"another user listens on the socket" in got.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_the_status_is_not_asked_of_another_users_listener(trusted_tmp):
     uid = spare_uid()
-    folder = trusted_tmp / "runtime"
-    folder.mkdir(mode=0o777)
-    folder.chmod(0o777)
-    sock, result = folder / "socket", folder / "result"
     user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    fake = subprocess.Popen([*user, "/usr/bin/python3", "-c", FAKE_DAEMON, str(sock), str(result)])
-    try:
-        deadline = time.monotonic() + 10
-        while not Path(f"{result}.ready").exists():
-            assert time.monotonic() < deadline and fake.poll() is None, "the fake daemon did not start"
-            time.sleep(0.02)
+    with fake_daemon(open_folder(trusted_tmp), user, []) as (sock, _):
         got = subprocess.run(
             [str(bin_path("headstart-run")), "--socket", str(sock), "--status"], capture_output=True, timeout=30
         )
-        assert got.returncode == 1 and b"another user listens on the socket" in got.stderr, got.stderr
-        assert got.stderr.count(b"\n") == 1
-    finally:
-        fake.kill()
-        fake.wait()
+    assert got.returncode == 1 and b"another user listens on the socket" in got.stderr, got.stderr
+    assert got.stderr.count(b"\n") == 1
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
