@@ -631,6 +631,34 @@ def test_the_log_says_how_a_program_ended_in_words():
         assert "(code " not in log
 
 
+def build_chroot(tmp: Path, d) -> Path:
+    """A directory to chroot into, in the daemon's own mount namespace: the host's /usr (so that its
+    programs are the files the daemon serves) and the links to it of a merged /usr, /proc (the
+    client library lists its fds there), a copy of headstart-run (whose libraries, if any, are in
+    /usr), the daemon's socket by a hard link at its own path, and an /etc of its own."""
+    root = d.socket.parent / "root"  # the socket's file system, for the hard link
+    for name in ("usr", "proc", "etc"):
+        (root / name).mkdir(parents=True)
+    for name in ("bin", "lib", "lib64", "sbin"):
+        if Path("/", name).is_symlink():
+            (root / name).symlink_to(os.readlink(Path("/", name)))
+    (root / "etc/headstart-marker").write_text("inside the chroot\n")
+    run = root / bin_path("headstart-run").relative_to("/")
+    run.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(bin_path("headstart-run"), run)
+    sock = root / d.socket.relative_to("/")
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    os.link(d.socket, sock)
+    for args, target in ((["-t", "proc", "proc"], root / "proc"), (["--bind", "-o", "ro", "/usr"], root / "usr")):
+        subprocess.run(["mount", *args, str(target)], check=True)
+        MOUNTED.append(target)
+    return root
+
+
+# What the test mounted in the host's mount namespace, unmounted when it ends.
+MOUNTED: list[Path] = []
+
+
 def build_sandbox(tmp: Path) -> Path:
     """A sandbox of the daemon's own user: no_new_privs and a seccomp filter that fails mkdir with
     EPERM, then the command it is given, by exec."""
@@ -659,27 +687,32 @@ def build_sandbox(tmp: Path) -> Path:
 
 
 CONTEXTS = {
-    "seccomp": (lambda tmp: [str(build_sandbox(tmp))], ["/usr/bin/mkdir", "{tmp}/made"]),
+    "seccomp": (lambda tmp, d: [str(build_sandbox(tmp))], ["/usr/bin/mkdir", "{tmp}/made"]),
     "capabilities": (
-        lambda tmp: ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"],
+        lambda tmp, d: ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"],
         ["/usr/bin/cat", "{tmp}/secret"],
     ),
-    "groups": (lambda tmp: ["setpriv", "--regid", "100", "--groups", "5,7"], ["/usr/bin/id"]),
-    "namespaces": (lambda tmp: ["unshare", "--net"], ["/usr/bin/cat", "/proc/self/net/dev"]),
-    "personality": (lambda tmp: ["setarch", "--addr-no-randomize"], ["/usr/bin/cat", "/proc/self/personality"]),
-    "io priority": (lambda tmp: ["ionice", "-c", "3"], ["/usr/bin/ionice"]),
+    "groups": (lambda tmp, d: ["setpriv", "--regid", "100", "--groups", "5,7"], ["/usr/bin/id"]),
+    "namespaces": (lambda tmp, d: ["unshare", "--net"], ["/usr/bin/cat", "/proc/self/net/dev"]),
+    "personality": (lambda tmp, d: ["setarch", "--addr-no-randomize"], ["/usr/bin/cat", "/proc/self/personality"]),
+    "io priority": (lambda tmp, d: ["ionice", "-c", "3"], ["/usr/bin/ionice"]),
     # A tracer follows what its tracee execs: the count of untraced status lines is 0 under exec.
     "traced": (
-        lambda tmp: ["strace", "-f", "-qq", "-e", "trace=none", "-o", "/dev/null"],
+        lambda tmp, d: ["strace", "-f", "-qq", "-e", "trace=none", "-o", "/dev/null"],
         ["/usr/bin/grep", "-c", "^TracerPid:[[:space:]]*0$", "/proc/self/status"],
     ),
     "huge pages": (
-        lambda tmp: [
+        lambda tmp, d: [
             "python3",
             "-c",
             "import ctypes, os, sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0); os.execv(sys.argv[1], sys.argv[1:])",
         ],
         ["/usr/bin/grep", "THP_enabled", "/proc/self/status"],
+    ),
+    # A chroot in the daemon's own mount namespace: under exec the program reads the chroot's /etc.
+    "chroot": (
+        lambda tmp, d: ["/usr/sbin/chroot", str(build_chroot(tmp, d))],
+        ["/usr/bin/cat", "/etc/headstart-marker"],
     ),
 }
 
@@ -690,9 +723,10 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     """A process of the daemon's own user in a sandbox (a seccomp filter, capabilities dropped, other
     groups, other namespaces) asked the daemon, and its program ran outside the sandbox, as the
     daemon: a directory made that the filter forbids, a file read that the capabilities left did not
-    allow. Such a client, one whose personality, I/O priority or huge pages setting differs, and one
-    traced (strace -f: the served program escaped the trace) is declined and execs the program in its
-    own context, which the program then shows as under exec."""
+    allow. Such a client, one chrooted (its program read the host's /etc), one whose personality, I/O
+    priority or huge pages setting differs, and one traced (strace -f: the served program escaped the
+    trace) is declined and execs the program in its own context, which the program then shows as
+    under exec."""
     if context == "huge pages" and b"THP_enabled" not in Path("/proc/self/status").read_bytes():
         pytest.skip("this kernel does not say whether a process may have transparent huge pages")
     if context == "traced" and (SANITIZED or not shutil.which("strace")):
@@ -701,15 +735,19 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     (tmp_path / "secret").write_text("secret\n")
     (tmp_path / "secret").chmod(0)
     argv = [a.format(tmp=tmp_path) for a in argv]
-    wrapper = wrapper_of(tmp_path)
     env = base_env(HEADSTART_DEBUG="1")
     with private_daemon([Path(argv[0])]) as d:
-        plain = run_served(d, argv, env=env)
-        assert b"by exec" not in plain.stderr, plain.stderr  # served without the wrapper
-        shutil.rmtree(tmp_path / "made", ignore_errors=True)
-        expected = run_exec(wrapper + argv, env=env)
-        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
-        got = run_exec(wrapper + client + argv, env=env)
+        try:
+            wrapper = wrapper_of(tmp_path, d)
+            plain = run_served(d, argv, env=env)
+            assert b"by exec" not in plain.stderr, plain.stderr  # served without the wrapper
+            shutil.rmtree(tmp_path / "made", ignore_errors=True)
+            expected = run_exec(wrapper + argv, env=env)
+            client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+            got = run_exec(wrapper + client + argv, env=env)
+        finally:
+            while MOUNTED:
+                subprocess.run(["umount", "--lazy", str(MOUNTED.pop())], check=False)
     assert b"by exec" in got.stderr, got.stderr
     assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
     assert got.stderr.endswith(expected.stderr), (got.stderr, expected.stderr)

@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,9 +47,18 @@ static const char *const namespaces[] = { "cgroup", "ipc", "mnt", "net", "pid", 
 
 #define VALUE_MAX 512
 
+/* Where a process's root directory is (chroot): the directory, and the mount it is reached through
+ * (0 where the kernel does not say), for a chroot into a bind mount of another mount's directory. */
+struct root {
+        dev_t dev;
+        ino_t ino;
+        uint64_t mnt_id;
+};
+
 struct context {
         char status[ELEMENTSOF(status_lines)][VALUE_MAX]; /* "" where the kernel has no such line */
         ino_t ns[ELEMENTSOF(namespaces)];                /* 0 where the kernel has no such namespace */
+        struct root root;
         bool traced; /* TracerPid: not 0 */
         char personality[32];
         char oom_score_adj[OOM_SCORE_MAX];
@@ -102,6 +113,25 @@ static bool read_namespaces(const char *proc, struct context *c) {
         return true;
 }
 
+/* A chroot is not a namespace: a client chrooted in the daemon's mount namespace has the same
+ * namespaces, and a served program would see the daemon's files, not the client's. */
+static bool read_root(const char *proc, struct root *ret) {
+        char path[64];
+        struct statx stx;
+        snprintf(path, sizeof path, "%s/root", proc);
+        if (statx(AT_FDCWD, path, 0, STATX_INO | STATX_MNT_ID, &stx) < 0) {
+                struct stat st; /* a sandbox that has no statx (ENOSYS): without the mount */
+                if (errno != ENOSYS || stat(path, &st) < 0)
+                        return false;
+                *ret = (struct root){ .dev = st.st_dev, .ino = st.st_ino };
+                return true;
+        }
+        *ret = (struct root){ .dev = makedev(stx.stx_dev_major, stx.stx_dev_minor),
+                              .ino = stx.stx_ino,
+                              .mnt_id = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0 };
+        return true;
+}
+
 static bool read_context(pid_t pid, struct context *c) {
         char proc[32], path[64];
         *c = (struct context){ 0 };
@@ -111,7 +141,7 @@ static bool read_context(pid_t pid, struct context *c) {
         bool ok = read_line(path, c->personality, sizeof c->personality);
         snprintf(path, sizeof path, "%s/oom_score_adj", proc);
         return ok && read_line(path, c->oom_score_adj, sizeof c->oom_score_adj) && c->ioprio >= 0 &&
-               read_status(proc, c) && read_namespaces(proc, c);
+               read_status(proc, c) && read_namespaces(proc, c) && read_root(proc, &c->root);
 }
 
 #define FIRST_CAP 3 /* status_lines' CapInh: ... CapAmb: */
@@ -151,6 +181,9 @@ static const char *difference(const struct context *a, const struct context *b, 
                 if (a->ns[i] != b->ns[i])
                         return "the client is in other namespaces than the daemon (unshare, a container, a "
                                "sandbox)";
+        if (a->root.dev != b->root.dev || a->root.ino != b->root.ino || a->root.mnt_id != b->root.mnt_id)
+                return "the client's root directory differs from the daemon's (chroot), and a served program "
+                       "would see the daemon's files";
         if (strcmp(a->personality, b->personality) != 0)
                 return "the client's execution domain differs from the daemon's (setarch)";
         if (a->ioprio != b->ioprio)
