@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -346,6 +347,12 @@ def test_a_changed_file_is_never_served_stale(daemon, tmp_path):
     assert second.stdout == want.stdout and second.stdout.startswith(b"\xff\xd8")
 
 
+# A caller that sets a prctl (option, then its arguments), then execs.
+PRCTL_THEN_EXEC = (
+    "import ctypes, os, sys; sys.exit(77) if ctypes.CDLL(None).prctl({}, {}, 0, 0, 0) else "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
 # A caller that sets up, then execs headstart-run: what exec keeps from it for the program.
 KEPT_ACROSS_EXEC = {
     # A CPU-time timer bounding the program: under exec it fires after 0.3 s of the program's CPU.
@@ -365,6 +372,16 @@ KEPT_ACROSS_EXEC = {
         "os.close(fd); fcntl.lockf(9, fcntl.LOCK_EX); os.execv(sys.argv[1], sys.argv[1:])",
         [str(bin_path("observe")), "lock", "9"],
     ),
+    # What prctl sets that exec keeps and no /proc file shows (exit 77: the kernel has no such prctl).
+    # MDWE (PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN; Linux 6.3), which systemd's MemoryDenyWriteExecute= may set.
+    "MDWE": (PRCTL_THEN_EXEC.format(65, 1), [str(bin_path("observe")), "prctl"]),
+    # A child subreaper (PR_SET_CHILD_SUBREAPER): the program's orphans would be the caller's under exec.
+    "child subreaper": (PRCTL_THEN_EXEC.format(36, 1), [str(bin_path("observe")), "prctl"]),
+    # A machine-check kill policy (PR_MCE_KILL, PR_MCE_KILL_SET, PR_MCE_KILL_EARLY).
+    "machine-check kill policy": (PRCTL_THEN_EXEC.format(33, "1, 1"), [str(bin_path("observe")), "prctl"]),
+    # No time-stamp counter (PR_SET_TSC, PR_TSC_SIGSEGV): under exec the program's loader dies of SIGSEGV
+    # (it reads the counter); headstart-run, static, lives to ask.
+    "time-stamp counter": (PRCTL_THEN_EXEC.format(26, 2), [str(bin_path("observe")), "prctl"]),
     # A limit on the address space, which the zygote's mappings would use up in a served program.
     "address space limit": (
         "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30)); "
@@ -379,15 +396,22 @@ def test_what_exec_keeps_from_the_caller_for_the_program_makes_the_client_exec(k
     """An interval timer set by the caller (the daemon's child had none: a program ran on where exec's
     was killed by SIGVTALRM), a signal pending (not pending at the served program's main) or a POSIX
     record lock (a served program found its file locked by another process) is kept by exec for the
-    program: headstart-run then execs it. So it does when the daemon declines a limit on
-    the address space, which the zygote's mappings use (a served python3 had twice exec's)."""
+    program: headstart-run then execs it, as it does when the caller refuses memory both writable and
+    executable (MDWE), is a child subreaper, has a machine-check kill policy or may not read the
+    time-stamp counter, which exec also keeps (a served program had none). So it does when the
+    daemon declines a limit on the address space, which the zygote's mappings use (a served python3
+    had twice exec's)."""
     if kept == "address space limit" and SANITIZED:
         pytest.skip("a sanitizer build of headstart-run cannot start under a limit on its address space")
+    if kept == "time-stamp counter" and SANITIZED:
+        pytest.skip("a sanitizer build of headstart-run is not static: its loader dies of SIGSEGV as the program's")
     setup, argv = KEPT_ACROSS_EXEC[kept]
     env = base_env(HEADSTART_DEBUG="1")
     caller = ["python3", "-c", setup]
     with private_daemon([Path(argv[0])]) as d:
         expected = run_exec([*caller, *argv], env=env)
+        if expected.returncode == 77:
+            pytest.skip(f"this kernel or architecture has no {kept} to set")
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
         got = run_exec([*caller, *client, *argv], env=env)
         plain = run_served(d, [argv[0], "--version"], env=env)
@@ -551,3 +575,23 @@ def test_a_job_killed_with_sigkill_takes_the_programs_children_with_it():
     with private_daemon([Path(argv[0])]) as d, Served(d):
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
         assert not child_outlives_its_killed_job([*client, *argv])
+
+
+def test_a_daemon_that_refuses_writable_executable_memory_declines_every_launch(tmp_path):
+    """A daemon under MDWE (a service manager's MemoryDenyWriteExecute= may set PR_SET_MDWE) gave it
+    to every program it served, which exec from a client without it does not: it declines."""
+    wrapper = tmp_path / "headstartd-mdwe"
+    wrapper.write_text(
+        f"#!{sys.executable}\nimport ctypes, os, sys\n"
+        "sys.exit(77) if ctypes.CDLL(None).prctl(65, 1, 0, 0, 0) else "
+        f"os.execv({str(bin_path('headstartd'))!r}, sys.argv)\n"
+    )
+    wrapper.chmod(0o755)
+    argv = [str(bin_path("observe")), "prctl"]
+    env = base_env(HEADSTART_DEBUG="1")
+    if subprocess.run([str(wrapper), "--version"], capture_output=True).returncode == 77:
+        pytest.skip("this kernel has no MDWE")
+    with private_daemon([Path(argv[0])], binary=wrapper) as d:
+        got = run_served(d, argv, env=env)
+    assert b"by exec" in got.stderr, got.stderr
+    assert got.stdout == run_exec(argv, env=env).stdout

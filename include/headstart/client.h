@@ -49,7 +49,10 @@ struct hs_launch_options {
          * the launch is declined; it then runs with this process's scheduling, not the daemon's
          * --schedule for it, as plain exec would. Such a launch with the inherited fds is declined
          * here, without asking the daemon, when this process holds a POSIX record lock (fcntl) on
-         * one of them, which exec keeps for the program.
+         * one of them, which exec keeps for the program, or when this process is a child subreaper
+         * (prctl), which exec keeps and fork drops. Any launch is declined here when this process
+         * has MDWE, a time-stamp counter that faults or a machine-check kill policy (prctl), which
+         * fork and exec keep and the daemon cannot see.
          * HS_LAUNCH_FOLLOWS_STOPS, for a caller that stops and goes on with its program as a shell's
          * job would (headstart-run): hs_launch_wait() also returns each time the program stops, as
          * waitid(WSTOPPED) would tell its parent (the caller is not its parent: only the daemon sees

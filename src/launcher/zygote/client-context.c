@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -19,6 +20,9 @@
 #include "schedule.h"
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
+#ifndef PR_GET_MDWE
+#define PR_GET_MDWE 66 /* linux/prctl.h of Linux 6.3, which Debian 12's headers predate */
+#endif
 
 #define IDS "the client's user or group IDs or supplementary groups differ from the daemon's (setpriv, sg, newgrp)"
 #define CAPABILITIES "the client has capabilities the daemon lacks, or another bounding set (setpriv, capsh)"
@@ -191,15 +195,41 @@ static const char *difference(const struct context *a, const struct context *b, 
         return NULL;
 }
 
+/* What the zygote's children inherit from it by fork and a client's program under exec would not
+ * have: the client library declines where the client has them (client.c, kept_prctl_state()), as
+ * no /proc file shows them; a daemon that has one (MDWE from a service manager's
+ * MemoryDenyWriteExecute=) would give it to every program, so it declines every launch. */
+static const char *own_prctl_state(void) {
+        int tsc = 0;
+        int mdwe = prctl(PR_GET_MDWE, 0, 0, 0, 0), mce = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
+        if (mdwe > 0)
+                return "the daemon refuses memory both writable and executable (prctl PR_SET_MDWE, "
+                       "MemoryDenyWriteExecute=), which its programs would inherit";
+        if (prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV)
+                return "the daemon may not read the time-stamp counter (prctl PR_SET_TSC), which its programs "
+                       "would inherit";
+        if (mce >= 0 && mce != PR_MCE_KILL_DEFAULT)
+                return "the daemon has a machine-check kill policy (prctl PR_MCE_KILL), which its programs "
+                       "would inherit";
+        return NULL;
+}
+
 const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX],
                                    struct capabilities *ret_caps, bool *ret_lower) {
         /* The zygote's own is read once, but for what another process can change (ionice -p, choom
          * -p), which its children would inherit: nothing else changes it, and this is on every launch. */
         static struct context ours;
         static bool known;
+        static const char *own_state;
         ret_oom_score[0] = '\0';
-        if (!known && !(known = read_context(getpid(), &ours)))
-                return "the daemon cannot read its own rights and namespaces";
+        if (!known) {
+                if (!read_context(getpid(), &ours))
+                        return "the daemon cannot read its own rights and namespaces";
+                own_state = own_prctl_state();
+                known = true;
+        }
+        if (own_state)
+                return own_state;
         ours.ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
         (void) read_line("/proc/self/oom_score_adj", ours.oom_score_adj, sizeof ours.oom_score_adj);
         struct context theirs;
