@@ -655,6 +655,25 @@ def build_chroot(tmp: Path, d) -> Path:
     return root
 
 
+# A caller in a Landlock domain that may make no directory (LANDLOCK_ACCESS_FS_MAKE_DIR handled, no
+# rule allows it), then exec of its arguments; exit 77 where the kernel has no Landlock. As root
+# (CAP_SYS_ADMIN) it needs no no_new_privs, which the daemon would see: only the client library can
+# tell, as the kernel shows no Landlock domain in /proc.
+LANDLOCK = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+handled = ctypes.c_uint64(1 << 7)
+fd = libc.syscall(444, ctypes.byref(handled), ctypes.sizeof(handled), 0)  # landlock_create_ruleset
+if fd < 0 or libc.syscall(446, fd, 0):  # landlock_restrict_self
+    sys.exit(77)
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def landlock_available() -> bool:
+    return subprocess.run(["python3", "-c", LANDLOCK, "/usr/bin/true"], check=False).returncode == 0
+
+
 # What the test mounted in the host's mount namespace, unmounted when it ends.
 MOUNTED: list[Path] = []
 
@@ -709,6 +728,8 @@ CONTEXTS = {
         ],
         ["/usr/bin/grep", "THP_enabled", "/proc/self/status"],
     ),
+    # A Landlock domain, in which mkdir fails with EACCES.
+    "landlock": (lambda tmp, d: ["python3", "-c", LANDLOCK], ["/usr/bin/mkdir", "{tmp}/made"]),
     # A chroot in the daemon's own mount namespace: under exec the program reads the chroot's /etc.
     "chroot": (
         lambda tmp, d: ["/usr/sbin/chroot", str(build_chroot(tmp, d))],
@@ -723,12 +744,15 @@ def test_a_client_confined_or_placed_otherwise_than_the_daemon_gets_exec(tmp_pat
     """A process of the daemon's own user in a sandbox (a seccomp filter, capabilities dropped, other
     groups, other namespaces) asked the daemon, and its program ran outside the sandbox, as the
     daemon: a directory made that the filter forbids, a file read that the capabilities left did not
-    allow. Such a client, one chrooted (its program read the host's /etc), one whose personality, I/O
+    allow. Such a client, one in a Landlock domain (its program made the directory the domain
+    forbids; the client library sees it), one chrooted (its program read the host's /etc), one whose personality, I/O
     priority or huge pages setting differs, and one traced (strace -f: the served program escaped the
     trace) is declined and execs the program in its own context, which the program then shows as
     under exec."""
     if context == "huge pages" and b"THP_enabled" not in Path("/proc/self/status").read_bytes():
         pytest.skip("this kernel does not say whether a process may have transparent huge pages")
+    if context == "landlock" and not landlock_available():
+        pytest.skip("this kernel has no Landlock, or it is not enabled")
     if context == "traced" and (SANITIZED or not shutil.which("strace")):
         pytest.skip("strace is not installed, or LeakSanitizer in a sanitizer build cannot run traced")
     wrapper_of, argv = CONTEXTS[context]

@@ -346,6 +346,30 @@ static int read_reply(struct hs_launch *l, struct reply *ret) {
         return -EBADMSG;
 }
 
+/* Whether this process may not look at the daemon's child pid, which has our IDs, groups,
+ * capabilities and namespaces (the daemon compared them) and is dumpable: only a Linux security
+ * module keeps it from us. Landlock does (its ptrace restriction: a process in a Landlock domain may
+ * not look at one outside it), and shows its domains in no /proc file (Linux 6.18), so this is the
+ * only way to see one: a served program would escape it. Following /proc/PID/root asks the kernel
+ * whether we may read the process (PTRACE_MODE_READ), as /proc/PID/environ's open does not. One
+ * system call; a child gone since (killed) is no answer. */
+static bool kept_from_daemon_child(pid_t pid, int pidfd) {
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof path, "/proc/%d/root", (int) pid);
+        return stat(path, &st) < 0 && errno == EACCES && pidfd_send_signal(pidfd, 0, NULL, 0) == 0;
+}
+
+/* Lets the launch go before main, as the protocol allows (the child exits at the end of the
+ * stream): the caller execs. */
+static int give_up_launch(struct hs_launch *l, const char *why) {
+        close(l->sock);
+        close(l->pidfd);
+        *l = (struct hs_launch){ .sock = -1, .pidfd = -1 };
+        snprintf(l->reason, sizeof l->reason, "%s", why);
+        return HS_LAUNCH_DECLINED;
+}
+
 int hs_launch_start(const char *path, char *const argv[], char *const envp[],
                            const struct hs_launch_options *options, struct hs_launch **ret) {
         static const struct hs_launch_options defaults = { 0 };
@@ -380,6 +404,13 @@ int hs_launch_start(const char *path, char *const argv[], char *const envp[],
                         case HS_MSG_LAUNCHED:
                                 l->pid = reply.pid;
                                 l->pidfd = reply.pidfd;
+                                if (kept_from_daemon_child(l->pid, l->pidfd)) {
+                                        r = give_up_launch(l, "the caller may not look at the daemon's "
+                                                              "processes (Landlock, another security "
+                                                              "module): a served program would escape "
+                                                              "its confinement");
+                                        break;
+                                }
                                 /* Only now may the program's main run (protocol.h, ACCEPT). */
                                 r = hs_send_message(l->sock, HS_MSG_ACCEPT, NULL, 0, NULL, 0, 0);
                                 break;
