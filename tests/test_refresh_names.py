@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,18 @@ def test_an_ldconfig_that_moves_a_soname_refreshes(tmp_path):
         (etc / "ld.so.conf.d" / "00-hsfoo-new.conf").write_text(f"{new}\n")
         subprocess.run([*in_namespace, "ldconfig"], check=True)
         check_refreshed_to(d, prog, b"v2\n", "/etc/ld.so.cache", within=in_namespace)
+
+
+def test_a_warm_program_loaded_through_its_fd_starts_no_refresh(tmp_path):
+    """A warm program is loaded through the fd the daemon checked (/proc/PID/fd/N), which the first
+    version of the name watch took for a name the loader looks up: every zygote asked for a refresh
+    as it started ("changed on disk while loading: /proc/PID/fd/8"), and its learning was lost."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    build_lib(lib / "libhsfoo.so.1", "v1")
+    prog = build_program(tmp_path / "uses-hsfoo", lib / "libhsfoo.so.1", runpath="$ORIGIN/lib")
+    with private_daemon([], extra_args=["--warm", str(prog)]) as d:
+        assert run_served(d, [str(prog)]).stdout == b"v1\n"
+        time.sleep(0.5)  # a refresh asked for at start would have begun by now
+        assert "asking for a refresh" not in d.log_text(), d.log_text()
+        assert d.status()["generation"] == ["1"]

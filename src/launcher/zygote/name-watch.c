@@ -23,12 +23,15 @@ static bool under(const char *path, const char *dir) {
 }
 
 /* The names the loader opened the objects by (link_map's l_name), not the files /proc/self/maps
- * gives, which are where their symlinks lead. */
+ * gives, which are where their symlinks lead. What the daemon loaded through an fd it checked
+ * (/proc/PID/fd/N: a warm program) is no name the loader looks up, and its file is watched as
+ * mapped; the link names another process's fd once this zygote's is gone. */
 static int collect(struct dl_phdr_info *info, size_t size, void *data) {
         struct names *n = data;
         const char *name = info->dlpi_name;
         (void) size;
-        if (name && name[0] == '/' && !under(name, n->skip_dir) && !string_list_contains(&n->loaded, name) &&
+        if (name && name[0] == '/' && !under(name, n->skip_dir) && !under(name, "/proc") &&
+            !string_list_contains(&n->loaded, name) &&
             string_list_add(&n->loaded, name) < 0)
                 n->failed = true;
         return 0;
