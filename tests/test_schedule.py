@@ -21,7 +21,6 @@ import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
-from test_attacks import spare_uid, wait_for_line
 from test_hostile import (
     HEADER,
     MAGIC,
@@ -201,42 +200,6 @@ def test_a_process_that_took_the_pid_of_a_client_gone_is_never_given_the_schedul
         finally:
             sleeper.kill()
             sleeper.wait()
-
-
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
-@pytest.mark.parametrize("pool", [[], ["--pool", "1"]], ids=["forked", "pooled"])
-def test_a_daemon_given_cap_sys_nice_serves_clients_without_it_and_their_programs_have_none(trusted_tmp, pool):
-    """A user's daemon given CAP_SYS_NICE for its schedules (AmbientCapabilities= in its unit)
-    declined every client without it (their capabilities differed), so that only the exec'd
-    fallback, handed the schedule by the daemon, was ever scheduled: which gave the privilege to
-    whatever the client ran. Such clients are now served, the child applying the schedule and then
-    lowering its capabilities to the client's before it loads the program."""
-    if refusal(FIFO):
-        pytest.skip("real-time scheduling is not available here")
-    uid = spare_uid()
-    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    runtime = trusted_tmp / "runtime"
-    runtime.mkdir(mode=0o700)
-    os.chown(runtime, uid, uid)
-    log = trusted_tmp / "daemon.log"
-    grep = ["/usr/bin/grep", "^Cap", "/proc/self/status"]
-    privileged = [*user, "--inh-caps=+sys_nice", "--ambient-caps=+sys_nice"]
-    daemon_cmd = [str(bin_path("headstartd")), "--socket", f"{runtime}/socket", "--verbose"]
-    daemon_cmd += ["--schedule", f"{REPORT} {FIFO}", "--app", str(REPORT), "--app", grep[0], *pool]
-    client = [*user, str(bin_path("headstart-run")), "--socket", f"{runtime}/socket"]
-    with open(log, "wb") as out:
-        daemon = subprocess.Popen([*privileged, *daemon_cmd], stdout=out, stderr=out, env=base_env())
-    try:
-        wait_for_line(log, "ready: listening")
-        want = run_exec(["nice", "-n", "3", "chrt", "-f", "20", "taskset", "-c", str(LAST_CPU), str(REPORT)])
-        got = subprocess.run([*client, str(REPORT)], capture_output=True, env=base_env(), start_new_session=True)
-        assert got.returncode == 0 and report_lines(got.stdout)[0] == report_lines(want.stdout)[0], got.stderr
-        caps = subprocess.run([*client, *grep], capture_output=True, env=base_env(), start_new_session=True)
-        assert caps.stdout == run_exec([*user, *grep]).stdout and b"CapAmb:\t0000000000000000" in caps.stdout
-        assert log.read_text().count("started ") == 2, log.read_text()
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=30)
 
 
 def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():

@@ -301,7 +301,6 @@ _Noreturn void child_run(const struct child_spec *spec) {
                       prepared ? prepared->nkept : 0) < 0)
                 fail_errno(report_fd, "cannot place the file descriptors");
         const char *failed = NULL;
-        int r;
         if (prepared) {
                 /* The rest it took as it was prepared, from a request just like this one; its
                  * environment stays as the toolkit left it (GTK takes DESKTOP_STARTUP_ID out), but
@@ -316,13 +315,8 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail_errno(report_fd, failed);
         }
 
-        /* Last of what the daemon's rights were needed for (the schedule, the limits): from here on,
-         * the client's. */
-        if (spec->caps && (r = capabilities_lower_to(spec->caps)) < 0)
-                fail(report_fd, "cannot lower its capabilities to the client's", strerror(-r));
-
         /* Before dlopen: the relocations of what it loads refer to the program's block. */
-        r = program_tls_install(&spec->start.tls, image_fd);
+        int r = program_tls_install(&spec->start.tls, image_fd);
         if (r < 0)
                 fail(report_fd, "cannot give the program its thread-local storage", strerror(-r));
         struct link_map *program;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "bind-plan.h"
-#include "capabilities.h"
 #include "constructors.h"
 #include "prepare-toolkit.h"
 #include "program-tls.h"
@@ -39,7 +38,6 @@ struct child_spec {
         int report_fd;     /* write end of the pipe that tells the daemon about failures before main */
         struct after_main_page *after_main; /* shared with the daemon, filled at exit; or NULL */
         const struct schedule *schedule;    /* the program's --schedule, or NULL */
-        const struct capabilities *caps;    /* the client's, fewer than the zygote's, or NULL (capabilities.h) */
         int conn_fd; /* the client's connection: the child itself says LAUNCHED on it, right before main */
         struct prepared_process *prepared; /* its toolkit initialised before the request (--prepare-display),
                                                   * with the same settings; or NULL */

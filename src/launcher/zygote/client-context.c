@@ -25,7 +25,7 @@
 #endif
 
 #define IDS "the client's user or group IDs or supplementary groups differ from the daemon's (setpriv, sg, newgrp)"
-#define CAPABILITIES "the client has capabilities the daemon lacks, or another bounding set (setpriv, capsh)"
+#define CAPABILITIES "the client's capabilities differ from the daemon's (setpriv, capsh)"
 #define CONFINED "the client is confined otherwise than the daemon (no_new_privs or a seccomp filter)"
 
 /* The lines of /proc/PID/status that say what the process may do, compared as text, and what a
@@ -148,39 +148,15 @@ static bool read_context(pid_t pid, struct context *c) {
                read_status(proc, c) && read_namespaces(proc, c) && read_root(proc, &c->root);
 }
 
-#define FIRST_CAP 3 /* status_lines' CapInh: ... CapAmb: */
-
-static bool read_caps(const struct context *c, struct capabilities *ret) {
-        const char *hex[5];
-        for (size_t i = 0; i < 5; i++)
-                hex[i] = c->status[FIRST_CAP + i];
-        return capabilities_parse(hex, ret);
-}
-
-/* Fewer capabilities than ours are the client's to have: the child lowers its own to them. */
-static const char *caps_difference(const struct context *a, const struct context *b, struct capabilities *ret_caps,
-                                   bool *ret_lower) {
-        struct capabilities ours;
-        *ret_lower = false;
-        if (!read_caps(a, ret_caps) || !read_caps(b, &ours) || !capabilities_can_lower(&ours, ret_caps))
-                return CAPABILITIES;
-        *ret_lower = memcmp(ret_caps, &ours, sizeof ours) != 0;
-        return NULL;
-}
-
 /* a: the client's; b: ours. */
-static const char *difference(const struct context *a, const struct context *b, struct capabilities *ret_caps,
-                              bool *ret_lower) {
+static const char *difference(const struct context *a, const struct context *b) {
         /* A tracer (strace -f, gdb, ltrace) follows the program exec'd by its tracee; a served one
          * would escape it. A traced daemon does not stop its untraced clients from being served. */
         if (a->traced)
                 return "the client is traced (strace, gdb), and its tracer would not see a served program";
         for (size_t i = 0; i < ELEMENTSOF(status_lines); i++)
-                if ((i < FIRST_CAP || i >= FIRST_CAP + 5) && strcmp(a->status[i], b->status[i]) != 0)
+                if (strcmp(a->status[i], b->status[i]) != 0)
                         return status_lines[i].why;
-        const char *caps = caps_difference(a, b, ret_caps, ret_lower);
-        if (caps)
-                return caps;
         for (size_t i = 0; i < ELEMENTSOF(namespaces); i++)
                 if (a->ns[i] != b->ns[i])
                         return "the client is in other namespaces than the daemon (unshare, a container, a "
@@ -214,8 +190,7 @@ static const char *own_prctl_state(void) {
         return NULL;
 }
 
-const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX],
-                                   struct capabilities *ret_caps, bool *ret_lower) {
+const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]) {
         /* The zygote's own is read once, but for what another process can change (ionice -p, choom
          * -p), which its children would inherit: nothing else changes it, and this is on every launch. */
         static struct context ours;
@@ -238,7 +213,7 @@ const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_
                        "dumpable, or gone)";
         if (strcmp(theirs.oom_score_adj, ours.oom_score_adj) != 0)
                 snprintf(ret_oom_score, OOM_SCORE_MAX, "%s", theirs.oom_score_adj);
-        return difference(&theirs, &ours, ret_caps, ret_lower);
+        return difference(&theirs, &ours);
 }
 
 void client_context_give_oom_score(pid_t child, const char *oom_score) {

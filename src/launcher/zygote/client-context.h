@@ -4,7 +4,7 @@
  * capabilities, no_new_privs, seccomp filters), the namespaces it sees, its execution domain
  * (personality: setarch), its I/O priority (ionice) and whether it may have transparent huge pages
  * (prctl PR_SET_THP_DISABLE). A child forked from the zygote has the zygote's. A client that differs
- * in any of them (but for fewer capabilities, below) is declined, and so is one that is traced (strace -f, gdb), whose tracer would not
+ * in any of them is declined, and so is one that is traced (strace -f, gdb), whose tracer would not
  * follow a served program. Such a client execs the program itself, as it would have: otherwise a
  * sandbox of the daemon's own user (a namespace, a seccomp filter, capabilities dropped, a group
  * left) would run programs outside itself through us. Its OOM score
@@ -19,18 +19,13 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "capabilities.h"
-
 #define OOM_SCORE_MAX 16
 
 /* NULL when the client, process pid of pidfd (peer-process.h; pidfd -1: not found), runs as the
  * zygote does in all of the above, else why not (a static string). One whose state cannot be read,
  * or that is gone, is refused. Into ret_oom_score: its OOM score adjustment where it differs from
- * the zygote's, else "". Capabilities are the exception to "as the zygote does": a client with
- * fewer (each set within the zygote's, the same bounding set) is served, its sets put into
- * *ret_caps and *ret_lower set, for the child to lower itself to them (capabilities.h). */
-const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX],
-                                   struct capabilities *ret_caps, bool *ret_lower);
+ * the zygote's, else "". */
+const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]);
 
 /* Gives the child that will run the launch (before its main) the client's OOM score adjustment
  * (oom_score, from client_context_refusal; "" leaves it). The kernel refuses to lower it below what

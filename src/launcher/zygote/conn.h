@@ -10,7 +10,6 @@
 
 #include "protocol.h"
 #include "watch.h"
-#include "capabilities.h"
 
 struct child;
 struct child_end;
@@ -35,9 +34,6 @@ struct conn {
         bool follows_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_FOLLOWS_STOPS) */
         pid_t client_pid;   /* the process that connected, found as its launch is handled; 0 before */
         int client_pidfd;   /* a pidfd of it (peer-process.h); -1 before, or when it could not be found */
-        const struct capabilities *lower_caps; /* &client_caps when the program runs with fewer than the
-                                                * zygote's (client-context.h); else NULL */
-        struct capabilities client_caps;
         struct hs_header header;
         size_t header_got;
         char *payload;

@@ -152,7 +152,7 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
                                            .plan = &image->plan, .report_fd = report_fd, .after_main = page,
                                            .schedule = schedule_for(s->schedules, s->nschedules, image->dev,
                                                                     image->ino),
-                                           .conn_fd = c->fd, .caps = c->lower_caps };
+                                           .conn_fd = c->fd };
                 child_run(&spec);
         }
         struct child *ch = child_watch(s->epoll_fd, pid);
@@ -211,7 +211,6 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         const char *what = NULL;
         const struct image_entry *image = NULL;
         char buf[HS_MAX_TEXT], oom_score[OOM_SCORE_MAX];
-        bool lower_caps = false;
 
         int r = hs_launch_parse(c->payload, c->header.size, c->nfds, &req, &what);
         if (r < 0) {
@@ -233,8 +232,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 reason = "too many programs running";
         if (reason) {
                 decline(HS_DECLINE_BUSY, reason, ret);
-        } else if ((reason = client_context_refusal(c->client_pid, c->client_pidfd, oom_score, &c->client_caps,
-                                                    &lower_caps))) {
+        } else if ((reason = client_context_refusal(c->client_pid, c->client_pidfd, oom_score))) {
                 decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if (!loader_env_matches(s->loader_env, req.envp, &differs)) {
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
@@ -249,7 +247,6 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(HS_DECLINE_UNSUPPORTED, reason, ret);
         } else {
-                c->lower_caps = lower_caps ? &c->client_caps : NULL;
                 start(s, c, &req, image, oom_score, ret);
         }
         hs_launch_request_done(&req);

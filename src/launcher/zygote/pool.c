@@ -33,13 +33,11 @@ struct image_header {
         struct image_start start;
         uint64_t dev, ino; /* the program file, whose --schedule the child applies */
         uint64_t plan_size;
-        uint64_t lower_caps; /* 1: the child lowers its capabilities to caps (conn.h's lower_caps) */
-        struct capabilities caps;
 };
 
 /* Reads the image message into *spec, pointing into payload. */
 static int parse_image(const struct server *s, void *payload, size_t size, struct child_spec *spec,
-                       struct bind_plan *plan, struct capabilities *caps) {
+                       struct bind_plan *plan) {
         struct image_header h;
         if (size < sizeof h)
                 return -EBADMSG;
@@ -51,8 +49,6 @@ static int parse_image(const struct server *s, void *payload, size_t size, struc
         spec->start = h.start;
         spec->plan = plan;
         spec->schedule = schedule_for(s->schedules, s->nschedules, (dev_t) h.dev, (ino_t) h.ino);
-        *caps = h.caps;
-        spec->caps = h.lower_caps ? caps : NULL;
         return 0;
 }
 
@@ -85,8 +81,7 @@ static _Noreturn void wait_for_request(const struct server *s, int channel, pid_
                 _exit(0); /* the daemon let us go */
         struct child_spec spec = { .report_fd = own[0], .conn_fd = own[1], .image_fd = own[2], .after_main = page };
         struct bind_plan plan;
-        struct capabilities caps;
-        if (parse_image(s, image, h.size, &spec, &plan, &caps) < 0)
+        if (parse_image(s, image, h.size, &spec, &plan) < 0)
                 _exit(127);
         if (unusable) {
                 dprintf(spec.report_fd, "cannot use the toolkit prepared ahead: %s", unusable);
@@ -178,23 +173,22 @@ void pool_fill(struct server *s) {
                 ;
 }
 
-static int send_image(int channel, const struct image_entry *e, int report_fd, const struct conn *c) {
-        struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan),
-                                  .lower_caps = c->lower_caps != NULL, .caps = c->client_caps };
+static int send_image(int channel, const struct image_entry *e, int report_fd, int conn_fd) {
+        struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan) };
         size_t size = sizeof h + h.plan_size;
         uint8_t *buf = malloc(size);
         if (!buf)
                 return -ENOMEM;
         memcpy(buf, &h, sizeof h);
         bind_plan_write(&e->plan, buf + sizeof h);
-        int fds[3] = { report_fd, c->fd, e->fd };
+        int fds[3] = { report_fd, conn_fd, e->fd };
         int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 3, 0);
         free(buf);
         return r;
 }
 
 static int hand_over(struct child *ch, const struct conn *c, const struct image_entry *image, int report_fd) {
-        int r = send_image(ch->channel_fd, image, report_fd, c);
+        int r = send_image(ch->channel_fd, image, report_fd, c->fd);
         if (r >= 0)
                 r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 0);
         return r;
