@@ -21,6 +21,7 @@ import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
+from test_attacks import spare_uid, wait_for_line
 from test_hostile import (
     HEADER,
     MAGIC,
@@ -200,6 +201,39 @@ def test_a_process_that_took_the_pid_of_a_client_gone_is_never_given_the_schedul
         finally:
             sleeper.kill()
             sleeper.wait()
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_daemon_given_cap_sys_nice_says_so_and_serves_no_client_without_it(trusted_tmp):
+    """A daemon given CAP_SYS_NICE for its schedules (AmbientCapabilities=): its children have it,
+    and a client without it must not get it for its program, so it is declined and execs, with no
+    schedule; the daemon says at start what its capabilities mean. (Serving such a client with the
+    child's capabilities lowered after the schedule was tried and taken out: a prepared child runs
+    the client's modules before that, with the capability.)"""
+    if refusal(FIFO):
+        pytest.skip("real-time scheduling is not available here")
+    uid = spare_uid()
+    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    runtime = trusted_tmp / "runtime"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, uid, uid)
+    log = trusted_tmp / "daemon.log"
+    privileged = [*user, "--inh-caps=+sys_nice", "--ambient-caps=+sys_nice"]
+    daemon_cmd = [str(bin_path("headstartd")), "--socket", f"{runtime}/socket", "--verbose"]
+    daemon_cmd += ["--schedule", f"{REPORT} {FIFO}", "--app", str(REPORT)]
+    with open(log, "wb") as out:
+        daemon = subprocess.Popen([*privileged, *daemon_cmd], stdout=out, stderr=out, env=base_env())
+    try:
+        wait_for_line(log, "ready: listening")
+        assert "running with capabilities: it serves only clients that have the same" in log.read_text()
+        client = [*user, str(bin_path("headstart-run")), "--socket", f"{runtime}/socket", str(REPORT)]
+        got = subprocess.run(client, capture_output=True, env=base_env(), start_new_session=True)
+        assert (got.returncode, got.stdout) == (0, run_exec([*user, str(REPORT)]).stdout), got.stderr
+        assert b"policy 0 priority 0" in got.stdout
+        assert "declined: the client's capabilities differ" in log.read_text(), log.read_text()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
 
 
 def test_a_deadline_program_runs_and_cannot_fork_as_under_chrt():

@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "listen.h"
@@ -33,11 +36,24 @@ static int socket_path(const struct daemon_options *o, char *buf, size_t size) {
         return 0;
 }
 
+/* Whether this process holds a capability in its permitted set (capget: the C library has no
+ * wrapper, and libcap is not ours to depend on). */
+static bool holds_capabilities(void) {
+        struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2];
+        return syscall(SYS_capget, &header, data) == 0 && (data[0].permitted || data[1].permitted);
+}
+
 static int check_user(const struct daemon_options *o) {
         if (geteuid() == 0 && !o->allow_root)
                 return log_error("refusing to run as root: programs would start with root's rights; "
                                  "run it as the user it serves, or pass --allow-root"),
                        -EPERM;
+        /* A unit's AmbientCapabilities= for --schedule: said, since its user then has them too. */
+        if (geteuid() != 0 && holds_capabilities())
+                log_warning("running with capabilities: it serves only clients that have the same, and what its "
+                            "user can make it load (learned objects, its state files, a prepared child's modules) "
+                            "runs with them: give it only what its user may have (docs/scheduling.md)");
         return 0;
 }
 
