@@ -485,6 +485,87 @@ def test_only_the_clients_own_user_or_the_system_manager_for_it_gets_the_launch(
         assert b"another user listens on the socket" in got.stderr
 
 
+# A root listener (as the system manager's for another user's daemon) that counts the launches
+# it is sent, until killed: bytes received per connection, written as they come.
+COUNTING_LISTENER = """
+import os, socket, sys
+path, result, owner = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chown(path, owner, owner)
+os.chmod(path, 0o666)  # its owner lets anyone connect
+s.listen(64)
+open(result + ".ready", "w").close()
+while True:
+    c, _ = s.accept()
+    c.settimeout(1)
+    try:
+        got = len(c.recv(65536))
+    except (TimeoutError, ConnectionResetError):
+        got = 0
+    c.close()
+    with open(result, "a") as out:
+        out.write(f"{got}\\n")
+"""
+
+
+FLIPPER = r"""
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.new", argv[1]);
+    for (;;)
+        for (int i = 2; i < 4; i++) {
+            unlink(tmp);
+            if (symlink(argv[i], tmp) == 0)
+                rename(tmp, argv[1]);
+        }
+}
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("cc"),
+    reason="needs root to become another user, and a C compiler",
+)
+def test_a_socket_path_swapped_between_connect_and_check_gets_nothing(trusted_tmp):
+    """The red team's second pass: the client connected by path and then looked at the file the
+    path named to see whose it was. Another user who could rename in a folder of the path swapped
+    it between the two (to a file of the client's user) and got 62 of 300 launches, with the
+    client's environment and fds. The owner is now read from the very file connected to."""
+    victim, other = spare_uid(), spare_uid() + 1
+    folder = open_folder(trusted_tmp)
+    listener, result = folder / "other.socket", folder / "result"
+    mine = folder / "mine"
+    mine.write_text("")
+    os.chown(mine, victim, victim)
+    fake = subprocess.Popen(["/usr/bin/python3", "-c", COUNTING_LISTENER, str(listener), str(result), str(other)])
+    # What the other user does in a folder on the client's socket path, as fast as it can.
+    flip_c = folder / "flip.c"
+    flip_c.write_text(FLIPPER)
+    subprocess.run(["cc", "-O2", "-o", str(folder / "flip"), str(flip_c)], check=True)
+    flipper: subprocess.Popen[bytes] | None = None
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{result}.ready").exists():
+            assert time.monotonic() < deadline and fake.poll() is None, "the listener did not start"
+            time.sleep(0.02)
+        flipper = subprocess.Popen([str(folder / "flip"), str(folder / "sock"), str(listener), str(mine)])
+        client = ["setpriv", f"--reuid={victim}", f"--regid={victim}", "--clear-groups"]
+        client += [str(bin_path("headstart-run")), "--socket", str(folder / "sock"), "--timeout", "200", "/bin/true"]
+        for _ in range(150):
+            subprocess.run(client, capture_output=True, env=base_env(), timeout=30)
+    finally:
+        if flipper:
+            flipper.kill()
+            flipper.wait()
+        fake.kill()
+        fake.wait()
+    sent = [int(n) for n in result.read_text().split()] if result.exists() else []
+    assert not any(sent), f"{sum(1 for n in sent if n)} launches of {len(sent)} connections went to the other user"
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_the_status_is_not_asked_of_another_users_listener(trusted_tmp):
     uid = spare_uid()

@@ -52,9 +52,10 @@ static int default_socket_path(char *buf, size_t size) {
 /* Whoever listens on the socket gets our open files with the launch and tells us how the program
  * ended, and we forward our signals to the process it names: only our own user's daemon may.
  * The kernel says who listens (SO_PEERCRED): our user, or root for a socket that the system
- * manager made for a user's daemon (headstart@.socket), which is then that user's file; the
- * listener's word about itself counts for nothing. -EACCES for any other. */
-static int listener_is_ours(int fd, const char *path) {
+ * manager made for a user's daemon (headstart@.socket), which is then that user's file (owner:
+ * the file connected to's, -1 when not known); the listener's word about itself counts for
+ * nothing. -EACCES for any other. */
+static int listener_is_ours(int fd, uid_t owner) {
         struct ucred peer;
         socklen_t len = sizeof peer;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
@@ -62,29 +63,51 @@ static int listener_is_ours(int fd, const char *path) {
         uid_t us = geteuid();
         if (peer.uid != us && peer.uid != 0)
                 return -EACCES;
+        return peer.uid == 0 && owner != us ? -EACCES : 0;
+}
+
+/* Connects to the socket file open as node (O_PATH) through /proc, so that the file whose owner
+ * was read is the one connected to: by its path, another user who can rename in a folder of the
+ * path could swap the file between the two. Without /proc, by the path, with no owner known. */
+static int connect_node(int fd, int node, const char *path, uid_t *owner) {
         struct stat st;
-        if (peer.uid == 0 && (stat(path, &st) < 0 || st.st_uid != us))
-                return -EACCES;
-        return 0;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (fstat(node, &st) < 0)
+                return -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -ECONNREFUSED; /* as connect() says of a file that is not a socket */
+        snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", node);
+        *owner = st.st_uid;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) == 0)
+                return 0;
+        if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
+                return -errno;
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        *owner = (uid_t) -1;
+        return connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0 ? -errno : 0;
 }
 
 static int connect_daemon(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char buf[sizeof ((struct sockaddr_un *) NULL)->sun_path];
         if (!path) {
-                int r = default_socket_path(sa.sun_path, sizeof sa.sun_path);
+                int r = default_socket_path(buf, sizeof buf);
                 if (r < 0)
                         return r;
-        } else if (strlen(path) >= sizeof sa.sun_path)
+                path = buf;
+        } else if (strlen(path) >= sizeof buf)
                 return -ENAMETOOLONG;
-        else
-                strcpy(sa.sun_path, path);
 
+        _cleanup_close_ int node = open(path, O_PATH | O_CLOEXEC);
+        if (node < 0)
+                return -errno;
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return -errno;
-        int r = listener_is_ours(fd, sa.sun_path);
+        uid_t owner = (uid_t) -1;
+        int r = connect_node(fd, node, path, &owner);
+        if (r < 0)
+                return r;
+        r = listener_is_ours(fd, owner);
         return r < 0 ? r : TAKE_FD(fd);
 }
 
