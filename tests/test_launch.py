@@ -382,6 +382,9 @@ KEPT_ACROSS_EXEC = {
     # No time-stamp counter (PR_SET_TSC, PR_TSC_SIGSEGV): under exec the program's loader dies of SIGSEGV
     # (it reads the counter); headstart-run, static, lives to ask.
     "time-stamp counter": (PRCTL_THEN_EXEC.format(26, 2), [str(bin_path("observe")), "prctl"]),
+    # A speculation mitigation forced on (PR_SET_SPECULATION_CTRL, PR_SPEC_STORE_BYPASS,
+    # PR_SPEC_FORCE_DISABLE), which exec keeps and /proc/PID/status shows: the daemon compares it.
+    "speculation mitigation": (PRCTL_THEN_EXEC.format(53, "0, 8"), ["/usr/bin/grep", "Specul", "/proc/self/status"]),
     # A limit on the address space, which the zygote's mappings would use up in a served program.
     "address space limit": (
         "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30)); "

@@ -27,6 +27,8 @@
 #define IDS "the client's user or group IDs or supplementary groups differ from the daemon's (setpriv, sg, newgrp)"
 #define CAPABILITIES "the client's capabilities differ from the daemon's (setpriv, capsh)"
 #define CONFINED "the client is confined otherwise than the daemon (no_new_privs or a seccomp filter)"
+#define SPECULATION "the client's speculation mitigations differ from the daemon's (prctl PR_SET_SPECULATION_CTRL, " \
+                    "which exec keeps)"
 
 /* The lines of /proc/PID/status that say what the process may do, compared as text, and what a
  * difference in each means. */
@@ -44,6 +46,8 @@ static const struct {
         { "NoNewPrivs:", CONFINED },
         { "Seccomp:", CONFINED },
         { "Seccomp_filters:", CONFINED },
+        { "Speculation_Store_Bypass:", SPECULATION },
+        { "SpeculationIndirectBranch:", SPECULATION },
         { "THP_enabled:", "the client's transparent huge pages are disabled otherwise than the daemon's "
                           "(prctl PR_SET_THP_DISABLE, which exec keeps)" },
 };
