@@ -16,7 +16,7 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 # GLib's gdbus, which starts the bus's session services and looks at the bus in tests/test_session_bus.py;
 # the desktop portal (GTK's backend, which brings the portal itself), which GTK and Qt ask as they start.
 GUI_PACKAGES := xvfb libxcb1-dev galculator featherpad fontconfig weston qtwayland5 dbus-daemon libglib2.0-bin \
-	xdg-desktop-portal-gtk
+	xdg-desktop-portal-gtk dconf-service dconf-gsettings-backend libgtk-3-bin
 # The current toolkits (issue 27): our GTK 4 and Qt 6 Quick home screen samples (bench/apps/gtk4-tiles.c,
 # qml-tiles.cpp; qt6-base-dev brings rcc, which compiles the QML in as a resource) and the QML modules
 # they import at run time (QtQuick imports QtQml, which imports QtQml.WorkerScript), Qt 6's Wayland

@@ -838,3 +838,34 @@ def test_bench_times_the_prepared_mode_beside_exec(tmp_path, shown_on):
     # The daemon's memory counts the prepared child once its toolkit started: about 11 MB of PSS, where
     # a child of the pool holds 1-2 MB.
     assert program["daemon_memory"]["prepared"]["pool_pss_kb"] > 6 * 1024, program["daemon_memory"]
+
+
+def without_pointers(out: bytes) -> bytes:
+    return re.sub(rb"0x[0-9a-f]+", b"0x", out)
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/gtk-query-settings").exists() or not shutil.which("gsettings"),
+    reason="needs gtk-query-settings (libgtk-3-bin) and gsettings",
+)
+def test_a_setting_changed_while_the_child_waits_gets_an_ordinary_child(compositor):
+    """A new user's trial: a setting changed with gsettings while a prepared child waited reached
+    the program only as a notification its main loop would dispatch, so gtk-query-settings, which
+    prints its settings and exits, printed the old font where exec printed the new. A child
+    prepared before the user's dconf database last changed is now let go."""
+    program = "/usr/bin/gtk-query-settings"
+    env = base_env(**compositor)
+    key = ["org.gnome.desktop.interface", "font-name"]
+    with prepared_daemon(compositor, program) as d:
+        try:
+            run_served(d, [program], env=env)
+            wait_prepared(d, program)
+            subprocess.run(["gsettings", "set", *key, "DejaVu Sans 13"], env=env, check=True)
+            expected = run_exec([program], env=env)
+            assert b"DejaVu Sans 13" in expected.stdout, expected.stdout
+            got = run_served(d, [program], env=env)
+            # It prints one pointer ("color-hash: ((GHashTable*) 0x...)"), which differs run to run.
+            assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
+            assert "the user's settings (dconf) changed since it was prepared" in d.log_text()
+        finally:
+            subprocess.run(["gsettings", "reset", *key], env=env)

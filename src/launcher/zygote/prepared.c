@@ -364,6 +364,36 @@ bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_l
         return true;
 }
 
+/* The value of variable name in envp, or NULL. */
+static const char *env_value(char *const *envp, const char *name) {
+        size_t n = strlen(name);
+        for (; envp && *envp; envp++)
+                if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+                        return *envp + n + 1;
+        return NULL;
+}
+
+/* Whether the user's GSettings (dconf's database, $XDG_CONFIG_HOME/dconf/user, which dconf's service
+ * writes anew for each change) changed since p's child was forked. The toolkit it started read
+ * them then, and hears of a change only as a notification its main loop dispatches: a program
+ * that reads its settings before running one (gtk-query-settings) printed the old ones. */
+static bool settings_changed(const struct prepared_program *p) {
+        const char *config = env_value(p->shape.envp, "XDG_CONFIG_HOME");
+        const char *home = env_value(p->shape.envp, "HOME");
+        char path[PATH_MAX];
+        if (config && config[0] == '/')
+                snprintf(path, sizeof path, "%s/dconf/user", config);
+        else if (home && home[0] == '/')
+                snprintf(path, sizeof path, "%s/.config/dconf/user", home);
+        else
+                return false;
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return false;
+        return st.st_mtim.tv_sec > p->forked_at.tv_sec ||
+               (st.st_mtim.tv_sec == p->forked_at.tv_sec && st.st_mtim.tv_nsec >= p->forked_at.tv_nsec);
+}
+
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd) {
         struct prepared_program *p = find(s, image->dev, image->ino);
@@ -373,6 +403,14 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
         if (why) {
                 if (s->options->verbose)
                         log_info("%s: not the prepared child: %s", p->program, why);
+                return NULL;
+        }
+        if (settings_changed(p)) {
+                if (s->options->verbose)
+                        log_info("%s: not the prepared child: the user's settings (dconf) changed since it "
+                                 "was prepared; letting it go",
+                                 p->program);
+                release(s, p);
                 return NULL;
         }
         struct child *ch = pool_hand_over(s, p->child, c, image, report_fd);
@@ -627,6 +665,7 @@ void prepared_fill(struct server *s) {
                 p->waits_for_cpu = false;
                 p->prepare_at = 0;
                 p->forked_ms = now;
+                clock_gettime(CLOCK_REALTIME, &p->forked_at);
                 int r = pool_add_prepared(s, p);
                 if (r < 0) {
                         log_warning_errno(r, "cannot fork a child to prepare %s; retrying in %u ms", p->program,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <time.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -41,6 +42,7 @@ struct prepared_program {
         struct child *child;  /* waiting, prepared with shape; or NULL */
         bool ready;           /* its toolkit has started (it said PREPARED_READY) */
         uint64_t forked_ms;   /* when child was forked (CLOCK_MONOTONIC ms) */
+        struct timespec forked_at; /* the same, by the clock file times are in (CLOCK_REALTIME) */
         unsigned prepare_ms;  /* how long the last child took from its fork to ready; 0: none yet */
         struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
