@@ -137,6 +137,8 @@ def gtk_profile(tmp_path_factory) -> Path:
     done = headstart("profile", "--runs", "3", "--cold", "-o", str(out), "--trace", str(trace), "--", str(program))
     assert done.returncode == 0, done.stderr
     assert "Launch phases" in done.stdout and "to main" in done.stdout
+    # A file's size, which a new user read as the pages its launch touched: said as a size.
+    assert "size (pages)" in done.stdout
     return out
 
 

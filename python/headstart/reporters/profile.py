@@ -75,7 +75,14 @@ def _files(profile: dict[str, Any]) -> Table:
     with_cold = any(f["cold"] for f in rows)  # launches with --cold: the pages kept, mapped and resident
     title = f"Files by bytes read (top {len(rows)} of {len(profile['files'])})"
     t = Table(title=title + ("; the last three columns: pages in cold launches" if with_cold else ""))
-    columns = ("file", "read KiB", "reads", "mapped KiB", "pages", *(("kept", "mapped", "resident after") * with_cold))
+    columns = (
+        "file",
+        "read KiB",
+        "reads",
+        "mapped KiB",
+        "size (pages)",
+        *(("kept", "mapped", "resident after") * with_cold),
+    )
     for col in columns:
         t.add_column(col, justify="left" if col == "file" else "right")
     for f in rows:
