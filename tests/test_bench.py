@@ -323,6 +323,16 @@ def test_a_missing_program_fails_the_run_before_it_starts(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_display_without_ready_window_is_said_to_give_the_programs_none(tmp_path):
+    """A new user's trial: `--display wayland` without --ready-window ran the program given with no
+    display at all, and said nothing of it."""
+    args = ("--quick", "--programs", "cjpeg -version", "--runs", "1", "--modes", "exec")
+    done = bench(*args, "--display", "x11", "-o", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert "without it the programs given are timed to their exit, with no display" in done.stderr
+    assert "with no display" not in bench(*args, "-o", str(tmp_path / "b")).stderr
+
+
 def test_a_program_named_as_in_a_shell_is_found_on_path(tmp_path):
     (program,) = bench_json(tmp_path, "--quick", "--programs", "cjpeg -version", "--runs", "1", "--modes", "exec")[
         "programs"

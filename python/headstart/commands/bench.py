@@ -169,6 +169,13 @@ def plan_from(args: argparse.Namespace) -> suite.Plan:
     clients = _choices(args.clients, list(LAUNCHERS), "client")
     if args.programs:
         given = _ready(args)
+        if args.display and not given.window:
+            # A new user's trial: `--display wayland` alone ran gcolor3 with no display, silently.
+            print(
+                "headstart bench: --display is where programs shown by --ready-window run; without it the "
+                "programs given are timed to their exit, with no display",
+                file=sys.stderr,
+            )
         ready = {p: given for p in program_list.expand(args.programs)}
         # Every program given must exist before anything runs or bench-results/ is written: found
         # after an hour of launches, a typo would leave nothing but an empty result over the last one.
