@@ -17,20 +17,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "kept-prctl.h"
 #include "macro.h"
 #include "protocol.h"
 #include "wire.h"
 
-/* linux/prctl.h of Linux 6.3 and 6.7, which Debian 12's headers predate. */
-#ifndef PR_GET_MDWE
-#define PR_GET_MDWE 66
-#endif
-#ifndef PR_MDWE_REFUSE_EXEC_GAIN
-#define PR_MDWE_REFUSE_EXEC_GAIN (1UL << 0)
-#endif
-#ifndef PR_MDWE_NO_INHERIT
-#define PR_MDWE_NO_INHERIT (1UL << 1)
-#endif
 
 struct hs_launch {
         int sock;
@@ -216,27 +207,15 @@ static bool holds_posix_lock(const int *fds, uint32_t n) {
         return false;
 }
 
-/* What this process or thread was set to by prctl that exec keeps for the program and the kernel
- * shows in no /proc file the daemon could compare (tried on Linux 6.18), so only we can see it;
- * NULL when nothing is. A child of the daemon has the kernel's defaults, as the daemon has (the
- * zygote declines while it has one of them itself). MDWE, the time-stamp counter and the
- * machine-check policy are inherited by fork too: a caller that forks and execs the program gives
- * them as well. A child subreaper is not: only a caller that execs the program in this process
- * makes the program one. Each is one system call; a kernel without it (EINVAL) has its default. */
-static const char *kept_prctl_state(bool execs_here) {
-        int r = prctl(PR_GET_MDWE, 0, 0, 0, 0);
-        /* PR_MDWE_NO_INHERIT: exec drops it, and so does fork. */
-        if (r > 0 && (r & PR_MDWE_REFUSE_EXEC_GAIN) && !(r & PR_MDWE_NO_INHERIT))
-                return "the caller refuses memory both writable and executable (prctl PR_SET_MDWE, "
-                       "systemd's MemoryDenyWriteExecute=), which exec keeps for the program";
-        int tsc = 0;
-        if (prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV)
-                return "the caller may not read the time-stamp counter (prctl PR_SET_TSC), which exec keeps "
-                       "for the program";
-        r = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
-        if (r >= 0 && r != PR_MCE_KILL_DEFAULT)
-                return "the caller has a machine-check kill policy (prctl PR_MCE_KILL), which exec keeps for "
-                       "the program";
+/* What this process was set to by prctl that exec keeps for the program and the daemon cannot see
+ * (kept-prctl.h), into buf; NULL when nothing is. A child subreaper, which fork drops, counts only
+ * for a caller that execs the program in this process. */
+static const char *kept_prctl_state(bool execs_here, char *buf, size_t size) {
+        const char *kept = kept_prctl_inherited();
+        if (kept) {
+                snprintf(buf, size, "the caller %s, which exec keeps for the program", kept);
+                return buf;
+        }
         int subreaper = 0;
         if (execs_here && prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0 && subreaper)
                 return "the caller is a child subreaper (prctl PR_SET_CHILD_SUBREAPER), which exec keeps: the "
@@ -276,9 +255,10 @@ static int send_launch(struct hs_launch *l, const char *path, char *const argv[]
                                                       "keeps for the program");
                 return HS_LAUNCH_DECLINED;
         }
-        const char *kept = kept_prctl_state(o->flags & HS_LAUNCH_EXECS_WHEN_DECLINED);
+        const char *kept = kept_prctl_state(o->flags & HS_LAUNCH_EXECS_WHEN_DECLINED, l->reason, sizeof l->reason);
         if (kept) {
-                snprintf(l->reason, sizeof l->reason, "%s", kept);
+                if (kept != l->reason)
+                        snprintf(l->reason, sizeof l->reason, "%s", kept);
                 return HS_LAUNCH_DECLINED;
         }
 

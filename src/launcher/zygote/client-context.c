@@ -10,19 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kept-prctl.h"
 #include "macro.h"
 #include "schedule.h"
 
 #define IOPRIO_WHO_PROCESS 1 /* linux/ioprio.h, which glibc does not wrap */
-#ifndef PR_GET_MDWE
-#define PR_GET_MDWE 66 /* linux/prctl.h of Linux 6.3, which Debian 12's headers predate */
-#endif
 
 #define IDS "the client's user or group IDs or supplementary groups differ from the daemon's (setpriv, sg, newgrp)"
 #define CAPABILITIES "the client's capabilities differ from the daemon's (setpriv, capsh)"
@@ -176,22 +173,15 @@ static const char *difference(const struct context *a, const struct context *b) 
 }
 
 /* What the zygote's children inherit from it by fork and a client's program under exec would not
- * have: the client library declines where the client has them (client.c, kept_prctl_state()), as
- * no /proc file shows them; a daemon that has one (MDWE from a service manager's
- * MemoryDenyWriteExecute=) would give it to every program, so it declines every launch. */
+ * have (kept-prctl.h: MDWE from a service manager's MemoryDenyWriteExecute=...): it would be given to
+ * every program, so every launch is declined. Worded once, into a static buffer. */
 static const char *own_prctl_state(void) {
-        int tsc = 0;
-        int mdwe = prctl(PR_GET_MDWE, 0, 0, 0, 0), mce = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
-        if (mdwe > 0)
-                return "the daemon refuses memory both writable and executable (prctl PR_SET_MDWE, "
-                       "MemoryDenyWriteExecute=), which its programs would inherit";
-        if (prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV)
-                return "the daemon may not read the time-stamp counter (prctl PR_SET_TSC), which its programs "
-                       "would inherit";
-        if (mce >= 0 && mce != PR_MCE_KILL_DEFAULT)
-                return "the daemon has a machine-check kill policy (prctl PR_MCE_KILL), which its programs "
-                       "would inherit";
-        return NULL;
+        static char why[256];
+        const char *kept = kept_prctl_inherited();
+        if (!kept)
+                return NULL;
+        snprintf(why, sizeof why, "the daemon %s, which its programs would inherit", kept);
+        return why;
 }
 
 const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]) {

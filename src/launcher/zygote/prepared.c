@@ -364,22 +364,13 @@ bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_l
         return true;
 }
 
-/* The value of variable name in envp, or NULL. */
-static const char *env_value(char *const *envp, const char *name) {
-        size_t n = strlen(name);
-        for (; envp && *envp; envp++)
-                if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
-                        return *envp + n + 1;
-        return NULL;
-}
-
 /* Whether the user's GSettings (dconf's database, $XDG_CONFIG_HOME/dconf/user, which dconf's service
  * writes anew for each change) changed since p's child was forked. The toolkit it started read
  * them then, and hears of a change only as a notification its main loop dispatches: a program
  * that reads its settings before running one (gtk-query-settings) printed the old ones. */
 static bool settings_changed(const struct prepared_program *p) {
-        const char *config = env_value(p->shape.envp, "XDG_CONFIG_HOME");
-        const char *home = env_value(p->shape.envp, "HOME");
+        const char *config = hs_env_value(p->shape.envp, "XDG_CONFIG_HOME");
+        const char *home = hs_env_value(p->shape.envp, "HOME");
         char path[PATH_MAX];
         if (config && config[0] == '/')
                 snprintf(path, sizeof path, "%s/dconf/user", config);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#include "kept-prctl.h"
+
+#include <stddef.h>
+#include <sys/prctl.h>
+
+/* linux/prctl.h of Linux 6.3 and 6.7, which Debian 12's headers predate. */
+#ifndef PR_GET_MDWE
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_MDWE_REFUSE_EXEC_GAIN
+#define PR_MDWE_REFUSE_EXEC_GAIN (1UL << 0)
+#endif
+#ifndef PR_MDWE_NO_INHERIT
+#define PR_MDWE_NO_INHERIT (1UL << 1)
+#endif
+
+const char *kept_prctl_inherited(void) {
+        int r = prctl(PR_GET_MDWE, 0, 0, 0, 0);
+        /* PR_MDWE_NO_INHERIT: exec drops it, and so does fork. */
+        if (r > 0 && (r & PR_MDWE_REFUSE_EXEC_GAIN) && !(r & PR_MDWE_NO_INHERIT))
+                return "refuses memory both writable and executable (prctl PR_SET_MDWE, systemd's "
+                       "MemoryDenyWriteExecute=)";
+        int tsc = 0;
+        if (prctl(PR_GET_TSC, &tsc, 0, 0, 0) == 0 && tsc == PR_TSC_SIGSEGV)
+                return "may not read the time-stamp counter (prctl PR_SET_TSC)";
+        r = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
+        if (r >= 0 && r != PR_MCE_KILL_DEFAULT)
+                return "has a machine-check kill policy (prctl PR_MCE_KILL)";
+        return NULL;
+}
