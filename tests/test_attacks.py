@@ -578,15 +578,20 @@ def test_the_status_is_not_asked_of_another_users_listener(trusted_tmp):
     assert got.stderr.count(b"\n") == 1
 
 
+def another_user(trusted_tmp: Path) -> tuple[list[str], Path]:
+    """setpriv's arguments that become a spare user, and a runtime folder of that user's."""
+    uid = spare_uid()
+    runtime = trusted_tmp / "runtime"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, uid, uid)
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"], runtime
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become another user")
 def test_a_zygote_that_cannot_start_at_rlimit_nproc_is_tried_again_and_clients_exec_meanwhile(trusted_tmp):
     """The user at RLIMIT_NPROC: the serving zygote died and the supervisor could not fork another
     (EAGAIN), and exited for good. It now declines (clients exec) and tries again until it can."""
-    uid = spare_uid()
-    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    runtime = trusted_tmp / "runtime"
-    runtime.mkdir(mode=0o700)
-    os.chown(runtime, uid, uid)
+    user, runtime = another_user(trusted_tmp)
     log = trusted_tmp / "daemon.log"
     observe = str(bin_path("observe"))
     # The client under the same limit: one above the daemon's hard limit would be declined.

@@ -21,7 +21,7 @@ import pytest
 from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
-from test_attacks import spare_uid, wait_for_line
+from test_attacks import another_user, wait_for_line
 from test_hostile import (
     HEADER,
     MAGIC,
@@ -212,11 +212,7 @@ def test_a_daemon_given_cap_sys_nice_says_so_and_serves_no_client_without_it(tru
     the client's modules before that, with the capability.)"""
     if refusal(FIFO):
         pytest.skip("real-time scheduling is not available here")
-    uid = spare_uid()
-    user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    runtime = trusted_tmp / "runtime"
-    runtime.mkdir(mode=0o700)
-    os.chown(runtime, uid, uid)
+    user, runtime = another_user(trusted_tmp)
     log = trusted_tmp / "daemon.log"
     privileged = [*user, "--inh-caps=+sys_nice", "--ambient-caps=+sys_nice"]
     daemon_cmd = [str(bin_path("headstartd")), "--socket", f"{runtime}/socket", "--verbose"]
