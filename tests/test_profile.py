@@ -310,7 +310,9 @@ def test_profile_bad_input(tmp_path):
                              capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
     one_line_error(nowhere, "--ready-window: neither WAYLAND_DISPLAY nor DISPLAY is set")
     ended = headstart("profile", "--runs", "1", "--ready", "NEVER", "--", "/bin/sh", "-c", "echo no >&2; exit 3")
-    one_line_error(ended, "exited with status 3 without printing a line matching 'NEVER' in the traced launch: no")
+    one_line_error(
+        ended, "exited with status 3 without printing a line matching 'NEVER' in the traced launch; its last line: no"
+    )
     static = helper_path("observe-static")
     one_line_error(headstart("profile", "--", str(static)), "not dynamically linked")
     text = tmp_path / "text"

@@ -88,3 +88,21 @@ def test_a_clients_text_in_a_decline_adds_no_line_to_the_status():
         ]
         parsed = json.loads(status(d, "--json").stdout)
         assert parsed["running"] != 12345 and not any("evil" in p for p in parsed["program"])
+
+
+def test_a_clients_path_with_a_newline_adds_no_line_to_the_log(tmp_path):
+    """The verbose log's "started PATH" quotes the client's path as it came: with a newline in it, a
+    client wrote a line of its own into the daemon's log, looking like the daemon's."""
+    odd = tmp_path / "x\nheadstartd: declined: nothing"
+    shutil.copy(bin_path("observe"), odd)
+    with private_daemon([]) as d:
+        got = subprocess.run(
+            [str(bin_path("headstart-run")), "--socket", str(d.socket), str(odd), "exit", "0"],
+            capture_output=True,
+            timeout=30,
+            start_new_session=True,
+        )
+        assert got.returncode == 0 and d.status()["launches"] == ["1"], got.stderr
+        log = d.log_text()
+    assert "x?headstartd: declined: nothing as " in log, log
+    assert not any(line.startswith("headstartd: declined") for line in log.splitlines()), log

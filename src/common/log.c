@@ -42,6 +42,11 @@ int log_internal(enum log_level level, int error, const char *format, ...) {
                 n += snprintf(line + n, sizeof line - (size_t) n, ": %s", strerror(abs(error)));
         if (n >= (int) sizeof line - 1)
                 n = (int) sizeof line - 2;
+        /* What is quoted (a client's path or variable, a program's message) may hold any byte: each
+         * call stays one line of the log, so nobody can add lines of their own to it. */
+        for (int i = 0; i < n; i++)
+                if ((unsigned char) line[i] < 0x20 || line[i] == 0x7f)
+                        line[i] = '?';
         line[n++] = '\n';
         (void) !write(STDERR_FILENO, line, (size_t) n);
 

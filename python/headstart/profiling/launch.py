@@ -266,7 +266,8 @@ def checked(result: Launch, what: str) -> Launch:
     opts = result.options
     assert opts is not None
     argv = opts.argv
-    tail = f": {result.last_words()}" if result.last_words() else ""
+    # Labelled as the program's: its words after ours could read as ours ("...: no such file").
+    tail = f"; its last line: {result.last_words()}" if result.last_words() else ""
     if result.exit_status < 0 and not result.stopped_at_ready:
         sig = signal.Signals(-result.exit_status).name
         raise HeadstartError(f"{argv[0]} was killed by {sig} in the {what} launch{tail}")
