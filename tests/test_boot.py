@@ -945,3 +945,39 @@ def test_compare_reads_a_chosen_boot_of_each_log():
     one_line_error(done, "holds 1 boot")
     done = headstart("boot", "compare", str(FIXTURES / "qemu-grabserial.log"), str(two), "--boot-b", "2")
     assert done.returncode == 0, done.stderr
+
+
+def _display_advice(log: Path) -> list[dict]:
+    return [r for r in analyze_json(str(log))["recommendations"] if r["topic"] == "display driver"]
+
+
+def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_systemd_starts(tmp_path):
+    """The device's arm64 boot: udev loaded virtio_gpu 6.1 s after its coldplug began, and the
+    compositor waits for the card. The module is named by its own initcall line, not by the DRM
+    driver's name; a command line that already loads modules, a boot without coldplug's line or one
+    whose card came with the coldplug's start gets no such advice."""
+    log = FIXTURES / "device-arm64-initcall-debug.log"
+    (advice,) = _display_advice(log)
+    assert advice["kernel_args"] == ["modules-load=virtio_gpu"]
+    assert advice["seconds"] == pytest.approx(20.016387 - 13.893273)
+    assert "appeared 6.123 s after udev's coldplug began" in advice["message"]
+    assert [e.split(": ", 1)[0] for e in advice["evidence"]] == [
+        "device-arm64-initcall-debug.log:2282",
+        "device-arm64-initcall-debug.log:2412",
+        "device-arm64-initcall-debug.log:2386",
+    ]
+    text = log.read_text()
+    loaded = tmp_path / "loaded.log"
+    loaded.write_text(text.replace("initcall_debug loglevel=8", "initcall_debug modules-load=virtio_gpu loglevel=8", 1))
+    assert _display_advice(loaded) == []
+    # Its DRM name differs from its module's: the module's initcall line still names it.
+    renamed = tmp_path / "renamed.log"
+    renamed.write_text(text.replace("[drm] Initialized virtio_gpu", "[drm] Initialized virtio-gpu-drm"))
+    assert [a["kernel_args"] for a in _display_advice(renamed)] == [["modules-load=virtio_gpu"]]
+    no_initcall = tmp_path / "no-initcall.log"
+    no_initcall.write_text("\n".join(line for line in text.splitlines() if "virtio_gpu_driver_init" not in line) + "\n")
+    assert _display_advice(no_initcall) == []
+    no_coldplug = tmp_path / "no-coldplug.log"
+    no_coldplug.write_text("\n".join(line for line in text.splitlines() if "Coldplug" not in line) + "\n")
+    assert _display_advice(no_coldplug) == []
+    assert _display_advice(VERBOSE) == []  # a boot with no card
