@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -115,6 +116,30 @@ def proc_fields(pid: int | str) -> list[str]:
     """/proc/PID/stat's fields after the command's name, which may hold spaces or ')': state,
     ppid, pgrp... (fields 3 on; utime is [11])."""
     return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+
+
+@contextlib.contextmanager
+def daemon_stopped(d: RunningDaemon) -> Iterator[int]:
+    """The zygote (its pid yielded) and its supervisor, which would otherwise continue it, stopped
+    while the block runs, so that what a test does meanwhile surely comes first; both run again
+    after."""
+    zygote = d.zygote_pid()
+    os.kill(d.process.pid, signal.SIGSTOP)
+    os.kill(zygote, signal.SIGSTOP)
+    try:
+        yield zygote
+    finally:
+        os.kill(zygote, signal.SIGCONT)
+        os.kill(d.process.pid, signal.SIGCONT)
+
+
+def wait_for_log(d: RunningDaemon, text: str, timeout: float = 10.0) -> str:
+    """The daemon's log once it holds `text`."""
+    deadline = time.monotonic() + timeout
+    while text not in (log := d.log_text()):
+        assert time.monotonic() < deadline, log
+        time.sleep(0.01)
+    return log
 
 
 def waiting_children(d: RunningDaemon, expect: int, timeout: float = 10.0) -> list[int]:

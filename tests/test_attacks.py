@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, base_env, bin_path, helper_path, proc_fields, run_exec, run_served
+from conftest import SANITIZED, base_env, bin_path, daemon_stopped, helper_path, proc_fields, run_exec, run_served
 from elftools.elf.elffile import ELFFile
 from headstart.daemon import private_daemon
 
@@ -206,10 +206,7 @@ def test_a_stopped_daemon_gets_its_clients_execd_after_the_deadline_and_nothing_
     log = tmp_path / "runs"
     program = build_appender(tmp_path)
     with private_daemon([program]) as d:
-        zygote = d.zygote_pid()
-        os.kill(d.process.pid, signal.SIGSTOP)
-        os.kill(zygote, signal.SIGSTOP)
-        try:
+        with daemon_stopped(d) as zygote:
             client = [str(bin_path("headstart-run")), "--socket", str(d.socket), "--timeout", "300"]
             started = time.monotonic()
             # Not a pipe: the fds sent with the request stay in the stopped daemon's socket queue,
@@ -217,9 +214,6 @@ def test_a_stopped_daemon_gets_its_clients_execd_after_the_deadline_and_nothing_
             with open(tmp_path / "stderr", "wb") as err:
                 got = subprocess.run([*client, str(program), str(log)], env=base_env(), stderr=err, timeout=30)
             waited = time.monotonic() - started
-        finally:
-            os.kill(zygote, signal.SIGCONT)
-            os.kill(d.process.pid, signal.SIGCONT)
         assert got.returncode == 7
         assert b"did not answer within 300 ms" in (tmp_path / "stderr").read_bytes()
         assert waited < 20

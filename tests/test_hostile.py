@@ -20,7 +20,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Served, base_env, bin_path, daemon_fd_count, proc_fields, run_exec, run_served
+from conftest import (
+    Served,
+    base_env,
+    bin_path,
+    daemon_fd_count,
+    daemon_stopped,
+    proc_fields,
+    run_exec,
+    run_served,
+    wait_for_log,
+)
 from headstart.daemon import private_daemon
 
 MAGIC = 0x52545348
@@ -261,10 +271,7 @@ def test_a_client_gone_before_its_launch_is_read_is_said_to_be_gone():
     observe = str(bin_path("observe"))
     payload = launch_payload([observe.encode(), b"exit", b"0"], [b"PATH=/usr/bin:/bin"], observe.encode())
     with private_daemon([bin_path("observe")]) as d:
-        zygote = d.zygote_pid()
-        os.kill(d.process.pid, signal.SIGSTOP)  # the supervisor, which would continue the zygote
-        os.kill(zygote, signal.SIGSTOP)
-        try:
+        with daemon_stopped(d):
             client = os.fork()
             if client == 0:
                 try:
@@ -277,13 +284,7 @@ def test_a_client_gone_before_its_launch_is_read_is_said_to_be_gone():
             while proc_fields(client)[0] != "Z":
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
-        finally:
-            os.kill(zygote, signal.SIGCONT)
-            os.kill(d.process.pid, signal.SIGCONT)
-        deadline = time.monotonic() + 10
-        while "declined: " not in d.log_text():
-            assert time.monotonic() < deadline, d.log_text()
-            time.sleep(0.01)
+        wait_for_log(d, "declined: ")
         os.waitpid(client, 0)
         log = d.log_text()
     assert "declined: the client's rights and namespaces cannot be read" in log, log

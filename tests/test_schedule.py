@@ -18,7 +18,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, base_env, bin_path, helper_path, run_exec, run_served, waiting_children
+from conftest import (
+    SANITIZED,
+    base_env,
+    bin_path,
+    daemon_stopped,
+    helper_path,
+    run_exec,
+    run_served,
+    wait_for_log,
+    waiting_children,
+)
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
 from test_attacks import another_user, wait_for_line
@@ -177,10 +187,7 @@ def test_a_process_that_took_the_pid_of_a_client_gone_is_never_given_the_schedul
     order is sure."""
     extra = fifo_schedule()
     with private_daemon([REPORT], extra_args=extra) as d:
-        zygote = d.zygote_pid()
-        os.kill(d.process.pid, signal.SIGSTOP)  # the supervisor, which would continue the zygote
-        os.kill(zygote, signal.SIGSTOP)
-        try:
+        with daemon_stopped(d):
             client = os.fork()
             if client == 0:
                 try:
@@ -189,14 +196,8 @@ def test_a_process_that_took_the_pid_of_a_client_gone_is_never_given_the_schedul
                     os._exit(0)
             os.waitpid(client, 0)
             sleeper = process_with_pid(client)
-        finally:
-            os.kill(zygote, signal.SIGCONT)
-            os.kill(d.process.pid, signal.SIGCONT)
         try:
-            deadline = time.monotonic() + 10
-            while "declined: " not in d.log_text():
-                assert time.monotonic() < deadline, d.log_text()
-                time.sleep(0.01)
+            wait_for_log(d, "declined: ")
             assert scheduling(sleeper.pid) == scheduling(0), d.log_text()
         finally:
             sleeper.kill()
