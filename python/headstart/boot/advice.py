@@ -325,7 +325,7 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     loading = [
         c
         for c in t.module_initcalls
-        if c.start_s is not None and started <= c.start_s <= shown <= c.start_s + c.duration_s
+        if c.start_s is not None and (end := t.time_of(c.evidence)) is not None and started <= c.start_s <= shown <= end
     ]
     call = next((c for c in loading if initcalls.driver(c.name)), None)
     if call is None or call.module is None:

@@ -226,17 +226,28 @@ def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[st
 
 
 def _initcalls(log: BootLog, axis: str, offset: float | None) -> list[Initcall]:
-    started: dict[tuple[str, str | None], float] = {}
+    started: dict[tuple[str, str | None], tuple[float | None, Line]] = {}
     calls = []
     for line in log.lines:
         t = _time(line, axis, offset)
         if m := _INITCALL_START.search(line.text):
-            if t is not None:
-                started[m.group(1), m.group(2)] = t
+            started[m.group(1), m.group(2)] = (t, line)
         elif m := _INITCALL_DONE.search(line.text):
             name, module = m.group(1), m.group(2)
-            calls.append(Initcall(name, int(m.group(4)) / 1e6, started.get((name, module)), line, module))
+            at, calling = started.get((name, module), (None, None))
+            calls.append(Initcall(name, _duration(m, line, calling), at, line, module))
     return sorted(calls, key=lambda c: -c.duration_s)
+
+
+def _duration(done: re.Match[str], line: Line, calling: Line | None) -> float:
+    """An initcall's time. The kernel's "after N usecs" counts from the last "calling" line of any
+    initcall (initcall_debug keeps one start time for all, init/main.c): right for the kernel's own,
+    which run one at a time, but modules load side by side (udev loads many at once), and a module's
+    count then starts at another's start. Its lines' own times say how long it ran."""
+    reported = int(done.group(4)) / 1e6
+    if done.group(2) is None or calling is None or calling.kernel_s is None or line.kernel_s is None:
+        return reported
+    return max(reported, line.kernel_s - calling.kernel_s)
 
 
 def _console_output(log: BootLog) -> tuple[int, int]:
