@@ -967,7 +967,7 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     whose card came with the coldplug's start gets no such advice."""
     log = FIXTURES / "device-arm64-initcall-debug.log"
     (advice,) = _display_advice(log)
-    assert advice["kernel_args"] == ["modules-load=virtio_gpu"]
+    assert advice["kernel_args"] == ["modules_load=virtio_gpu"]
     assert advice["seconds"] == pytest.approx(20.016387 - 13.893273)
     assert "appeared 6.123 s after udev's coldplug began" in advice["message"]
     assert [e.split(": ", 1)[0] for e in advice["evidence"]] == [
@@ -977,7 +977,7 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     ]
     text = log.read_text()
     loaded = tmp_path / "loaded.log"
-    loaded.write_text(text.replace("initcall_debug loglevel=8", "initcall_debug modules-load=virtio_gpu loglevel=8", 1))
+    loaded.write_text(text.replace("initcall_debug loglevel=8", "initcall_debug modules_load=virtio_gpu loglevel=8", 1))
     assert _display_advice(loaded) == []
     # Its own count short, as when another module's "calling" line came after its own (the kernel
     # keeps one start time for all): its lines say it was still running when the card came.
@@ -985,11 +985,29 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     short.write_text(
         text.replace("[virtio_gpu] returned 0 after 220679 usecs", "[virtio_gpu] returned 0 after 80 usecs")
     )
-    assert [a["kernel_args"] for a in _display_advice(short)] == [["modules-load=virtio_gpu"]]
+    assert [a["kernel_args"] for a in _display_advice(short)] == [["modules_load=virtio_gpu"]]
     # Its DRM name differs from its module's: the module's initcall line still names it.
     renamed = tmp_path / "renamed.log"
     renamed.write_text(text.replace("[drm] Initialized virtio_gpu", "[drm] Initialized virtio-gpu-drm"))
-    assert [a["kernel_args"] for a in _display_advice(renamed)] == [["modules-load=virtio_gpu"]]
+    assert [a["kernel_args"] for a in _display_advice(renamed)] == [["modules_load=virtio_gpu"]]
+    # Another driver loading beside it: the card's module is the one named as its DRM driver; with
+    # neither so named, which it was is not sure, and nothing is advised.
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "calling  virtio_gpu_driver_init" in line)
+    lines.insert(at + 1, "20.300000\t[   19.900000] calling  foo_driver_init+0x0/0x10 [foo] @ 300")
+    at = next(i for i, line in enumerate(lines) if "[drm] Initialized virtio_gpu" in line)
+    lines.insert(at + 1, "20.500000\t[   20.050000] initcall foo_driver_init+0x0/0x10 [foo] returned 0 after 9 usecs")
+    beside = tmp_path / "beside.log"
+    beside.write_text("\n".join(lines) + "\n")
+    assert [a["kernel_args"] for a in _display_advice(beside)] == [["modules_load=virtio_gpu"]]
+    beside.write_text(beside.read_text().replace("[drm] Initialized virtio_gpu", "[drm] Initialized gpu"))
+    assert _display_advice(beside) == []
+    # A second card, a render-only GPU's, registered by the other driver: both modules.
+    lines.insert(at + 1, "20.490000\t[   20.040000] foo 1:0: [drm] Initialized foo 1.0.0 20200101 for 1:0 on minor 1")
+    two = tmp_path / "two.log"
+    two.write_text("\n".join(lines) + "\n")
+    (advice,) = _display_advice(two)
+    assert advice["kernel_args"] == ["modules_load=virtio_gpu,foo"] and len(advice["evidence"]) == 5
     no_initcall = tmp_path / "no-initcall.log"
     no_initcall.write_text("\n".join(line for line in text.splitlines() if "virtio_gpu_driver_init" not in line) + "\n")
     assert _display_advice(no_initcall) == []

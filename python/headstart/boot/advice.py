@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headstart.boot import initcalls
+from headstart.boot.line import Line
 from headstart.boot.logs import BootLog
 from headstart.boot.timeline import Initcall, Timeline
 
@@ -300,8 +301,8 @@ def _initramfs(t: Timeline) -> list[Advice]:
     ]
 
 
-# drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c): the first is the primary card.
-_DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .* on minor (\d+)")
+# drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c), with the DRM driver's name.
+_DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .* on minor \d+")
 _COLDPLUG = re.compile(r"Starting .*(?:systemd-udev-trigger|Coldplug All udev Devices)")
 _MODULES_LOAD = re.compile(r"(^|\s)(rd\.)?modules[-_]load=")
 # Less than this after coldplug began, and there is little to move.
@@ -309,42 +310,59 @@ LATE_CARD_S = 0.25
 
 
 def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
-    """A display driver that udev's coldplug loaded: the card, which a compositor waits for, appears
+    """Display drivers that udev's coldplug loaded: a card, which a compositor waits for, appears
     only when udev reaches its device among all the others. Loading the module as systemd starts
-    (systemd-modules-load, before coldplug) makes the card sooner. Said only with the module's own
-    initcall in the log (initcall_debug): the DRM driver's name need not be its module's."""
+    (systemd-modules-load, before coldplug) makes the card sooner. Every card counts: the log does
+    not say which one drives the display (a render-only GPU registers one too). Said only with the
+    module's own initcall in the log (initcall_debug): a DRM driver's name need not be its module's."""
     coldplug = next((line for line in log.lines if _COLDPLUG.search(line.text)), None)
-    card = next((line for line in log.lines if (m := _DRM_CARD.search(line.text)) and m.group(2) == "0"), None)
-    if coldplug is None or card is None or _MODULES_LOAD.search(_command_line(log) or ""):
+    started = t.time_of(coldplug) if coldplug else None
+    if started is None or _MODULES_LOAD.search(_command_line(log) or ""):
         return []
-    started, shown = t.time_of(coldplug), t.time_of(card)
-    if started is None or shown is None or shown - started < LATE_CARD_S:
+    late: dict[str, tuple[Initcall, Line, float]] = {}  # module -> its initcall, its card's line, when
+    for line in log.lines:
+        shown = t.time_of(line)
+        m = _DRM_CARD.search(line.text)
+        if m and shown is not None and shown - started >= LATE_CARD_S:
+            call = _loading(t, started, shown, m.group(1))
+            if call and call.module and call.module not in late:
+                late[call.module] = (call, line, shown)
+    if not late:
         return []
-    # The module whose initcall was running when the card registered (a driver probes its devices
-    # there).
-    loading = [
-        c
-        for c in t.module_initcalls
-        if c.start_s is not None and (end := t.time_of(c.evidence)) is not None and started <= c.start_s <= shown <= end
-    ]
-    call = next((c for c in loading if initcalls.driver(c.name)), None)
-    if call is None or call.module is None:
-        return []
+    modules = ",".join(late)
+    first = min(shown for _, _, shown in late.values())
     return [
         Advice(
             "display driver",
-            f"The display's card ({call.module}) appeared {shown - started:.3f} s after udev's coldplug began: "
-            f"udev loaded {call.module} when it reached the card's device among all the others, and a "
-            "compositor waits for the card before the first program can show anything. Load the module as "
-            f"systemd starts, before coldplug: `modules-load={call.module}` on the kernel command line, or "
-            f"its name in /etc/modules-load.d/ (or build it in). On a boot whose CPUs are busy, the units "
+            f"The first DRM card ({', '.join(late)}) appeared {first - started:.3f} s after udev's coldplug began: "
+            "udev loaded the driver's module when it reached the card's device among all the others, and a "
+            "compositor waits for its card before the first program can show anything. Load the module as "
+            f"systemd starts, before coldplug: `modules_load={modules}` on the kernel command line, or "
+            "the names in /etc/modules-load.d/ (or build them in). On a boot whose CPUs are busy, the units "
             "after it then wait for a CPU instead: on the virtual device, the compositor's wait for the card "
             "fell from 1.7 to 0.55 s and its first frame came 0.15 to 0.8 s sooner (docs/results.md).",
-            [f"{line.source}: {line.text.strip()}" for line in (coldplug, call.evidence, card)],
-            shown - started,
-            [f"modules-load={call.module}"],
+            [f"{coldplug.source}: {coldplug.text.strip()}"]
+            + [f"{x.source}: {x.text.strip()}" for call, card, _ in late.values() for x in (call.evidence, card)],
+            first - started,
+            [f"modules_load={modules}"],
         )
     ]
+
+
+def _loading(t: Timeline, started: float, shown: float, drm_name: str) -> Initcall | None:
+    """The driver module whose initcall was running, since coldplug began, when a card registered (a
+    driver probes its devices there): the one named as the DRM driver, else the only driver among
+    them; None when that is not sure (udev loads modules side by side)."""
+    drivers = [
+        c
+        for c in t.module_initcalls
+        if c.start_s is not None
+        and initcalls.driver(c.name)
+        and (end := t.time_of(c.evidence)) is not None
+        and started <= c.start_s <= shown <= end
+    ]
+    named = [c for c in drivers if c.module == drm_name.replace("-", "_")]
+    return named[0] if named else drivers[0] if len(drivers) == 1 else None
 
 
 def _units(t: Timeline) -> list[Advice]:
