@@ -1008,6 +1008,12 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     two.write_text("\n".join(lines) + "\n")
     (advice,) = _display_advice(two)
     assert advice["kernel_args"] == ["modules_load=virtio_gpu,foo"] and len(advice["evidence"]) == 5
+    # A boot bound by its CPUs (busy 80% or more): moving the driver earlier only moves the wait.
+    busy, idle = tmp_path / "busy.txt", tmp_path / "idle.txt"
+    busy.write_text("Id=a.service\nCPUUsageNSec=2000000000\n\ncpu  800 0 100 100 0 0 0 0\n")
+    idle.write_text("Id=a.service\nCPUUsageNSec=2000000000\n\ncpu  600 0 100 300 0 0 0 0\n")
+    assert [r for r in analyze_json(str(log), str(busy))["recommendations"] if r["topic"] == "display driver"] == []
+    assert [r["topic"] for r in analyze_json(str(log), str(idle))["recommendations"]].count("display driver") == 1
     no_initcall = tmp_path / "no-initcall.log"
     no_initcall.write_text("\n".join(line for line in text.splitlines() if "virtio_gpu_driver_init" not in line) + "\n")
     assert _display_advice(no_initcall) == []

@@ -319,6 +319,10 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     started = t.time_of(coldplug) if coldplug else None
     if started is None or _MODULES_LOAD.search(_command_line(log) or ""):
         return []
+    # A boot bound by its CPUs gains next to nothing: the units after the card wait for a CPU instead
+    # (the CPU advice says so).
+    if t.cpu.busy_share is not None and t.cpu.busy_share >= BUSY_SHARE:
+        return []
     late: dict[str, tuple[Initcall, Line, float]] = {}  # module -> its initcall, its card's line, when
     for line in log.lines:
         shown = t.time_of(line)
