@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -191,13 +192,20 @@ def test_a_command_stopped_by_a_signal_ends_what_it_measures(tmp_path, sig, stat
         "-c",
         "sleep 31.25; echo ready",
     ]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not _processes_with_argv(sleeper):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    # SIGINT as a terminal's shell leaves it: a suite started in the background (`cmd &` in a script)
+    # inherits it ignored, and Python keeps it so.
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 30
+        while not _processes_with_argv(sleeper):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # not left to run on (and to be found by the next case) when this one failed
+        proc.wait()
     assert proc.returncode == status and err.strip().splitlines()[-1] == f"headstart: {said}", err
     deadline = time.monotonic() + 5
     while _processes_with_argv(sleeper) and time.monotonic() < deadline:
