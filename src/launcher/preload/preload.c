@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include "constructors.h"
 #include "elf-info.h"
 #include "eligibility.h"
+#include "exit-registrations.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -237,32 +239,53 @@ int preload_count_threads(void) {
 }
 
 /* What loading the program in the throwaway child found: the child's exit status. */
-enum trial { TRIAL_FINE, TRIAL_FAILED, TRIAL_THREAD, TRIAL_SHARED };
+enum trial { TRIAL_FINE, TRIAL_FAILED, TRIAL_THREAD, TRIAL_SHARED, TRIAL_AT_EXIT, TRIAL_OUTPUT };
 
-/* dlopen()s the program's loadable copy and runs its constructors, which the copy hides from
- * dlopen (constructors.h), with the daemon's own arguments: a warm program's run once, here. */
-static void *load_warm(const char *image, const struct program_constructors *c, char *const argv[]) {
+/* dlopen()s the program's loadable copy, whose constructors it hides from dlopen (constructors.h);
+ * its link map in *ret_map. */
+static void *open_warm(const char *image, struct link_map **ret_map) {
         void *handle = dlopen(image, RTLD_NOW);
-        struct link_map *map;
-        if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &map) < 0)
+        if (handle && dlinfo(handle, RTLD_DI_LINKMAP, ret_map) < 0)
                 return NULL;
+        return handle;
+}
+
+/* Runs its constructors with the daemon's own arguments: a warm program's run once, here. */
+static void run_warm(const struct link_map *map, const struct program_constructors *c, char *const argv[]) {
         int argc = 0;
         while (argv[argc])
                 argc++;
         program_constructors_run(c, map->l_addr, argc, (char **) argv, environ);
+}
+
+static void *load_warm(const char *image, const struct program_constructors *c, char *const argv[]) {
+        struct link_map *map;
+        void *handle = open_warm(image, &map);
+        if (handle)
+                run_warm(map, c, argv);
         return handle;
+}
+
+/* Output in stdio's buffers, which every child would inherit and print as its own. */
+static size_t pending_output(void) {
+        return __fpending(stdout) + __fpending(stderr);
 }
 
 static _Noreturn void trial_child(const char *image, const struct program_constructors *c, char *const argv[],
                                   int report) {
         int before = preload_count_threads();
+        size_t pending = pending_output();
         struct shared_state state;
-        if (shared_state_take(&state) < 0)
+        struct link_map *map;
+        if (shared_state_take(&state) < 0 || !open_warm(image, &map) || exit_registrations_count(map) < 0)
                 _exit(TRIAL_FAILED);
-        if (!load_warm(image, c, argv))
-                _exit(TRIAL_FAILED);
+        run_warm(map, c, argv);
         if (preload_count_threads() > before)
                 _exit(TRIAL_THREAD);
+        if (exit_registrations_counted() > 0 || exit_registrations_destructors(map))
+                _exit(TRIAL_AT_EXIT);
+        if (pending_output() != pending)
+                _exit(TRIAL_OUTPUT);
         char library[256];
         if (shared_state_changed(&state, library, sizeof library)) {
                 (void) !write(report, library, strlen(library));
@@ -317,6 +340,16 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                                    "serving it in preload mode",
                                    program),
                        -EDEADLK;
+        }
+        if (r == TRIAL_AT_EXIT) {
+                snprintf(why, size, "it has destructors, or its constructors register functions to run at exit, which "
+                                    "would run at the exit of every program the daemon starts");
+                return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
+        }
+        if (r == TRIAL_OUTPUT) {
+                snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
+                                    "starts would print");
+                return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
         }
         if (r == TRIAL_SHARED) {
                 snprintf(why, size,

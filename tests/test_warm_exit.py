@@ -1,0 +1,66 @@
+"""A warm program's constructors run once, in the daemon, and what they leave for the exit (a C++
+static object's destructor registered with __cxa_atexit, the program's own destructors) then ran at
+the exit of every program the daemon served: a C program served beside a warm C++ one died of
+SIGSEGV in that one's destructor, which wrote to its own copy of std::cout; text a warm program's
+constructor left in stdio's buffer was printed by every served program. Such a program is served
+in preload mode now (a new user's trial, 2026-11-29)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import Served, base_env, bin_path
+from headstart.daemon import private_daemon
+
+SOURCES = {
+    # A static object whose destructor writes with std::cout: registered with __cxa_atexit.
+    "static-dtor.cc": '#include <iostream>\nstruct G { ~G() { std::cout << "static dtor" << std::endl; } };\n'
+    'static G g;\nint main() { std::cout << "static main" << std::endl; return 0; }\n',
+    # A destructor of the program's own (DT_FINI_ARRAY), which the loader runs at exit.
+    "own-dtor.c": '#include <stdio.h>\n__attribute__((destructor)) static void d(void) { puts("own dtor"); }\n'
+    'int main(void) { puts("own main"); return 0; }\n',
+    # A constructor whose output waits in stdout's buffer (the daemon's stdout is not a terminal).
+    "ctor-output.c": '#include <stdio.h>\n__attribute__((constructor)) static void c(void) { puts("ctor says"); }\n'
+    'int main(void) { puts("ctor main"); return 0; }\n',
+    "plain.c": '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n',
+}
+REASONS = {
+    "static-dtor": "register functions to run at exit",
+    "own-dtor": "it has destructors",
+    "ctor-output": "leave output in stdio's buffers",
+}
+
+
+def build(tmp: Path) -> dict[str, Path]:
+    built = {}
+    for name, text in SOURCES.items():
+        compiler = "g++" if name.endswith(".cc") else "cc"
+        if not shutil.which(compiler):
+            pytest.skip(f"needs {compiler}")
+        (tmp / name).write_text(text)
+        out = tmp / name.rsplit(".", 1)[0]
+        subprocess.run([compiler, "-O2", "-o", str(out), str(tmp / name)], check=True)
+        built[out.name] = out
+    return built
+
+
+def test_what_a_warm_program_leaves_for_the_exit_reaches_no_other_program(tmp_path):
+    programs = build(tmp_path)
+    bystander = tmp_path / "bystander"
+    shutil.copy(programs["plain"], bystander)
+    extra = [arg for p in programs.values() for arg in ("--warm", str(p))]
+    with private_daemon([bystander], extra_args=extra) as d:
+        status = d.status()["program"]
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        for program in [bystander, *programs.values()]:
+            by_exec = subprocess.run([str(program)], capture_output=True, env=base_env())
+            with Served(d):
+                served = subprocess.run([*client, str(program)], capture_output=True, env=base_env())
+            assert (served.returncode, served.stdout, served.stderr) == (0, by_exec.stdout, b""), program
+    for name, why in REASONS.items():
+        (line,) = [s for s in status if s.split(" -- ")[0].endswith(f"/{name}")]
+        assert line.startswith("preload ") and why in line, line
+    assert f"warm {programs['plain']}" in status, status
