@@ -21,6 +21,7 @@ from conftest import (
     base_env,
     bin_path,
     daemon_fd_count,
+    daemon_in_mode,
     proc_fields,
     run_exec,
     run_served,
@@ -598,3 +599,51 @@ def test_a_daemon_that_refuses_writable_executable_memory_declines_every_launch(
         got = run_served(d, argv, env=env)
     assert b"by exec" in got.stderr, got.stderr
     assert got.stdout == run_exec(argv, env=env).stdout
+
+
+THREAD_STACK = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+
+static void *report(void *arg) {
+        pthread_attr_t a;
+        size_t size;
+        pthread_getattr_np(pthread_self(), &a);
+        pthread_attr_getstacksize(&a, &size);
+        printf("thread %zu\n", size);
+        return arg;
+}
+
+int main(void) {
+        pthread_attr_t a;
+        size_t size;
+        pthread_getattr_default_np(&a);
+        pthread_attr_getstacksize(&a, &size);
+        printf("default %zu\n", size);
+        pthread_t t;
+        pthread_create(&t, NULL, report, NULL);
+        pthread_join(t, NULL);
+        return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["preload", "warm", "pool"])
+@pytest.mark.parametrize("stack", ["1024", "65536", "unlimited"])
+def test_threads_get_the_stack_size_the_clients_stack_limit_gives(tmp_path, mode, stack):
+    """glibc sizes a thread's stack by default from RLIMIT_STACK as the process starts (2 MiB when
+    unlimited): under exec from the client's limit, so `ulimit -s 65536` gives threads 64 MiB. A
+    served program once got the size the daemon's limit gave at its exec (8 MiB for every launch),
+    and a thread's recursion that fit by exec overflowed served (a new user's trial, 2026-11-29)."""
+    src = tmp_path / "threadstack.c"
+    src.write_text(THREAD_STACK)
+    program = tmp_path / "threadstack"
+    subprocess.run(["gcc", "-O1", "-fPIE", "-pie", "-pthread", "-o", str(program), str(src)], check=True)
+    setup = f'ulimit -s {stack}; exec "$@"'
+    with daemon_in_mode(mode, [str(program)]) as d, Served(d):
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        served = run_exec(["/bin/sh", "-c", setup, "sh", *client, str(program)])
+    want = run_exec(["/bin/sh", "-c", setup, "sh", str(program)])
+    assert served.returncode == want.returncode == 0
+    assert served.stdout == want.stdout

@@ -24,6 +24,8 @@
 /* The version the architecture's first glibc gave __libc_start_main and dlclose (glibc 2.34 gave each
  * a second one: a new start-up, and dlclose moved into the C library). */
 #  define HS_GLIBC_FIRST_VERSION "GLIBC_2.2.5"
+/* glibc's own floor for a thread's stack (its internal PTHREAD_STACK_MIN, pthreaddef.h). */
+#  define HS_THREAD_STACK_MIN 16384
 /* _start finds argc at the stack pointer and the loader's exit function in %rdx (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \
           __asm__ volatile("mov %0, %%rsp\n\t"                                                     \
@@ -43,6 +45,7 @@
            (t) == R_AARCH64_TLSDESC)
 #  define HS_R_IS_TLS_STATIC(t) ((t) == R_AARCH64_TLS_TPREL)
 #  define HS_GLIBC_FIRST_VERSION "GLIBC_2.17"
+#  define HS_THREAD_STACK_MIN 131072
 /* _start finds argc at sp and the loader's exit function in x0 (none: 0). */
 #  define HS_JUMP_TO_ENTRY(entry, sp)                                                             \
           __asm__ volatile("mov x16, %1\n\t"                                                       \

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "after-main.h"
+#include "arch.h"
 #include "prepare-toolkit.h"
 #include "entry.h"
 #include "proc-title.h"
@@ -169,6 +171,23 @@ bool child_rlimit_checked_at_use(unsigned resource) {
         }
 }
 
+/* glibc sizes the threads it creates without a stack size of their own from RLIMIT_STACK, once, as
+ * the process starts (__pthread_early_init): the zygote's from the daemon's limit at its exec. Under
+ * exec the program's threads get the client's: 64 MiB for `ulimit -s 65536`, 2 MiB when unlimited. */
+static void set_default_thread_stack(rlim_t limit) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        size_t size = limit == RLIM_INFINITY ? (size_t) 2 * 1024 * 1024 : (size_t) limit;
+        if (size < HS_THREAD_STACK_MIN)
+                size = HS_THREAD_STACK_MIN;
+        size = (size + page - 1) & ~(page - 1);
+        pthread_attr_t a;
+        if (pthread_getattr_default_np(&a) != 0)
+                return;
+        if (pthread_attr_setstacksize(&a, size) == 0)
+                (void) pthread_setattr_default_np(&a);
+        pthread_attr_destroy(&a);
+}
+
 /* The limits the request gives: those checked at use (at_use), the others (others), or both. */
 static int apply_rlimits(const struct hs_launch_request *req, bool at_use, bool others) {
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
@@ -177,6 +196,8 @@ static int apply_rlimits(const struct hs_launch_request *req, bool at_use, bool 
                 struct rlimit rl = { .rlim_cur = req->fixed.rlimits[i].cur, .rlim_max = req->fixed.rlimits[i].max };
                 if (setrlimit((int) i, &rl) < 0)
                         return -errno;
+                if (i == RLIMIT_STACK)
+                        set_default_thread_stack(rl.rlim_cur);
         }
         return 0;
 }
