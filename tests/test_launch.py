@@ -386,6 +386,15 @@ KEPT_ACROSS_EXEC = {
     # A speculation mitigation forced on (PR_SET_SPECULATION_CTRL, PR_SPEC_STORE_BYPASS,
     # PR_SPEC_FORCE_DISABLE), which exec keeps and /proc/PID/status shows: the daemon compares it.
     "speculation mitigation": (PRCTL_THEN_EXEC.format(53, "0, 8"), ["/usr/bin/grep", "Specul", "/proc/self/status"]),
+    # A NUMA memory policy (set_mempolicy, numactl --preferred/--membind/--interleave), which fork and
+    # exec keep and no /proc file shows: a served program had the daemon's (MPOL_PREFERRED, node 0).
+    "NUMA memory policy": (
+        "import ctypes, os, sys; node = ctypes.c_ulong(1); "
+        "nr = {'x86_64': 238, 'aarch64': 237}[os.uname().machine]; "
+        "sys.exit(77) if ctypes.CDLL(None).syscall(nr, 1, ctypes.byref(node), 64) else "
+        "os.execv(sys.argv[1], sys.argv[1:])",
+        [str(bin_path("observe")), "mempolicy"],
+    ),
     # A limit on the address space, which the zygote's mappings would use up in a served program.
     "address space limit": (
         "import os, resource, sys; resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30)); "

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* linux/prctl.h of Linux 6.3 and 6.7, which Debian 12's headers predate. */
 #ifndef PR_GET_MDWE
@@ -27,5 +29,10 @@ const char *kept_prctl_inherited(void) {
         r = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
         if (r >= 0 && r != PR_MCE_KILL_DEFAULT)
                 return "has a machine-check kill policy (prctl PR_MCE_KILL)";
+        /* Not a prctl, but kept alike and shown nowhere else: a NUMA memory policy (numactl's
+         * --membind, --preferred, --interleave). 0 is MPOL_DEFAULT. */
+        int mode = 0;
+        if (syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 0) == 0 && mode != 0)
+                return "has a NUMA memory policy (set_mempolicy, numactl)";
         return NULL;
 }

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,15 @@ int main(int argc, char *argv[]) {
                 prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
                 printf("mdwe=%d tsc=%d subreaper=%d mce=%d\n", prctl(66, 0, 0, 0, 0), tsc, subreaper,
                        prctl(PR_MCE_KILL_GET, 0, 0, 0, 0));
+                return 0;
+        }
+        if (strcmp(what, "mempolicy") == 0) {
+                /* The NUMA memory policy (set_mempolicy), which fork and exec keep. */
+                int mode = -1;
+                unsigned long nodes = 0;
+                if (syscall(SYS_get_mempolicy, &mode, &nodes, 64, 0, 0) < 0)
+                        return 1;
+                printf("mempolicy=%d nodes=%lx\n", mode, nodes);
                 return 0;
         }
         if (strcmp(what, "sleep") == 0 && argc > 2) {
