@@ -386,6 +386,9 @@ KEPT_ACROSS_EXEC = {
     # A speculation mitigation forced on (PR_SET_SPECULATION_CTRL, PR_SPEC_STORE_BYPASS,
     # PR_SPEC_FORCE_DISABLE), which exec keeps and /proc/PID/status shows: the daemon compares it.
     "speculation mitigation": (PRCTL_THEN_EXEC.format(53, "0, 8"), ["/usr/bin/grep", "Specul", "/proc/self/status"]),
+    # Securebits (PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP; root only), which exec keeps but for
+    # SECBIT_KEEP_CAPS: a served root program lost its capabilities through setuid where exec's kept them.
+    "securebits": (PRCTL_THEN_EXEC.format(28, 4), [str(bin_path("observe")), "prctl"]),
     # A NUMA memory policy (set_mempolicy, numactl --preferred/--membind/--interleave), which fork and
     # exec keep and no /proc file shows: a served program had the daemon's (MPOL_PREFERRED, node 0).
     "NUMA memory policy": (

@@ -2,6 +2,7 @@
 #include "kept-prctl.h"
 
 #include <stddef.h>
+#include <linux/securebits.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +30,11 @@ const char *kept_prctl_inherited(void) {
         r = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
         if (r >= 0 && r != PR_MCE_KILL_DEFAULT)
                 return "has a machine-check kill policy (prctl PR_MCE_KILL)";
+        /* SECBIT_KEEP_CAPS is the one exec clears; the others stay (SECBIT_NO_SETUID_FIXUP: a root
+         * program keeps its capabilities through setuid). Setting them needs CAP_SETPCAP. */
+        r = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+        if (r > 0 && (r & ~SECBIT_KEEP_CAPS) != 0)
+                return "has securebits set (prctl PR_SET_SECUREBITS, systemd's SecureBits=)";
         /* Not a prctl, but kept alike and shown nowhere else: a NUMA memory policy (numactl's
          * --membind, --preferred, --interleave). 0 is MPOL_DEFAULT. */
         int mode = 0;

@@ -217,8 +217,8 @@ int main(int argc, char *argv[]) {
                 int tsc = 0, subreaper = 0;
                 prctl(PR_GET_TSC, &tsc, 0, 0, 0);
                 prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
-                printf("mdwe=%d tsc=%d subreaper=%d mce=%d\n", prctl(66, 0, 0, 0, 0), tsc, subreaper,
-                       prctl(PR_MCE_KILL_GET, 0, 0, 0, 0));
+                printf("mdwe=%d tsc=%d subreaper=%d mce=%d securebits=%d\n", prctl(66, 0, 0, 0, 0), tsc,
+                       subreaper, prctl(PR_MCE_KILL_GET, 0, 0, 0, 0), prctl(PR_GET_SECUREBITS, 0, 0, 0, 0));
                 return 0;
         }
         if (strcmp(what, "mempolicy") == 0) {
