@@ -282,15 +282,15 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
         run_warm(map, c, argv);
         if (preload_count_threads() > before)
                 _exit(TRIAL_THREAD);
-        if (exit_registrations_counted() > 0 || exit_registrations_destructors(map))
-                _exit(TRIAL_AT_EXIT);
-        if (pending_output() != pending)
-                _exit(TRIAL_OUTPUT);
         char library[256];
         if (shared_state_changed(&state, library, sizeof library)) {
                 (void) !write(report, library, strlen(library));
                 _exit(TRIAL_SHARED);
         }
+        if (exit_registrations_counted() > 0 || exit_registrations_destructors(map))
+                _exit(TRIAL_AT_EXIT);
+        if (pending_output() != pending)
+                _exit(TRIAL_OUTPUT);
         _exit(TRIAL_FINE);
 }
 
