@@ -389,6 +389,12 @@ KEPT_ACROSS_EXEC = {
     # Securebits (PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP; root only), which exec keeps but for
     # SECBIT_KEEP_CAPS: a served root program lost its capabilities through setuid where exec's kept them.
     "securebits": (PRCTL_THEN_EXEC.format(28, 4), [str(bin_path("observe")), "prctl"]),
+    # Which mappings a core dump holds (/proc/self/coredump_filter), which fork and exec keep: a served
+    # program had the daemon's.
+    "core dump filter": (
+        "import os, sys; open('/proc/self/coredump_filter', 'w').write('0x7f'); os.execv(sys.argv[1], sys.argv[1:])",
+        ["/usr/bin/cat", "/proc/self/coredump_filter"],
+    ),
     # A NUMA memory policy (set_mempolicy, numactl --preferred/--membind/--interleave), which fork and
     # exec keep and no /proc file shows: a served program had the daemon's (MPOL_PREFERRED, node 0).
     "NUMA memory policy": (

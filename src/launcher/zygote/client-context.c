@@ -66,6 +66,7 @@ struct context {
         struct root root;
         bool traced; /* TracerPid: not 0 */
         char personality[32];
+        char coredump_filter[32];
         char oom_score_adj[OOM_SCORE_MAX];
         long ioprio;
 };
@@ -144,6 +145,8 @@ static bool read_context(pid_t pid, struct context *c) {
         c->ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid);
         snprintf(path, sizeof path, "%s/personality", proc);
         bool ok = read_line(path, c->personality, sizeof c->personality);
+        snprintf(path, sizeof path, "%s/coredump_filter", proc);
+        ok = ok && read_line(path, c->coredump_filter, sizeof c->coredump_filter);
         snprintf(path, sizeof path, "%s/oom_score_adj", proc);
         return ok && read_line(path, c->oom_score_adj, sizeof c->oom_score_adj) && c->ioprio >= 0 &&
                read_status(proc, c) && read_namespaces(proc, c) && read_root(proc, &c->root);
@@ -167,6 +170,9 @@ static const char *difference(const struct context *a, const struct context *b) 
                        "would see the daemon's files";
         if (strcmp(a->personality, b->personality) != 0)
                 return "the client's execution domain differs from the daemon's (setarch)";
+        /* Which mappings a core dump holds: fork and exec keep it, and so would the zygote's child. */
+        if (strcmp(a->coredump_filter, b->coredump_filter) != 0)
+                return "the client's core dump filter differs from the daemon's (/proc/self/coredump_filter)";
         if (a->ioprio != b->ioprio)
                 return "the client's I/O priority differs from the daemon's (ionice)";
         return NULL;
@@ -201,6 +207,7 @@ const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_
                 return own_state;
         ours.ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
         (void) read_line("/proc/self/oom_score_adj", ours.oom_score_adj, sizeof ours.oom_score_adj);
+        (void) read_line("/proc/self/coredump_filter", ours.coredump_filter, sizeof ours.coredump_filter);
         struct context theirs;
         if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 return "the client's rights and namespaces cannot be read (a process that is not "
