@@ -207,20 +207,18 @@ static bool holds_posix_lock(const int *fds, uint32_t n) {
         return false;
 }
 
-/* What this process was set to by prctl that exec keeps for the program and the daemon cannot see
- * (kept-prctl.h), into buf; NULL when nothing is. A child subreaper, which fork drops, counts only
- * for a caller that execs the program in this process. */
-static const char *kept_prctl_state(bool execs_here, char *buf, size_t size) {
+/* Whether this process was set by prctl to something exec keeps for the program and the daemon
+ * cannot see (kept-prctl.h); what, into buf. A child subreaper, which fork drops, counts only for a
+ * caller that execs the program in this process. */
+static bool kept_prctl_state(bool execs_here, char *buf, size_t size) {
         const char *kept = kept_prctl_inherited();
-        if (kept) {
-                snprintf(buf, size, "the caller %s, which exec keeps for the program", kept);
-                return buf;
-        }
         int subreaper = 0;
-        if (execs_here && prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0 && subreaper)
-                return "the caller is a child subreaper (prctl PR_SET_CHILD_SUBREAPER), which exec keeps: the "
-                       "program's orphaned descendants would be its";
-        return NULL;
+        if (kept)
+                snprintf(buf, size, "the caller %s, which exec keeps for the program", kept);
+        else if (execs_here && prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0 && subreaper)
+                snprintf(buf, size, "the caller is a child subreaper (prctl PR_SET_CHILD_SUBREAPER), which exec "
+                                    "keeps: the program's orphaned descendants would be its");
+        return kept || subreaper;
 }
 
 /* Connects to the daemon and sends the launch; HS_LAUNCH_DECLINED (l->reason says why) without
@@ -255,12 +253,8 @@ static int send_launch(struct hs_launch *l, const char *path, char *const argv[]
                                                       "keeps for the program");
                 return HS_LAUNCH_DECLINED;
         }
-        const char *kept = kept_prctl_state(o->flags & HS_LAUNCH_EXECS_WHEN_DECLINED, l->reason, sizeof l->reason);
-        if (kept) {
-                if (kept != l->reason)
-                        snprintf(l->reason, sizeof l->reason, "%s", kept);
+        if (kept_prctl_state(o->flags & HS_LAUNCH_EXECS_WHEN_DECLINED, l->reason, sizeof l->reason))
                 return HS_LAUNCH_DECLINED;
-        }
 
         _cleanup_close_ int program = open(path, O_PATH | O_CLOEXEC);
         if (program < 0)

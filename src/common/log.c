@@ -21,6 +21,12 @@ enum log_level log_get_max_level(void) {
         return log_max_level;
 }
 
+void text_one_line(char *text, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) text[i] < 0x20 || text[i] == 0x7f)
+                        text[i] = '?';
+}
+
 int log_internal(enum log_level level, int error, const char *format, ...) {
         int saved = errno;
         int ret = error > 0 ? -error : error;
@@ -42,11 +48,7 @@ int log_internal(enum log_level level, int error, const char *format, ...) {
                 n += snprintf(line + n, sizeof line - (size_t) n, ": %s", strerror(abs(error)));
         if (n >= (int) sizeof line - 1)
                 n = (int) sizeof line - 2;
-        /* What is quoted (a client's path or variable, a program's message) may hold any byte: each
-         * call stays one line of the log, so nobody can add lines of their own to it. */
-        for (int i = 0; i < n; i++)
-                if ((unsigned char) line[i] < 0x20 || line[i] == 0x7f)
-                        line[i] = '?';
+        text_one_line(line, (size_t) n);
         line[n++] = '\n';
         (void) !write(STDERR_FILENO, line, (size_t) n);
 

@@ -4,10 +4,16 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARNING, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 void log_setup(const char *ident, enum log_level max_level);
+
+/* Replaces each control character of text (len bytes) with '?': what quotes another's text (a
+ * client's path or variable) stays one line, so that nobody adds lines of their own to a log or
+ * a status. Every log line is made so. */
+void text_one_line(char *text, size_t len);
 enum log_level log_get_max_level(void);
 
 /* Returns -abs(error) so that callers can write `return log_error_errno(r, "...")`. */

@@ -7,9 +7,9 @@
 #include "loaded-relocs.h"
 #include "macro.h"
 
-/* The C library's and the C++ runtime's ways to have a function called at exit. atexit and
- * at_quick_exit are linked into the program from libc_nonshared.a and call the __cxa_ ones, which
- * the program then references itself. */
+/* The C library's and the C++ runtime's ways to have a function called at exit. A program built
+ * with today's glibc has atexit and at_quick_exit linked in from libc_nonshared.a, which call the
+ * __cxa_ ones through its own references; one built long ago references glibc's old atexit. */
 static const char *const REGISTRATIONS[] = {
         "__cxa_atexit",        "atexit",
         "on_exit",             "__cxa_at_quick_exit",

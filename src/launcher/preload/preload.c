@@ -341,23 +341,21 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                                    program),
                        -EDEADLK;
         }
-        if (r == TRIAL_AT_EXIT) {
-                snprintf(why, size, "it has destructors, or its constructors register functions to run at exit, which "
-                                    "would run at the exit of every program the daemon starts");
-                return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
-        }
-        if (r == TRIAL_OUTPUT) {
-                snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
-                                    "starts would print");
-                return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
-        }
-        if (r == TRIAL_SHARED) {
+        if (r == TRIAL_SHARED)
                 snprintf(why, size,
                          "its constructors change the data of %s, which every program the daemon starts shares; "
                          "under exec only its own launches would see it",
                          library);
+        else if (r == TRIAL_AT_EXIT)
+                snprintf(why, size, "it has destructors, or its constructors register functions to run at exit, which "
+                                    "would run at the exit of every program the daemon starts");
+        else if (r == TRIAL_OUTPUT)
+                snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
+                                    "starts would print");
+        else if (r != TRIAL_FINE)
+                snprintf(why, size, "its test load ended with status %d", r);
+        if (r != TRIAL_FINE)
                 return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
-        }
         if (!load_warm(image, c, argv)) {
                 snprintf(why, size, "it cannot be loaded into the daemon (%s)", dlerror());
                 return log_warning("%s cannot be loaded into the daemon (%s); serving it in preload mode", program,

@@ -191,8 +191,10 @@ static const char *own_prctl_state(void) {
 }
 
 const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_SCORE_MAX]) {
-        /* The zygote's own is read once, but for what another process can change (ionice -p, choom
-         * -p), which its children would inherit: nothing else changes it, and this is on every launch. */
+        /* The zygote's own is read once, but for what another process changes as a matter of course
+         * (ionice -p, choom -p), which its children would inherit: nothing else changes it, and this
+         * is on every launch. (A core dump filter written into the zygote's /proc file after it
+         * started is not followed.) */
         static struct context ours;
         static bool known;
         static const char *own_state;
@@ -207,7 +209,6 @@ const char *client_context_refusal(pid_t pid, int pidfd, char ret_oom_score[OOM_
                 return own_state;
         ours.ioprio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
         (void) read_line("/proc/self/oom_score_adj", ours.oom_score_adj, sizeof ours.oom_score_adj);
-        (void) read_line("/proc/self/coredump_filter", ours.coredump_filter, sizeof ours.coredump_filter);
         struct context theirs;
         if (pidfd < 0 || !read_context(pid, &theirs) || pidfd_send_signal(pidfd, 0, NULL, 0) < 0)
                 return "the client's rights and namespaces cannot be read (a process that is not "

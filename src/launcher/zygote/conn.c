@@ -223,18 +223,11 @@ static int conn_read(struct server *s, struct conn *c) {
         }
 }
 
-/* A decline's text may hold what the client sent (a variable, a path): in --status and in the log
- * it stays one line, whatever bytes it holds, so that no client adds lines of its own there. */
-static void one_line(char *line, size_t size, const char *text) {
-        snprintf(line, size, "%s", text);
-        for (char *p = line; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        *p = '?';
-}
-
 static void count_decline(struct server *s, enum hs_decline_reason code, const char *text, bool log) {
         char line[HS_MAX_TEXT];
-        one_line(line, sizeof line, text);
+        /* It may hold what the client sent (a variable, a path): one line in --status too. */
+        snprintf(line, sizeof line, "%s", text);
+        text_one_line(line, strlen(line));
         s->declines++;
         launch_counts_declined(s->counts, code, line);
         if (log && s->options->verbose)
