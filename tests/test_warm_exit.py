@@ -3,7 +3,9 @@ static object's destructor registered with __cxa_atexit, the program's own destr
 the exit of every program the daemon served: a C program served beside a warm C++ one died of
 SIGSEGV in that one's destructor, which wrote to its own copy of std::cout; text a warm program's
 constructor left in stdio's buffer was printed by every served program. Such a program is served
-in preload mode now (a new user's trial, 2026-11-29)."""
+in preload mode now (a new user's trial, 2026-11-29). So is one whose constructors call exit(): the
+trial read its verdict from the child's exit status, so exit(0) passed as fine and the program was
+loaded warm, and its constructor ended the daemon's zygote."""
 
 from __future__ import annotations
 
@@ -25,12 +27,19 @@ SOURCES = {
     # A constructor whose output waits in stdout's buffer (the daemon's stdout is not a terminal).
     "ctor-output.c": '#include <stdio.h>\n__attribute__((constructor)) static void c(void) { puts("ctor says"); }\n'
     'int main(void) { puts("ctor main"); return 0; }\n',
+    # Constructors that end the process, as a program that checks its environment before main may.
+    "ctor-exit0.c": "#include <stdlib.h>\n__attribute__((constructor)) static void c(void) { exit(0); }\n"
+    "int main(void) { return 1; }\n",
+    "ctor-exit3.c": "#include <stdlib.h>\n__attribute__((constructor)) static void c(void) { exit(3); }\n"
+    "int main(void) { return 1; }\n",
     "plain.c": '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n',
 }
 REASONS = {
     "static-dtor": "register functions to run at exit",
     "own-dtor": "it has destructors",
     "ctor-output": "leave output in stdio's buffers",
+    "ctor-exit0": "its constructors end the process (exit status 0)",
+    "ctor-exit3": "its constructors end the process (exit status 3)",
 }
 
 
@@ -59,8 +68,30 @@ def test_what_a_warm_program_leaves_for_the_exit_reaches_no_other_program(tmp_pa
             by_exec = subprocess.run([str(program)], capture_output=True, env=base_env())
             with Served(d):
                 served = subprocess.run([*client, str(program)], capture_output=True, env=base_env())
-            assert (served.returncode, served.stdout, served.stderr) == (0, by_exec.stdout, b""), program
+            assert by_exec.returncode in (0, 3)
+            expected = (by_exec.returncode, by_exec.stdout, b"")
+            assert (served.returncode, served.stdout, served.stderr) == expected, program
     for name, why in REASONS.items():
         (line,) = [s for s in status if s.split(" -- ")[0].endswith(f"/{name}")]
         assert line.startswith("preload ") and why in line, line
     assert f"warm {programs['plain']}" in status, status
+
+
+def test_a_warm_up_step_that_calls_exit_is_refused_and_the_daemon_serves_on(tmp_path):
+    """A warm-up step (--warm-up LIBRARY:FUNCTION) is tried in a throwaway child first; the child's
+    exit status was its verdict, so a step that called exit(0) passed, and ran in the zygote."""
+    if not shutil.which("cc"):
+        pytest.skip("needs cc")
+    (tmp_path / "ends.c").write_text("#include <stdlib.h>\nvoid *ends(void) { exit(0); }\n")
+    (tmp_path / "uses.c").write_text('#include <stdio.h>\nvoid *ends(void);\nint main(void) { puts("uses"); }\n')
+    library, program = tmp_path / "libends.so", tmp_path / "uses"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "ends.c")], check=True)
+    link = ["-Wl,--no-as-needed", f"-L{tmp_path}", "-lends", f"-Wl,-rpath,{tmp_path}"]
+    subprocess.run(["cc", "-o", str(program), str(tmp_path / "uses.c"), *link], check=True)
+    with private_daemon([program], extra_args=["--warm-up", f"{library}:ends"]) as d:
+        (step,) = d.status()["warm-up"]
+        assert step == f"refused {library}:ends -- it ended the test child (exit status 0): it would end the daemon"
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        with Served(d):
+            served = subprocess.run([*client, str(program)], capture_output=True, env=base_env())
+        assert (served.returncode, served.stdout) == (0, b"uses\n")

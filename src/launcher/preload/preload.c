@@ -238,8 +238,10 @@ int preload_count_threads(void) {
         return n;
 }
 
-/* What loading the program in the throwaway child found: the child's exit status. */
-enum trial { TRIAL_FINE, TRIAL_FAILED, TRIAL_THREAD, TRIAL_SHARED, TRIAL_AT_EXIT, TRIAL_OUTPUT };
+/* What loading the program in the throwaway child found, its first byte on the report pipe. The
+ * exit status cannot carry it: the program's constructors may call exit() themselves. */
+enum trial { TRIAL_FINE = 'F', TRIAL_FAILED = 'X', TRIAL_THREAD = 'T', TRIAL_SHARED = 'S', TRIAL_AT_EXIT = 'A',
+             TRIAL_OUTPUT = 'O', TRIAL_ENDED = 'E' /* no verdict: its constructors ended the process */ };
 
 /* dlopen()s the program's loadable copy, whose constructors it hides from dlopen (constructors.h);
  * its link map in *ret_map. */
@@ -271,6 +273,13 @@ static size_t pending_output(void) {
         return __fpending(stdout) + __fpending(stderr);
 }
 
+static _Noreturn void report_verdict(int report, enum trial verdict, const char *library) {
+        char buf[1 + 256];
+        int n = snprintf(buf, sizeof buf, "%c%s", verdict, library ? library : "");
+        (void) !write(report, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
+        _exit(0);
+}
+
 static _Noreturn void trial_child(const char *image, const struct program_constructors *c, char *const argv[],
                                   int report) {
         int before = preload_count_threads();
@@ -278,25 +287,39 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
         struct shared_state state;
         struct link_map *map;
         if (shared_state_take(&state) < 0 || !open_warm(image, &map) || exit_registrations_count(map) < 0)
-                _exit(TRIAL_FAILED);
+                report_verdict(report, TRIAL_FAILED, NULL);
         run_warm(map, c, argv);
         if (preload_count_threads() > before)
-                _exit(TRIAL_THREAD);
+                report_verdict(report, TRIAL_THREAD, NULL);
         char library[256];
-        if (shared_state_changed(&state, library, sizeof library)) {
-                (void) !write(report, library, strlen(library));
-                _exit(TRIAL_SHARED);
-        }
+        if (shared_state_changed(&state, library, sizeof library))
+                report_verdict(report, TRIAL_SHARED, library);
         if (exit_registrations_counted() > 0 || exit_registrations_destructors(map))
-                _exit(TRIAL_AT_EXIT);
+                report_verdict(report, TRIAL_AT_EXIT, NULL);
         if (pending_output() != pending)
-                _exit(TRIAL_OUTPUT);
-        _exit(TRIAL_FINE);
+                report_verdict(report, TRIAL_OUTPUT, NULL);
+        report_verdict(report, TRIAL_FINE, NULL);
 }
 
-/* Loading runs the program's constructors, so try it first where a thread, or what they leave in
- * the libraries every program shares (shared-state.h), could do no harm. Returns a trial or a
- * negative errno; the library changed in library. */
+/* Reads the child's whole report: its verdict, then the library it names, if any. */
+static int read_verdict(int fd, char *library, size_t size) {
+        char buf[1 + 256];
+        size_t n = 0;
+        for (;;) {
+                ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0 || (n += (size_t) k) == sizeof buf - 1)
+                        break;
+        }
+        buf[n] = '\0';
+        snprintf(library, size, "%s", n > 0 ? buf + 1 : "");
+        return n > 0 ? (unsigned char) buf[0] : TRIAL_ENDED;
+}
+
+/* Loading runs the program's constructors, so try it first where a thread, what they leave in the
+ * libraries every program shares (shared-state.h), or their calling exit() could do no harm.
+ * Returns a trial or a negative errno; the library changed in library, or how the child ended. */
 static int warm_trial(const char *image, const struct program_constructors *c, char *const argv[], char *library,
                       size_t size) {
         int p[2];
@@ -314,16 +337,19 @@ static int warm_trial(const char *image, const struct program_constructors *c, c
                 trial_child(image, c, argv, p[1]);
         }
         close(p[1]);
-        ssize_t n = read(p[0], library, size - 1);
-        library[n > 0 ? n : 0] = '\0';
+        int verdict = read_verdict(p[0], library, size);
         close(p[0]);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) == TRIAL_FAILED)
+        if (verdict == TRIAL_ENDED && WIFEXITED(status)) {
+                snprintf(library, size, "exit status %d", WEXITSTATUS(status));
+                return TRIAL_ENDED;
+        }
+        if (!WIFEXITED(status) || verdict == TRIAL_FAILED)
                 return -ENOEXEC;
-        return WEXITSTATUS(status);
+        return verdict;
 }
 
 int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
@@ -352,8 +378,10 @@ int preload_warm_program(const char *program, const char *image, const struct pr
         else if (r == TRIAL_OUTPUT)
                 snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
                                     "starts would print");
+        else if (r == TRIAL_ENDED)
+                snprintf(why, size, "its constructors end the process (%s), which would end the daemon", library);
         else if (r != TRIAL_FINE)
-                snprintf(why, size, "its test load ended with status %d", r);
+                snprintf(why, size, "its test load gave a verdict this daemon does not know (%d)", r);
         if (r != TRIAL_FINE)
                 return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
         if (!load_warm(image, c, argv)) {

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -147,20 +148,49 @@ static const char *resolve(const struct step *step, void *(**ret_fn)(void)) {
         return NULL;
 }
 
-/* Exit codes of the test child. */
-enum { TEST_OK = 0, TEST_THREAD = 2, TEST_SOCKET = 3 };
+/* The test child's verdict, one byte on a pipe: not its exit status, which the step itself could
+ * set by calling exit(). */
+enum { TEST_OK = 'o', TEST_THREAD = 't', TEST_SOCKET = 's' };
+
+static const char *verdict_text(char verdict) {
+        switch (verdict) {
+        case TEST_OK:
+                return NULL;
+        case TEST_THREAD:
+                return "it starts a thread; the daemon forks and must stay single-threaded";
+        case TEST_SOCKET:
+                return "it opens a socket: every program would share one connection";
+        default:
+                return "the test child failed";
+        }
+}
 
 static const char *test_in_child(void *(*fn)(void)) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return "cannot make a pipe for the test child";
         pid_t pid = throwaway_fork();
-        if (pid < 0)
+        if (pid < 0) {
+                close(p[0]);
+                close(p[1]);
                 return "cannot fork a test child";
+        }
         if (pid == 0) {
+                close(p[0]);
                 int threads = preload_count_threads(), sockets = count_sockets();
                 (void) fn();
-                _exit(preload_count_threads() != threads ? TEST_THREAD
-                      : count_sockets() != sockets       ? TEST_SOCKET
-                                                         : TEST_OK);
+                char verdict = preload_count_threads() != threads ? TEST_THREAD
+                               : count_sockets() != sockets       ? TEST_SOCKET
+                                                                  : TEST_OK;
+                (void) !write(p[1], &verdict, 1);
+                _exit(0);
         }
+        close(p[1]);
+        char verdict = 0;
+        ssize_t n;
+        while ((n = read(p[0], &verdict, 1)) < 0 && errno == EINTR)
+                ;
+        close(p[0]);
         int status;
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
@@ -173,16 +203,13 @@ static const char *test_in_child(void *(*fn)(void)) {
         }
         if (WIFSIGNALED(status))
                 return "it killed the test child";
-        switch (WEXITSTATUS(status)) {
-        case TEST_OK:
-                return NULL;
-        case TEST_THREAD:
-                return "it starts a thread; the daemon forks and must stay single-threaded";
-        case TEST_SOCKET:
-                return "it opens a socket: every program would share one connection";
-        default:
-                return "the test child failed";
+        if (n != 1) {
+                static char ended[80];
+                snprintf(ended, sizeof ended, "it ended the test child (exit status %d): it would end the daemon",
+                         WEXITSTATUS(status));
+                return ended;
         }
+        return verdict_text(verdict);
 }
 
 void warm_up_run(const struct string_list *names, struct warm_up_result *ret) {
