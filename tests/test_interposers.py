@@ -133,6 +133,4 @@ def test_such_a_program_runs_by_exec_with_the_reason():
 
 @pytest.mark.parametrize("program", ["/usr/bin/ls", "/usr/bin/sqlite3", "/usr/bin/lame", "/usr/bin/qpdf"])
 def test_libm_and_other_libraries_do_not_count(program):
-    v = verdict(program)
-    # qpdf is served, in preload mode only for its C++ static destructors (test_warm_exit.py).
-    assert v["mode"] == "warm" or (program.endswith("qpdf") and "to run at exit" in v["warm_reason"]), v
+    assert verdict(program)["mode"] == "warm"

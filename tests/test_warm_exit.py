@@ -2,10 +2,12 @@
 static object's destructor registered with __cxa_atexit, the program's own destructors) then ran at
 the exit of every program the daemon served: a C program served beside a warm C++ one died of
 SIGSEGV in that one's destructor, which wrote to its own copy of std::cout; text a warm program's
-constructor left in stdio's buffer was printed by every served program. Such a program is served
-in preload mode now (a new user's trial, 2026-11-29). So is one whose constructors call exit(): the
-trial read its verdict from the child's exit status, so exit(0) passed as fine and the program was
-loaded warm, and its constructor ended the daemon's zygote."""
+constructor left in stdio's buffer was printed by every served program (a new user's trial,
+2026-11-29). What the constructors register is now recorded in the daemon and registered again in
+each of the program's own launches, so such a program stays warm; one with destructors of its own,
+or leaving output, is served in preload mode. So is one whose constructors call exit(): the trial
+read its verdict from the child's exit status, so exit(0) passed as fine and the program was loaded
+warm, and its constructor ended the daemon's zygote."""
 
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ SOURCES = {
     # A static object whose destructor writes with std::cout: registered with __cxa_atexit.
     "static-dtor.cc": '#include <iostream>\nstruct G { ~G() { std::cout << "static dtor" << std::endl; } };\n'
     'static G g;\nint main() { std::cout << "static main" << std::endl; return 0; }\n',
+    # Registered from a C constructor: atexit (through libc_nonshared's __cxa_atexit), on_exit with
+    # an argument, at_quick_exit (main leaves by quick_exit), in an order their output shows.
+    "ctor-atexit.c": "#include <stdio.h>\n#include <stdlib.h>\nstatic int n = 7;\n"
+    'static void a(void) { puts("atexit"); }\nstatic void q(void) { puts("quick"); }\n'
+    'static void o(int status, void *arg) { printf("on_exit %d %d\\n", status, *(int *) arg); }\n'
+    "__attribute__((constructor)) static void c(void) { atexit(a); on_exit(o, &n); at_quick_exit(q); }\n"
+    "int main(int argc, char **argv) {\n  setvbuf(stdout, NULL, _IONBF, 0); /* quick_exit flushes nothing */\n"
+    '  n = argc; puts("main"); if (argc > 1) quick_exit(4); return 5; }\n',
     # A destructor of the program's own (DT_FINI_ARRAY), which the loader runs at exit.
     "own-dtor.c": '#include <stdio.h>\n__attribute__((destructor)) static void d(void) { puts("own dtor"); }\n'
     'int main(void) { puts("own main"); return 0; }\n',
@@ -34,8 +44,8 @@ SOURCES = {
     "int main(void) { return 1; }\n",
     "plain.c": '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n',
 }
+WARM = ["static-dtor", "ctor-atexit", "plain"]
 REASONS = {
-    "static-dtor": "register functions to run at exit",
     "own-dtor": "it has destructors",
     "ctor-output": "leave output in stdio's buffers",
     "ctor-exit0": "its constructors end the process (exit status 0)",
@@ -60,21 +70,24 @@ def test_what_a_warm_program_leaves_for_the_exit_reaches_no_other_program(tmp_pa
     programs = build(tmp_path)
     bystander = tmp_path / "bystander"
     shutil.copy(programs["plain"], bystander)
-    extra = [arg for p in programs.values() for arg in ("--warm", str(p))]
+    extra = ["--pool", "1", *(arg for p in programs.values() for arg in ("--warm", str(p)))]
     with private_daemon([bystander], extra_args=extra) as d:
         status = d.status()["program"]
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
-        for program in [bystander, *programs.values()]:
-            by_exec = subprocess.run([str(program)], capture_output=True, env=base_env())
+        # Twice each: the registrations are made in each launch, never kept in the daemon.
+        for program, args in [(p, a) for p in [bystander, *programs.values()] for a in ([], ["x"])] * 2:
+            by_exec = subprocess.run([str(program), *args], capture_output=True, env=base_env())
             with Served(d):
-                served = subprocess.run([*client, str(program)], capture_output=True, env=base_env())
-            assert by_exec.returncode in (0, 3)
+                served = subprocess.run([*client, str(program), *args], capture_output=True, env=base_env())
             expected = (by_exec.returncode, by_exec.stdout, b"")
-            assert (served.returncode, served.stdout, served.stderr) == expected, program
+            assert (served.returncode, served.stdout, served.stderr) == expected, (program, args)
+    assert subprocess.run([str(programs["ctor-atexit"])], capture_output=True).stdout == b"main\non_exit 5 1\natexit\n"
+    assert subprocess.run([str(programs["ctor-atexit"]), "x"], capture_output=True).stdout == b"main\nquick\n"
+    for name in WARM:
+        assert f"warm {programs[name]}" in status, status
     for name, why in REASONS.items():
         (line,) = [s for s in status if s.split(" -- ")[0].endswith(f"/{name}")]
         assert line.startswith("preload ") and why in line, line
-    assert f"warm {programs['plain']}" in status, status
 
 
 def test_a_warm_up_step_that_calls_exit_is_refused_and_the_daemon_serves_on(tmp_path):

@@ -357,6 +357,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
          * exits or crashes ends the program, which the client must not run again. */
         program_constructors_run(&spec->start.constructors, program->l_addr, (int) req->fixed.argc, req->argv,
                                  environ);
+        exit_registrations_replay(&spec->start.exits);
         after_main_arm(spec->after_main);
         /* A program starts with errno 0 under exec; what the daemon's own calls left would show in
          * a program that reports errno without a failing call of its own first (xrdb's "Can't open

@@ -4,6 +4,7 @@
 
 #include "bind-plan.h"
 #include "constructors.h"
+#include "exit-registrations.h"
 #include "prepare-toolkit.h"
 #include "program-tls.h"
 #include "protocol.h"
@@ -20,6 +21,8 @@ struct image_start {
         struct program_constructors constructors; /* hidden from dlopen in the loadable copy; run by
                                                    * the launch (none: dlopen ran them, or a warm
                                                    * program's ran in the daemon) */
+        struct exit_registrations exits; /* what a warm program's constructors registered to run at
+                                          * exit, made again where they would have run */
 };
 
 /* Positions in the fds received with a LAUNCH request. */

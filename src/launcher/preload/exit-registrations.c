@@ -1,65 +1,162 @@
 /* SPDX-License-Identifier: MIT */
 #include "exit-registrations.h"
 
-#include <stdbool.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "loaded-relocs.h"
 #include "macro.h"
 
-/* The C library's and the C++ runtime's ways to have a function called at exit. A program built
- * with today's glibc has atexit and at_quick_exit linked in from libc_nonshared.a, which call the
- * __cxa_ ones through its own references; one built long ago references glibc's old atexit. */
-static const char *const REGISTRATIONS[] = {
-        "__cxa_atexit",        "atexit",
-        "on_exit",             "__cxa_at_quick_exit",
-        "at_quick_exit",       "__cxa_thread_atexit",
-        "__cxa_thread_atexit_impl",
-};
+/* glibc's own registration functions, which atexit and at_quick_exit (linked into programs from
+ * libc_nonshared.a) call with the program's __dso_handle. */
+extern int __cxa_atexit(void (*function)(void *), void *argument, void *object);
+extern int __cxa_at_quick_exit(void (*function)(void), void *object);
 
-static unsigned counted;
+static struct exit_registrations *recording;
 
-/* Stands for every registration function: each returns 0 for success and takes at most three
- * arguments, which are ignored. Nothing is registered: the child ends once the count is read. */
-static int count_registration(void *function, void *argument, void *object) {
+static int record(enum exit_registration_kind kind, void *function, void *argument, void *object) {
+        struct exit_registrations *r = recording;
+        if (r->n == r->allocated) {
+                size_t allocated = r->allocated ? 2 * r->allocated : 16;
+                struct exit_registration *items = realloc(r->items, allocated * sizeof *items);
+                if (!items) {
+                        r->error = -ENOMEM;
+                        return -1;
+                }
+                r->items = items;
+                r->allocated = allocated;
+        }
+        r->items[r->n++] = (struct exit_registration){ kind, function, argument, object };
+        return 0;
+}
+
+static int record_cxa_atexit(void *function, void *argument, void *object) {
+        return record(EXIT_AT_EXIT, function, argument, object);
+}
+
+/* A program built long ago references glibc's old atexit, which registers with no object. */
+static int record_atexit(void *function) {
+        return record(EXIT_AT_EXIT, function, NULL, NULL);
+}
+
+static int record_on_exit(void *function, void *argument) {
+        return record(EXIT_ON_EXIT, function, argument, NULL);
+}
+
+static int record_cxa_at_quick_exit(void *function, void *object) {
+        return record(EXIT_AT_QUICK_EXIT, function, NULL, object);
+}
+
+static int record_at_quick_exit(void *function) {
+        return record(EXIT_AT_QUICK_EXIT, function, NULL, NULL);
+}
+
+/* Registers nothing: the daemon's thread is not the program's. The program is then not warm. */
+static int drop_thread_atexit(void *function, void *argument, void *object) {
         (void) function;
         (void) argument;
         (void) object;
-        counted++;
+        recording->unrepeatable++;
         return 0;
 }
+
+static const struct {
+        const char *name;
+        uintptr_t recorder;
+} REGISTRATIONS[] = {
+        { "__cxa_atexit", (uintptr_t) record_cxa_atexit },
+        { "atexit", (uintptr_t) record_atexit },
+        { "on_exit", (uintptr_t) record_on_exit },
+        { "__cxa_at_quick_exit", (uintptr_t) record_cxa_at_quick_exit },
+        { "at_quick_exit", (uintptr_t) record_at_quick_exit },
+        { "__cxa_thread_atexit", (uintptr_t) drop_thread_atexit },
+        { "__cxa_thread_atexit_impl", (uintptr_t) drop_thread_atexit },
+};
+
+/* The slots pointed at a recorder, with what the loader had written there. A program references
+ * each function through one or two slots (its PLT's and a GOT entry). */
+#define MAX_REDIRECTED 32
+static struct {
+        uintptr_t *slot, value;
+} redirected[MAX_REDIRECTED];
+static size_t nredirected;
 
 struct redirect {
         uintptr_t relro_start, relro_end;
         int error;
 };
 
-static bool is_registration(const char *name) {
+static uintptr_t recorder_for(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(REGISTRATIONS); i++)
-                if (strcmp(name, REGISTRATIONS[i]) == 0)
-                        return true;
-        return false;
+                if (strcmp(name, REGISTRATIONS[i].name) == 0)
+                        return REGISTRATIONS[i].recorder;
+        return 0;
 }
 
 static int redirect_one(const struct loaded_reloc *r, void *userdata) {
         struct redirect *d = userdata;
-        if (!r->name || !is_registration(r->name) || !loaded_reloc_is_address(r))
+        uintptr_t recorder = r->name ? recorder_for(r->name) : 0;
+        if (!recorder || !loaded_reloc_is_address(r))
                 return 0;
-        int e = loaded_slot_write(r->slot, (uintptr_t) count_registration, d->relro_start, d->relro_end);
+        if (nredirected == MAX_REDIRECTED)
+                return d->error = -E2BIG;
+        redirected[nredirected].slot = r->slot;
+        redirected[nredirected].value = *r->slot;
+        int e = loaded_slot_write(r->slot, recorder, d->relro_start, d->relro_end);
         if (e < 0)
-                d->error = e;
+                return d->error = e;
+        nredirected++;
         return 0;
 }
 
-int exit_registrations_count(const struct link_map *program) {
+int exit_registrations_record(const struct link_map *program, struct exit_registrations *into) {
         struct redirect d = { 0 };
+        recording = into;
+        nredirected = 0;
         loaded_relro_range(program, &d.relro_start, &d.relro_end);
         int r = loaded_relocs_walk(program, redirect_one, &d);
+        if (r >= 0 && d.error >= 0)
+                return 0;
+        (void) exit_registrations_stop(program);
         return r < 0 ? r : d.error;
 }
 
-unsigned exit_registrations_counted(void) {
-        return counted;
+int exit_registrations_stop(const struct link_map *program) {
+        uintptr_t relro_start, relro_end;
+        loaded_relro_range(program, &relro_start, &relro_end);
+        int error = 0;
+        for (size_t i = 0; i < nredirected; i++) {
+                int e = loaded_slot_write(redirected[i].slot, redirected[i].value, relro_start, relro_end);
+                if (e < 0)
+                        error = e;
+        }
+        nredirected = 0;
+        recording = NULL;
+        return error;
+}
+
+void exit_registrations_replay(const struct exit_registrations *r) {
+        for (size_t i = 0; r && i < r->n; i++) {
+                const struct exit_registration *e = &r->items[i];
+                switch (e->kind) {
+                case EXIT_AT_EXIT:
+                        (void) __cxa_atexit((void (*)(void *)) e->function, e->argument, e->object);
+                        break;
+                case EXIT_ON_EXIT:
+                        (void) on_exit((void (*)(int, void *)) e->function, e->argument);
+                        break;
+                case EXIT_AT_QUICK_EXIT:
+                        (void) __cxa_at_quick_exit((void (*)(void)) e->function, e->object);
+                        break;
+                }
+        }
+}
+
+void exit_registrations_done(struct exit_registrations *r) {
+        free(r->items);
+        *r = (struct exit_registrations){ 0 };
 }
 
 bool exit_registrations_destructors(const struct link_map *program) {

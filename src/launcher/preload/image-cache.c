@@ -33,6 +33,7 @@ static void entry_clear(struct image_entry *e) {
         free(e->copy);
         free(e->reason);
         bind_plan_done(&e->plan);
+        exit_registrations_done(&e->start.exits);
         *e = (struct image_entry){ .fd = -1 };
 }
 

@@ -260,11 +260,24 @@ static void run_warm(const struct link_map *map, const struct program_constructo
         program_constructors_run(c, map->l_addr, argc, (char **) argv, environ);
 }
 
-static void *load_warm(const char *image, const struct program_constructors *c, char *const argv[]) {
+/* Runs them with the program's registrations for the exit recorded into exits: made in its
+ * launches, not in the daemon (exit-registrations.h). Returns 0 or a negative errno. */
+static int run_warm_recorded(const struct link_map *map, const struct program_constructors *c, char *const argv[],
+                             struct exit_registrations *exits) {
+        int r = exit_registrations_record(map, exits);
+        if (r < 0)
+                return r;
+        run_warm(map, c, argv);
+        r = exit_registrations_stop(map);
+        return r < 0 ? r : exits->error;
+}
+
+static void *load_warm(const char *image, const struct program_constructors *c, char *const argv[],
+                       struct exit_registrations *exits) {
         struct link_map *map;
         void *handle = open_warm(image, &map);
-        if (handle)
-                run_warm(map, c, argv);
+        if (handle && run_warm_recorded(map, c, argv, exits) < 0)
+                log_warning("what %s registered to run at exit may not be made again in each launch", image);
         return handle;
 }
 
@@ -285,16 +298,17 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
         int before = preload_count_threads();
         size_t pending = pending_output();
         struct shared_state state;
+        struct exit_registrations exits = { 0 };
         struct link_map *map;
-        if (shared_state_take(&state) < 0 || !open_warm(image, &map) || exit_registrations_count(map) < 0)
+        if (shared_state_take(&state) < 0 || !open_warm(image, &map) ||
+            run_warm_recorded(map, c, argv, &exits) < 0)
                 report_verdict(report, TRIAL_FAILED, NULL);
-        run_warm(map, c, argv);
         if (preload_count_threads() > before)
                 report_verdict(report, TRIAL_THREAD, NULL);
         char library[256];
         if (shared_state_changed(&state, library, sizeof library))
                 report_verdict(report, TRIAL_SHARED, library);
-        if (exit_registrations_counted() > 0 || exit_registrations_destructors(map))
+        if (exits.unrepeatable > 0 || exit_registrations_destructors(map))
                 report_verdict(report, TRIAL_AT_EXIT, NULL);
         if (pending_output() != pending)
                 report_verdict(report, TRIAL_OUTPUT, NULL);
@@ -353,7 +367,7 @@ static int warm_trial(const char *image, const struct program_constructors *c, c
 }
 
 int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
-                         char *const argv[], char *why, size_t size) {
+                         struct exit_registrations *exits, char *const argv[], char *why, size_t size) {
         char library[256];
         int r = warm_trial(image, c, argv, library, sizeof library);
         if (r < 0) {
@@ -373,8 +387,8 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                          "under exec only its own launches would see it",
                          library);
         else if (r == TRIAL_AT_EXIT)
-                snprintf(why, size, "it has destructors, or its constructors register functions to run at exit, which "
-                                    "would run at the exit of every program the daemon starts");
+                snprintf(why, size, "it has destructors, or its constructors register a thread-local object's destructor, "
+                                    "which would run at the exit of every program the daemon starts");
         else if (r == TRIAL_OUTPUT)
                 snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
                                     "starts would print");
@@ -384,7 +398,7 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                 snprintf(why, size, "its test load gave a verdict this daemon does not know (%d)", r);
         if (r != TRIAL_FINE)
                 return log_warning("%s cannot be warm: %s; serving it in preload mode", program, why), -EBUSY;
-        if (!load_warm(image, c, argv)) {
+        if (!load_warm(image, c, argv, exits)) {
                 snprintf(why, size, "it cannot be loaded into the daemon (%s)", dlerror());
                 return log_warning("%s cannot be loaded into the daemon (%s); serving it in preload mode", program,
                                    why),
