@@ -62,6 +62,17 @@ static int drop_thread_atexit(void *function, void *argument, void *object) {
         return 0;
 }
 
+/* Registers nothing: fork handlers registered in the daemon would run at each of its forks, in the
+ * daemon and in every child, whatever program it runs. The program is then not warm. */
+static int drop_atfork(void *prepare, void *parent, void *child, void *object) {
+        (void) prepare;
+        (void) parent;
+        (void) child;
+        (void) object;
+        recording->atfork++;
+        return 0;
+}
+
 static const struct {
         const char *name;
         uintptr_t recorder;
@@ -73,6 +84,8 @@ static const struct {
         { "at_quick_exit", (uintptr_t) record_at_quick_exit },
         { "__cxa_thread_atexit", (uintptr_t) drop_thread_atexit },
         { "__cxa_thread_atexit_impl", (uintptr_t) drop_thread_atexit },
+        { "__register_atfork", (uintptr_t) drop_atfork },
+        { "pthread_atfork", (uintptr_t) drop_atfork },
 };
 
 /* The slots pointed at a recorder, with what the loader had written there. A program references

@@ -13,7 +13,8 @@
  * A thread-local object's destructor (__cxa_thread_atexit) belongs to the daemon's thread and
  * cannot be made again; nor can the program's own destructors (DT_FINI_ARRAY entries beyond the
  * compiler's one), which the loader runs at the exit of every process the program is loaded in.
- * A program with either is not warm. What a library's code registers on the program's behalf is
+ * A program with either is not warm, nor one that registers fork handlers (pthread_atfork), which
+ * would run at every fork of the daemon and in each of its children. What a library's code registers on the program's behalf is
  * not seen. */
 #pragma once
 
@@ -32,6 +33,7 @@ struct exit_registrations {
         struct exit_registration *items;
         size_t n, allocated;
         unsigned unrepeatable; /* thread-local destructors' registrations, which were dropped */
+        unsigned atfork;       /* fork handlers' registrations (pthread_atfork), which were dropped */
         int error;             /* -ENOMEM when a registration could not be stored */
 };
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
+#include "process-state.h"
 #include "shared-state.h"
 #include "throwaway.h"
 
@@ -241,7 +243,8 @@ int preload_count_threads(void) {
 /* What loading the program in the throwaway child found, its first byte on the report pipe. The
  * exit status cannot carry it: the program's constructors may call exit() themselves. */
 enum trial { TRIAL_FINE = 'F', TRIAL_FAILED = 'X', TRIAL_THREAD = 'T', TRIAL_SHARED = 'S', TRIAL_AT_EXIT = 'A',
-             TRIAL_OUTPUT = 'O', TRIAL_ENDED = 'E' /* no verdict: its constructors ended the process */ };
+             TRIAL_OUTPUT = 'O', TRIAL_WRITTEN = 'W', TRIAL_PROCESS = 'P', TRIAL_AT_FORK = 'K',
+             TRIAL_ENDED = 'E' /* no verdict: its constructors ended the process */ };
 
 /* dlopen()s the program's loadable copy, whose constructors it hides from dlopen (constructors.h);
  * its link map in *ret_map. */
@@ -297,10 +300,17 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
                                   int report) {
         int before = preload_count_threads();
         size_t pending = pending_output();
+        /* What its constructors write on stdout and stderr, which under exec every launch would
+         * print, and served warm only the daemon's log. */
+        int written = memfd_create("written", MFD_CLOEXEC);
+        if (written < 0 || dup2(written, STDOUT_FILENO) < 0 || dup2(written, STDERR_FILENO) < 0)
+                report_verdict(report, TRIAL_FAILED, NULL);
+        process_state_neutral();
+        struct process_state *process = process_state_take();
         struct shared_state state;
         struct exit_registrations exits = { 0 };
         struct link_map *map;
-        if (shared_state_take(&state) < 0 || !open_warm(image, &map) ||
+        if (!process || shared_state_take(&state) < 0 || !open_warm(image, &map) ||
             run_warm_recorded(map, c, argv, &exits) < 0)
                 report_verdict(report, TRIAL_FAILED, NULL);
         if (preload_count_threads() > before)
@@ -312,6 +322,13 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
                 report_verdict(report, TRIAL_AT_EXIT, NULL);
         if (pending_output() != pending)
                 report_verdict(report, TRIAL_OUTPUT, NULL);
+        if (exits.atfork > 0)
+                report_verdict(report, TRIAL_AT_FORK, NULL);
+        if (lseek(written, 0, SEEK_END) > 0)
+                report_verdict(report, TRIAL_WRITTEN, NULL);
+        const char *changed = process_state_changed(process);
+        if (changed)
+                report_verdict(report, TRIAL_PROCESS, changed);
         report_verdict(report, TRIAL_FINE, NULL);
 }
 
@@ -392,6 +409,16 @@ int preload_warm_program(const char *program, const char *image, const struct pr
         else if (r == TRIAL_OUTPUT)
                 snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
                                     "starts would print");
+        else if (r == TRIAL_WRITTEN)
+                snprintf(why, size, "its constructors write output, which under exec each launch would print");
+        else if (r == TRIAL_AT_FORK)
+                snprintf(why, size, "its constructors register fork handlers (pthread_atfork), which would run at every "
+                                    "fork of the daemon and in every program it starts");
+        else if (r == TRIAL_PROCESS)
+                snprintf(why, size,
+                         "its constructors change %s, which each launch would reset or every program the daemon "
+                         "starts would share; under exec only its own main would see it",
+                         library);
         else if (r == TRIAL_ENDED)
                 snprintf(why, size, "its constructors end the process (%s), which would end the daemon", library);
         else if (r != TRIAL_FINE)
