@@ -18,43 +18,84 @@ from headstart.daemon import private_daemon
 
 CTOR = "__attribute__((constructor)) static void c(void) { %s }\n"
 SOURCES = {
-    "sigpipe": ("#include <signal.h>\n#include <stdio.h>\n" + CTOR % "signal(SIGPIPE, SIG_IGN);"
-                + "int main(void) { struct sigaction sa; sigaction(SIGPIPE, NULL, &sa);\n"
-                '  puts(sa.sa_handler == SIG_IGN ? "ignored" : "default"); return 0; }\n', "a signal's disposition"),
-    "handler": ("#include <signal.h>\n#include <unistd.h>\nstatic void h(int s) { (void) s; _exit(3); }\n"
-                + CTOR % "signal(SIGTERM, h);" + "int main(void) { raise(SIGTERM); return 0; }\n",
-                "a signal's disposition"),
-    "mask": ("#include <signal.h>\n#include <stdio.h>\n"
-             + CTOR % "sigset_t s; sigemptyset(&s); sigaddset(&s, SIGUSR1); sigprocmask(SIG_BLOCK, &s, NULL);"
-             + "int main(void) { sigset_t s; sigprocmask(SIG_BLOCK, NULL, &s);\n"
-             '  printf("%d\\n", sigismember(&s, SIGUSR1)); return 0; }\n', "the signal mask"),
-    "umask": ("#include <stdio.h>\n#include <sys/stat.h>\n" + CTOR % "umask(077);"
-              + 'int main(void) { printf("%03o\\n", umask(0)); return 0; }\n', "the umask"),
-    "chdir": ("#include <stdio.h>\n#include <unistd.h>\n" + CTOR % 'chdir("/");'
-              + 'int main(void) { char b[256]; puts(getcwd(b, sizeof b)); return 0; }\n', "the working or root directory"),
-    "opens": ("#include <stdio.h>\nstatic FILE *f;\n" + CTOR % 'f = fopen("/dev/null", "w");'
-              + 'int main(void) { fputs("x", f); printf("%d\\n", fflush(f)); return 0; }\n', "the open file descriptors"),
-    "alarm": ("#include <unistd.h>\n" + CTOR % "alarm(1);" + "int main(void) { sleep(3); return 0; }\n",
-              "a timer of the process"),
-    "locale": ("#include <locale.h>\n#include <stdio.h>\n" + CTOR % 'setlocale(LC_ALL, "C.UTF-8");'
-               + "int main(void) { puts(setlocale(LC_ALL, NULL)); return 0; }\n", "the C library's locale"),
-    "nnp": ("#include <stdio.h>\n#include <sys/prctl.h>\n" + CTOR % "prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);"
-            + 'int main(void) { printf("%d\\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)); return 0; }\n',
-            "a process attribute"),
-    "nofile": ("#include <stdio.h>\n#include <sys/resource.h>\n"
-               + CTOR % "struct rlimit r; getrlimit(RLIMIT_NOFILE, &r); r.rlim_cur = 100; setrlimit(RLIMIT_NOFILE, &r);"
-               + "int main(void) { struct rlimit r; getrlimit(RLIMIT_NOFILE, &r);\n"
-               '  printf("%lu\\n", (unsigned long) r.rlim_cur); return 0; }\n', "a resource limit"),
-    "atfork": ("#include <pthread.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
-               'static void ch(void) { (void) !write(1, "handler\\n", 8); }\n' + CTOR % "pthread_atfork(NULL, NULL, ch);"
-               + "int main(void) { pid_t p = fork(); if (!p) _exit(0); waitpid(p, 0, 0); return 0; }\n",
-               "fork handlers"),
-    "warns": ("#include <stdio.h>\n" + CTOR % 'fprintf(stderr, "warning\\n");' + "int main(void) { return 0; }\n",
-              "its constructors write output"),
+    "sigpipe": (
+        "#include <signal.h>\n#include <stdio.h>\n"
+        + CTOR % "signal(SIGPIPE, SIG_IGN);"
+        + "int main(void) { struct sigaction sa; sigaction(SIGPIPE, NULL, &sa);\n"
+        '  puts(sa.sa_handler == SIG_IGN ? "ignored" : "default"); return 0; }\n',
+        "a signal's disposition",
+    ),
+    "handler": (
+        "#include <signal.h>\n#include <unistd.h>\nstatic void h(int s) { (void) s; _exit(3); }\n"
+        + CTOR % "signal(SIGTERM, h);"
+        + "int main(void) { raise(SIGTERM); return 0; }\n",
+        "a signal's disposition",
+    ),
+    "mask": (
+        "#include <signal.h>\n#include <stdio.h>\n"
+        + CTOR % "sigset_t s; sigemptyset(&s); sigaddset(&s, SIGUSR1); sigprocmask(SIG_BLOCK, &s, NULL);"
+        + "int main(void) { sigset_t s; sigprocmask(SIG_BLOCK, NULL, &s);\n"
+        '  printf("%d\\n", sigismember(&s, SIGUSR1)); return 0; }\n',
+        "the signal mask",
+    ),
+    "umask": (
+        "#include <stdio.h>\n#include <sys/stat.h>\n"
+        + CTOR % "umask(077);"
+        + 'int main(void) { printf("%03o\\n", umask(0)); return 0; }\n',
+        "the umask",
+    ),
+    "chdir": (
+        "#include <stdio.h>\n#include <unistd.h>\n"
+        + CTOR % 'chdir("/");'
+        + "int main(void) { char b[256]; puts(getcwd(b, sizeof b)); return 0; }\n",
+        "the working or root directory",
+    ),
+    "opens": (
+        "#include <stdio.h>\nstatic FILE *f;\n"
+        + CTOR % 'f = fopen("/dev/null", "w");'
+        + 'int main(void) { fputs("x", f); printf("%d\\n", fflush(f)); return 0; }\n',
+        "the open file descriptors",
+    ),
+    "alarm": (
+        "#include <unistd.h>\n" + CTOR % "alarm(1);" + "int main(void) { sleep(3); return 0; }\n",
+        "a timer of the process",
+    ),
+    "locale": (
+        "#include <locale.h>\n#include <stdio.h>\n"
+        + CTOR % 'setlocale(LC_ALL, "C.UTF-8");'
+        + "int main(void) { puts(setlocale(LC_ALL, NULL)); return 0; }\n",
+        "the C library's locale",
+    ),
+    "nnp": (
+        "#include <stdio.h>\n#include <sys/prctl.h>\n"
+        + CTOR % "prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);"
+        + 'int main(void) { printf("%d\\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)); return 0; }\n',
+        "a process attribute",
+    ),
+    "nofile": (
+        "#include <stdio.h>\n#include <sys/resource.h>\n"
+        + CTOR % "struct rlimit r; getrlimit(RLIMIT_NOFILE, &r); r.rlim_cur = 100; setrlimit(RLIMIT_NOFILE, &r);"
+        + "int main(void) { struct rlimit r; getrlimit(RLIMIT_NOFILE, &r);\n"
+        '  printf("%lu\\n", (unsigned long) r.rlim_cur); return 0; }\n',
+        "a resource limit",
+    ),
+    "atfork": (
+        "#include <pthread.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
+        'static void ch(void) { (void) !write(1, "handler\\n", 8); }\n'
+        + CTOR % "pthread_atfork(NULL, NULL, ch);"
+        + "int main(void) { pid_t p = fork(); if (!p) _exit(0); waitpid(p, 0, 0); return 0; }\n",
+        "fork handlers",
+    ),
+    "warns": (
+        "#include <stdio.h>\n" + CTOR % 'fprintf(stderr, "warning\\n");' + "int main(void) { return 0; }\n",
+        "its constructors write output",
+    ),
 }
-BYSTANDER = ("#include <locale.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
-             "int main(void) { puts(setlocale(LC_ALL, NULL)); fflush(stdout);\n"
-             "  pid_t p = fork(); if (!p) _exit(0); waitpid(p, 0, 0); return 0; }\n")
+BYSTANDER = (
+    "#include <locale.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/wait.h>\n"
+    "int main(void) { puts(setlocale(LC_ALL, NULL)); fflush(stdout);\n"
+    "  pid_t p = fork(); if (!p) _exit(0); waitpid(p, 0, 0); return 0; }\n"
+)
 
 
 def build(tmp: Path, name: str, text: str) -> Path:
@@ -77,7 +118,10 @@ def test_constructors_that_change_the_process_are_not_warm(tmp_path):
             with Served(d):
                 served = subprocess.run([*client, str(program)], capture_output=True, env=base_env())
             assert (served.returncode, served.stdout, served.stderr) == (
-                by_exec.returncode, by_exec.stdout, by_exec.stderr), program
+                by_exec.returncode,
+                by_exec.stdout,
+                by_exec.stderr,
+            ), program
     for name, (_, why) in SOURCES.items():
         (line,) = [s for s in status if s.split(" -- ")[0].endswith(f"/{name}")]
         assert line.startswith("preload ") and why in line, line

@@ -14,8 +14,8 @@
  * cannot be made again; nor can the program's own destructors (DT_FINI_ARRAY entries beyond the
  * compiler's one), which the loader runs at the exit of every process the program is loaded in.
  * A program with either is not warm, nor one that registers fork handlers (pthread_atfork), which
- * would run at every fork of the daemon and in each of its children. What a library's code registers on the program's behalf is
- * not seen. */
+ * would run at every fork of the daemon and in each of its children. What a library's code
+ * registers on the program's behalf is not seen. */
 #pragma once
 
 #include <link.h>

@@ -93,10 +93,14 @@ static void take(struct process_state *s) {
         s->umask = umask(0);
         umask(s->umask);
         struct stat st;
-        if (stat(".", &st) == 0)
-                s->cwd_dev = st.st_dev, s->cwd_ino = st.st_ino;
-        if (stat("/", &st) == 0)
-                s->root_dev = st.st_dev, s->root_ino = st.st_ino;
+        if (stat(".", &st) == 0) {
+                s->cwd_dev = st.st_dev;
+                s->cwd_ino = st.st_ino;
+        }
+        if (stat("/", &st) == 0) {
+                s->root_dev = st.st_dev;
+                s->root_ino = st.st_ino;
+        }
         for (int i = 0; i < RLIM_NLIMITS; i++)
                 (void) getrlimit(i, &s->limits[i]);
         DIR *d = opendir("/proc/self/fd");
@@ -144,7 +148,8 @@ static long long usec(const struct timeval *t) {
 /* The real timer runs down on its own (a throwaway child has its deadline there): changed when it
  * is now later, or earlier by more than the time that passed. The others run only with the CPU. */
 static bool timers_changed(const struct process_state *a, const struct process_state *b) {
-        long long passed = ((long long) (b->at.tv_sec - a->at.tv_sec) * 1000000000 + (b->at.tv_nsec - a->at.tv_nsec)) / 1000;
+        long long passed =
+                ((long long) (b->at.tv_sec - a->at.tv_sec) * 1000000000 + (b->at.tv_nsec - a->at.tv_nsec)) / 1000;
         long long before = usec(&a->real.it_value), after = usec(&b->real.it_value);
         if (usec(&a->real.it_interval) != usec(&b->real.it_interval) || (before == 0) != (after == 0) ||
             after > before || after < before - passed - 100000)
@@ -152,7 +157,8 @@ static bool timers_changed(const struct process_state *a, const struct process_s
         return usec(&a->virt.it_interval) != usec(&b->virt.it_interval) ||
                (usec(&a->virt.it_value) == 0) != (usec(&b->virt.it_value) == 0) ||
                usec(&a->prof.it_interval) != usec(&b->prof.it_interval) ||
-               (usec(&a->prof.it_value) == 0) != (usec(&b->prof.it_value) == 0) || strcmp(a->timers, b->timers) != 0;
+               (usec(&a->prof.it_value) == 0) != (usec(&b->prof.it_value) == 0) ||
+               strcmp(a->timers, b->timers) != 0;
 }
 
 const char *process_state_changed(const struct process_state *s) {
