@@ -4,7 +4,9 @@ did not see it (SIGPIPE ignored, a signal handler, the umask, the working direct
 for main to write to, a timer), or every program the daemon served shared it (the C library's
 locale, a fork handler), or the daemon declined every client after (no_new_privs) or could launch
 nothing (a lower RLIMIT_NOFILE). What they wrote on stderr reached the daemon's log, not each
-launch's. Such a program is served in preload mode now (a new user's trial, 2026-11-29)."""
+launch's. What they wrote to a library variable the program copies (opterr) was lost: each launch
+filled the copy again from the library's. A library they loaded stayed in every program the daemon
+served. Such a program is served in preload mode now (a new user's trial, 2026-11-29)."""
 
 from __future__ import annotations
 
@@ -85,6 +87,21 @@ SOURCES = {
         + CTOR % "pthread_atfork(NULL, NULL, ch);"
         + "int main(void) { pid_t p = fork(); if (!p) _exit(0); waitpid(p, 0, 0); return 0; }\n",
         "fork handlers",
+    ),
+    # A library variable the program copies (a copy relocation), which each launch filled again
+    # from the library's own: main saw opterr 1, and getopt complained.
+    "opterr": (
+        "#include <stdio.h>\n#include <unistd.h>\n"
+        + CTOR % "opterr = 0;"
+        + 'int main(void) { char *a[] = { "p", "-z", NULL }; printf("%c\\n", getopt(2, a, "a")); return 0; }\n',
+        "a library's variable that the program copies",
+    ),
+    # A library loaded by a constructor stayed in the daemon, in every program it served.
+    "plugin": (
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        + CTOR % 'dlopen("libz.so.1", RTLD_NOW);'
+        + 'int main(void) { puts(dlopen("libz.so.1", RTLD_NOLOAD) ? "loaded" : "not"); return 0; }\n',
+        "its constructors load a library",
     ),
     "warns": (
         "#include <stdio.h>\n" + CTOR % 'fprintf(stderr, "warning\\n");' + "int main(void) { return 0; }\n",

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bind-plan.h"
 #include "constructors.h"
 #include "elf-info.h"
 #include "eligibility.h"
@@ -244,6 +245,7 @@ int preload_count_threads(void) {
  * exit status cannot carry it: the program's constructors may call exit() themselves. */
 enum trial { TRIAL_FINE = 'F', TRIAL_FAILED = 'X', TRIAL_THREAD = 'T', TRIAL_SHARED = 'S', TRIAL_AT_EXIT = 'A',
              TRIAL_OUTPUT = 'O', TRIAL_WRITTEN = 'W', TRIAL_PROCESS = 'P', TRIAL_AT_FORK = 'K',
+             TRIAL_LOADS = 'L', TRIAL_COPIES = 'C',
              TRIAL_ENDED = 'E' /* no verdict: its constructors ended the process */ };
 
 /* dlopen()s the program's loadable copy, whose constructors it hides from dlopen (constructors.h);
@@ -296,8 +298,47 @@ static _Noreturn void report_verdict(int report, enum trial verdict, const char 
         _exit(0);
 }
 
-static _Noreturn void trial_child(const char *image, const struct program_constructors *c, char *const argv[],
-                                  int report) {
+static int count_one(struct dl_phdr_info *info, size_t size, void *count) {
+        (void) info;
+        (void) size;
+        ++*(size_t *) count;
+        return 0;
+}
+
+/* Objects loaded in this process: what a constructor dlopen()s would stay in the daemon, in every
+ * program it starts, with whatever that object's own constructors registered. */
+static size_t loaded_objects(void) {
+        size_t n = 0;
+        dl_iterate_phdr(count_one, &n);
+        return n;
+}
+
+/* The bytes of the program's copies of library variables (bind-plan.h: opterr, std::cout), which
+ * each launch fills from the library's variable: what the constructors write there, main would not
+ * see. NULL when there are none, or out of memory (*ret_failed). */
+static unsigned char *copies_take(const struct bind_plan *plan, uintptr_t base, size_t *ret_size, bool *ret_failed) {
+        size_t size = 0;
+        for (uint32_t i = 0; plan && i < plan->ncopies; i++)
+                size += plan->copies[i].size;
+        *ret_size = size;
+        *ret_failed = false;
+        unsigned char *buf = size ? malloc(size) : NULL;
+        if (size && !buf)
+                *ret_failed = true;
+        for (uint32_t i = 0, at = 0; buf && i < plan->ncopies; at += plan->copies[i++].size)
+                memcpy(buf + at, (const void *) (base + plan->copies[i].offset), plan->copies[i].size);
+        return buf;
+}
+
+static bool copies_changed(const struct bind_plan *plan, uintptr_t base, const unsigned char *before, size_t size) {
+        size_t now_size;
+        bool failed;
+        _cleanup_free_ unsigned char *now = copies_take(plan, base, &now_size, &failed);
+        return failed || (size && memcmp(now, before, size) != 0);
+}
+
+static _Noreturn void trial_child(const char *image, const struct program_constructors *c,
+                                  const struct bind_plan *plan, char *const argv[], int report) {
         int before = preload_count_threads();
         size_t pending = pending_output();
         /* What its constructors write on stdout and stderr, which under exec every launch would
@@ -310,8 +351,12 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
         struct shared_state state;
         struct exit_registrations exits = { 0 };
         struct link_map *map;
-        if (!process || shared_state_take(&state) < 0 || !open_warm(image, &map) ||
-            run_warm_recorded(map, c, argv, &exits) < 0)
+        if (!process || shared_state_take(&state) < 0 || !open_warm(image, &map))
+                report_verdict(report, TRIAL_FAILED, NULL);
+        size_t objects = loaded_objects(), copies_size;
+        bool failed;
+        unsigned char *copies = copies_take(plan, map->l_addr, &copies_size, &failed);
+        if (failed || run_warm_recorded(map, c, argv, &exits) < 0)
                 report_verdict(report, TRIAL_FAILED, NULL);
         if (preload_count_threads() > before)
                 report_verdict(report, TRIAL_THREAD, NULL);
@@ -329,6 +374,10 @@ static _Noreturn void trial_child(const char *image, const struct program_constr
         const char *changed = process_state_changed(process);
         if (changed)
                 report_verdict(report, TRIAL_PROCESS, changed);
+        if (loaded_objects() != objects)
+                report_verdict(report, TRIAL_LOADS, NULL);
+        if (copies_changed(plan, map->l_addr, copies, copies_size))
+                report_verdict(report, TRIAL_COPIES, NULL);
         report_verdict(report, TRIAL_FINE, NULL);
 }
 
@@ -351,8 +400,8 @@ static int read_verdict(int fd, char *library, size_t size) {
 /* Loading runs the program's constructors, so try it first where a thread, what they leave in the
  * libraries every program shares (shared-state.h), or their calling exit() could do no harm.
  * Returns a trial or a negative errno; the library changed in library, or how the child ended. */
-static int warm_trial(const char *image, const struct program_constructors *c, char *const argv[], char *library,
-                      size_t size) {
+static int warm_trial(const char *image, const struct program_constructors *c, const struct bind_plan *plan,
+                      char *const argv[], char *library, size_t size) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
@@ -365,7 +414,7 @@ static int warm_trial(const char *image, const struct program_constructors *c, c
         }
         if (pid == 0) {
                 close(p[0]);
-                trial_child(image, c, argv, p[1]);
+                trial_child(image, c, plan, argv, p[1]);
         }
         close(p[1]);
         int verdict = read_verdict(p[0], library, size);
@@ -384,9 +433,10 @@ static int warm_trial(const char *image, const struct program_constructors *c, c
 }
 
 int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
-                         struct exit_registrations *exits, char *const argv[], char *why, size_t size) {
+                         const struct bind_plan *plan, struct exit_registrations *exits, char *const argv[], char *why,
+                         size_t size) {
         char library[256];
-        int r = warm_trial(image, c, argv, library, sizeof library);
+        int r = warm_trial(image, c, plan, argv, library, sizeof library);
         if (r < 0) {
                 snprintf(why, size, "it cannot be loaded into the daemon (its constructors or libraries fail there)");
                 return log_warning_errno(r, "%s cannot be loaded into the daemon; serving it in preload mode", program);
@@ -419,6 +469,12 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                          "its constructors change %s, which each launch would reset or every program the daemon "
                          "starts would share; under exec only its own main would see it",
                          library);
+        else if (r == TRIAL_LOADS)
+                snprintf(why, size, "its constructors load a library (dlopen), which would stay loaded in every program "
+                                    "the daemon starts");
+        else if (r == TRIAL_COPIES)
+                snprintf(why, size, "its constructors write to a library's variable that the program copies (such as "
+                                    "opterr or std::cout), which each launch fills again from the library's");
         else if (r == TRIAL_ENDED)
                 snprintf(why, size, "its constructors end the process (%s), which would end the daemon", library);
         else if (r != TRIAL_FINE)
