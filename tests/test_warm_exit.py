@@ -42,11 +42,16 @@ SOURCES = {
     "int main(void) { return 1; }\n",
     "ctor-exit3.c": "#include <stdlib.h>\n__attribute__((constructor)) static void c(void) { exit(3); }\n"
     "int main(void) { return 1; }\n",
+    # A destructor named to the linker (DT_FINI), which the loader runs at exit.
+    "own-fini.c": '#include <unistd.h>\nvoid fini(void) { (void) !write(1, "own fini\\n", 9); }\n'
+    "int main(void) { return 0; }\n",
     "plain.c": '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n',
 }
+LINK_FLAGS = {"own-fini": ["-Wl,-fini=fini"]}
 WARM = ["static-dtor", "ctor-atexit", "plain"]
 REASONS = {
     "own-dtor": "it has destructors",
+    "own-fini": "a destructor of its own (DT_FINI",
     "ctor-output": "leave output in stdio's buffers",
     "ctor-exit0": "its constructors end the process (exit status 0)",
     "ctor-exit3": "its constructors end the process (exit status 3)",
@@ -61,7 +66,8 @@ def build(tmp: Path) -> dict[str, Path]:
             pytest.skip(f"needs {compiler}")
         (tmp / name).write_text(text)
         out = tmp / name.rsplit(".", 1)[0]
-        subprocess.run([compiler, "-O2", "-o", str(out), str(tmp / name)], check=True)
+        flags = LINK_FLAGS.get(out.name, [])
+        subprocess.run([compiler, "-O2", "-o", str(out), str(tmp / name), *flags], check=True)
         built[out.name] = out
     return built
 

@@ -86,6 +86,20 @@ static bool is_sanitizer_runtime(const char *name, size_t max) {
         return false;
 }
 
+static const Elf64_Shdr *section_headers(const struct image *im);
+
+/* crti's _fini is all of the .fini section (a few instructions: the C runtime's prologue and
+ * epilogue); -Wl,-fini= points DT_FINI at a function elsewhere. Unsure (no section headers): own. */
+static bool is_own_fini(const struct image *im, uint64_t fini) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        const Elf64_Shdr *sh = e->e_shentsize == sizeof(Elf64_Shdr) ? section_headers(im) : NULL;
+        for (unsigned i = 0; sh && i < e->e_shnum; i++)
+                if (sh[i].sh_addr == fini && sh[i].sh_type == SHT_PROGBITS && (sh[i].sh_flags & SHF_EXECINSTR) &&
+                    sh[i].sh_size <= 64)
+                        return false;
+        return true;
+}
+
 static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct elf_info *info) {
         const Elf64_Dyn *dyn = elf_at(im, dynp->p_offset, dynp->p_filesz, _Alignof(Elf64_Dyn));
         if (!dyn)
@@ -116,6 +130,9 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
                         break;
                 case DT_INIT_ARRAY:
                         info->init_array = dyn[i].d_un.d_ptr;
+                        break;
+                case DT_FINI:
+                        info->own_fini = dyn[i].d_un.d_ptr && is_own_fini(im, dyn[i].d_un.d_ptr);
                         break;
                 case DT_INIT_ARRAYSZ:
                         info->init_arraysz = dyn[i].d_un.d_val;

@@ -43,6 +43,8 @@ struct elf_info {
         uint64_t init_array;   /* DT_INIT_ARRAY, from the load address */
         uint64_t init_arraysz; /* DT_INIT_ARRAYSZ, in bytes (0: none) */
         off_t init_arraysz_offset; /* file offset of the DT_INIT_ARRAYSZ value, when init_arraysz */
+        bool own_fini;         /* DT_FINI names a function of the file's own (-Wl,-fini=), not the C
+                                * runtime's empty _fini, which starts the small .fini section */
 };
 
 /* A file read into memory once, for several of the readers below (the *_of ones); elf_info_read

@@ -340,6 +340,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                                                      .block_offset = tls_block_offset(&facts.elf) };
         if (!e->reason && e->fd < 0)
                 return -ENOMEM;
+        e->own_fini = facts.elf.own_fini;
         e->dev = st->st_dev;
         e->ino = st->st_ino;
         e->size = st->st_size;
@@ -399,5 +400,9 @@ const char *image_entry_warm_refusal(const struct image_entry *e) {
         if (e->start.tls.block_offset)
                 return "its executable has thread-local storage (PT_TLS), which goes in the daemon's one "
                        "reserve at each launch: it cannot be loaded in the daemon ahead of time";
+        /* The loader runs DT_FINI at the exit of every process the program is loaded in. */
+        if (e->own_fini)
+                return "it has a destructor of its own (DT_FINI, -Wl,-fini=), which would run at the exit of every "
+                       "program the daemon starts";
         return NULL;
 }

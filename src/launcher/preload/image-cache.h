@@ -24,6 +24,7 @@ struct image_entry {
         char *copy;   /* our copy's name in the cache directory, or NULL */
         char *reason; /* why not served; NULL when served */
         bool warm;    /* the image is loaded in the daemon: children only call main */
+        bool own_fini; /* elf-info.h: a warm program's DT_FINI would run at every child's exit */
         struct image_start start;
         struct bind_plan plan;
 };
