@@ -120,6 +120,22 @@ def test_a_learned_object_that_starts_a_thread_is_skipped_and_the_program_still_
         assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
 
 
+def test_a_learned_object_whose_constructor_changes_the_process_is_skipped(tmp_path):
+    """A plugin whose constructor ignores SIGPIPE, preloaded, did so in the zygote, and each launch
+    put back the client's disposition: the plugin then said "default" where exec's said "ignored"."""
+    plugin = helper_path("hs-plugin-sigpipe.so")
+    exec_out, _ = run_plugin(None, plugin)
+    assert exec_out == "sigpipe ignored\n"
+    with learning_daemon(tmp_path / "learned") as d:
+        run_plugin(d, plugin)
+        status = wait_status(d, lambda s: bool(learned(s, "skipped", plugin)))
+        (line,) = learned(status, "skipped", plugin)
+        assert "its constructors change a signal's disposition" in line, line
+        with Served(d):
+            out, err = run_plugin(d, plugin)
+        assert out == exec_out and "loaded before main: no" in err
+
+
 def test_a_learned_object_whose_constructor_never_returns_is_left_out_after_the_deadline(tmp_path):
     """Learned by a program that loaded it in another way (the state file says so), it hangs only in
     the daemon's test child, which the deadline (--trial-timeout, 30 s unless set) ends: the zygote

@@ -17,6 +17,7 @@
 #include "image-cache.h"
 #include "macro.h"
 #include "preload.h"
+#include "process-state.h"
 #include "throwaway.h"
 
 /* What a program's trial load in a throwaway child found (its exit status). */
@@ -52,12 +53,17 @@ static enum program_trial load_program(const char *path, const char **ret_why) {
 }
 
 /* In the throwaway child: loads paths[from..n) in turn and writes "INDEX RESULT [DETAIL]" per object,
- * RESULT o (loaded), f (failed) or t (started a thread: the child stops there). One that loaded them
- * all from the first then tries each program in a child of its own and writes "p INDEX o" (it
- * loads) or "p INDEX f". */
+ * RESULT o (loaded), f (failed), t (started a thread: the child stops there) or, when each, s (its
+ * constructors changed the process itself, process-state.h). Without each, the process is compared
+ * once, after them all, and a change is the line "s" (the caller tries them again, each). One that
+ * loaded them all from the first then tries each program in a child of its own and writes
+ * "p INDEX o" (it loads) or "p INDEX f". */
 static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n,
-                                 const struct programs_to_check *programs, int out) {
+                                 const struct programs_to_check *programs, bool each, int out) {
         const int threads = preload_count_threads();
+        process_state_neutral();
+        struct process_state *state = process_state_take();
+        const char *changed;
         for (size_t i = from; i < n; i++) {
                 if (!dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)) {
                         const char *e = dlerror();
@@ -65,8 +71,16 @@ static _Noreturn void test_loads(const char *const *paths, size_t from, size_t n
                 } else if (preload_count_threads() != threads) {
                         dprintf(out, "%zu t\n", i);
                         _exit(0);
+                } else if (each && state && (changed = process_state_changed(state))) {
+                        dprintf(out, "%zu s %s\n", i, changed);
+                        process_state_free(state);
+                        state = process_state_take();
                 } else
                         dprintf(out, "%zu o\n", i);
+        }
+        if (!each && state && process_state_changed(state)) {
+                dprintf(out, "s\n");
+                _exit(0);
         }
         for (size_t k = 0; from == 0 && k < programs->n; k++) {
                 pid_t pid = throwaway_fork();
@@ -88,6 +102,11 @@ static char *reason_for(char result, const char *detail) {
         char buf[512];
         if (result == 'f')
                 snprintf(buf, sizeof buf, "cannot be loaded with every symbol bound: %s", detail);
+        else if (result == 's')
+                snprintf(buf, sizeof buf,
+                         "its constructors change %s, which every program the daemon starts would share, and each "
+                         "launch of its own programs would reset",
+                         detail);
         else
                 snprintf(buf, sizeof buf, "loading it starts a thread; the daemon forks and must stay single-threaded");
         return strdup(buf);
@@ -95,17 +114,20 @@ static char *reason_for(char result, const char *detail) {
 
 /* Tests paths[from..n) in one child, and the programs after them if it loaded them all from the
  * first (program_loads[k] says which loaded). Returns the index after the last object it judged; the
- * object at that index crashed the child when the child died of a signal there. */
+ * object at that index crashed the child when the child died of a signal there. *ret_changed: the
+ * objects, together, changed the process (test them again, each). */
 static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *ok, char **reasons,
-                         const struct programs_to_check *programs, bool *program_loads, int *ret_signal) {
+                         const struct programs_to_check *programs, bool *program_loads, bool each, int *ret_signal,
+                         bool *ret_changed) {
         int p[2];
         *ret_signal = 0;
+        *ret_changed = false;
         if (pipe2(p, O_CLOEXEC) < 0)
                 return n;
         pid_t pid = throwaway_fork();
         if (pid == 0) {
                 close(p[0]);
-                test_loads(paths, from, n, programs, p[1]);
+                test_loads(paths, from, n, programs, each, p[1]);
         }
         close(p[1]);
         size_t next = pid < 0 ? n : from;
@@ -117,6 +139,10 @@ static size_t test_batch(const char *const *paths, size_t from, size_t n, bool *
                 char result;
                 int at = 0;
                 line[strcspn(line, "\n")] = '\0';
+                if (strcmp(line, "s") == 0) {
+                        *ret_changed = true;
+                        continue;
+                }
                 if (sscanf(line, "p %zu %c", &i, &result) == 2 && i < programs->n) {
                         program_loads[i] = result == 'o';
                         continue;
@@ -239,8 +265,11 @@ size_t preload_tested(const char *const *paths, size_t n, char **reasons, const 
                         checked[programs->n++] = all->paths[i];
         for (size_t i = 0; i < n;) {
                 int sig;
+                bool changed;
                 size_t from = i;
-                i = test_batch(paths, i, n, ok, reasons, programs, program_loads, &sig);
+                i = test_batch(paths, i, n, ok, reasons, programs, program_loads, false, &sig, &changed);
+                if (changed) /* rare: find which, at the cost of a look after each object */
+                        i = test_batch(paths, from, n, ok, reasons, programs, program_loads, true, &sig, &changed);
                 if ((sig || i == from) && i < n) { /* it died loading paths[i] */
                         char buf[128];
                         if (sig == SIGALRM)
