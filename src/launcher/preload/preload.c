@@ -432,6 +432,40 @@ static int warm_trial(const char *image, const struct program_constructors *c, c
         return verdict;
 }
 
+/* Why a trial's verdict keeps the program from being warm, "%s" standing for the detail the
+ * trial reported (a library, a setting, an exit status); NULL for TRIAL_FINE and unknown ones. */
+static const char *trial_refusal(int verdict) {
+        switch (verdict) {
+        case TRIAL_SHARED:
+                return "its constructors change the data of %s, which every program the daemon starts shares; "
+                       "under exec only its own launches would see it";
+        case TRIAL_AT_EXIT:
+                return "it has destructors, or its constructors register a thread-local object's destructor, which "
+                       "would run at the exit of every program the daemon starts";
+        case TRIAL_OUTPUT:
+                return "its constructors leave output in stdio's buffers, which every program the daemon starts "
+                       "would print";
+        case TRIAL_WRITTEN:
+                return "its constructors write output, which under exec each launch would print";
+        case TRIAL_AT_FORK:
+                return "its constructors register fork handlers (pthread_atfork), which would run at every fork of "
+                       "the daemon and in every program it starts";
+        case TRIAL_PROCESS:
+                return "its constructors change %s, which each launch would reset or every program the daemon starts "
+                       "would share; under exec only its own main would see it";
+        case TRIAL_LOADS:
+                return "its constructors load a library (dlopen), which would stay loaded in every program the daemon "
+                       "starts";
+        case TRIAL_COPIES:
+                return "its constructors write to a library's variable that the program copies (such as opterr or "
+                       "std::cout), which each launch fills again from the library's";
+        case TRIAL_ENDED:
+                return "its constructors end the process (%s), which would end the daemon";
+        default:
+                return NULL;
+        }
+}
+
 int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
                          const struct bind_plan *plan, struct exit_registrations *exits, char *const argv[], char *why,
                          size_t size) {
@@ -448,35 +482,9 @@ int preload_warm_program(const char *program, const char *image, const struct pr
                                    program),
                        -EDEADLK;
         }
-        if (r == TRIAL_SHARED)
-                snprintf(why, size,
-                         "its constructors change the data of %s, which every program the daemon starts shares; "
-                         "under exec only its own launches would see it",
-                         library);
-        else if (r == TRIAL_AT_EXIT)
-                snprintf(why, size, "it has destructors, or its constructors register a thread-local object's destructor, "
-                                    "which would run at the exit of every program the daemon starts");
-        else if (r == TRIAL_OUTPUT)
-                snprintf(why, size, "its constructors leave output in stdio's buffers, which every program the daemon "
-                                    "starts would print");
-        else if (r == TRIAL_WRITTEN)
-                snprintf(why, size, "its constructors write output, which under exec each launch would print");
-        else if (r == TRIAL_AT_FORK)
-                snprintf(why, size, "its constructors register fork handlers (pthread_atfork), which would run at every "
-                                    "fork of the daemon and in every program it starts");
-        else if (r == TRIAL_PROCESS)
-                snprintf(why, size,
-                         "its constructors change %s, which each launch would reset or every program the daemon "
-                         "starts would share; under exec only its own main would see it",
-                         library);
-        else if (r == TRIAL_LOADS)
-                snprintf(why, size, "its constructors load a library (dlopen), which would stay loaded in every program "
-                                    "the daemon starts");
-        else if (r == TRIAL_COPIES)
-                snprintf(why, size, "its constructors write to a library's variable that the program copies (such as "
-                                    "opterr or std::cout), which each launch fills again from the library's");
-        else if (r == TRIAL_ENDED)
-                snprintf(why, size, "its constructors end the process (%s), which would end the daemon", library);
+        const char *refusal = trial_refusal(r);
+        if (refusal)
+                snprintf(why, size, refusal, library);
         else if (r != TRIAL_FINE)
                 snprintf(why, size, "its test load gave a verdict this daemon does not know (%d)", r);
         if (r != TRIAL_FINE)
