@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "warm-program.h"
 #include "prepare-judge.h"
 
 static void print_json_string(const char *s) {
@@ -126,8 +127,8 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 const char *not_warm = image_entry_warm_refusal(e);
                 char *const argv[] = { (char *) path, NULL };
                 int w = not_warm ? -ENOTSUP
-                                 : preload_warm_program(path, image, &e->start.constructors, &e->plan, &e->start.exits,
-                                                        argv, not_warm_why, sizeof not_warm_why);
+                                 : warm_program_load(path, image, &e->start.constructors, &e->plan, &e->start.exits,
+                                                     argv, not_warm_why, sizeof not_warm_why);
                 v.mode = w == 0 ? "warm" : "preload";
                 v.warm_reason = w == 0 ? NULL : not_warm ? not_warm : not_warm_why;
                 /* As a zygote judges it without a --schedule: --status says when one refuses it. */

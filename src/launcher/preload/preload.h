@@ -24,19 +24,6 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
  * run, so this process must not serve any more). */
 int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret_failed, char *why, size_t size);
 
-/* Loads a program image into the daemon with every relocation done and its constructors c run with
- * the daemon's own arguments argv (a "warm" program), after checking in a throwaway child that
- * loading it starts no thread (-EDEADLK) and changes nothing in the libraries every program shares
- * (-EBUSY, shared-state.h), nor in the process, nor in the program's copies of library variables
- * that plan fills at each launch. What the constructors registered to run at exit goes into exits, for
- * the program's launches to make (exit-registrations.h). Another negative errno if it cannot be
- * loaded; the reason is logged and written to why. */
-struct program_constructors;
-struct exit_registrations;
-struct bind_plan;
-int preload_warm_program(const char *program, const char *image, const struct program_constructors *c,
-                         const struct bind_plan *plan, struct exit_registrations *exits, char *const argv[], char *why,
-                         size_t size);
 
 /* The path of a library given by name (--preload libz.so.1) as the dynamic loader finds it, tried
  * in a throwaway child; a path is taken as it is. Returns 0, or -ENOENT when the loader cannot load

@@ -22,6 +22,7 @@
 #include "options.h"
 #include "pool.h"
 #include "preload.h"
+#include "warm-program.h"
 #include "preload-tested.h"
 #include "prepared.h"
 #include "server.h"
@@ -260,8 +261,8 @@ static void load_warm(struct registered_file *reg, struct image_entry *e, char *
         image_entry_load_name(e, image, sizeof image);
         if (refusal)
                 log_warning("%s cannot be warm, serving it in preload mode: %s", reg->path, refusal);
-        else if (preload_warm_program(reg->path, image, &e->start.constructors, &e->plan, &e->start.exits, argv,
-                                        why, sizeof why) == 0) {
+        else if (warm_program_load(reg->path, image, &e->start.constructors, &e->plan, &e->start.exits, argv, why,
+                                     sizeof why) == 0) {
                 reg->mode = MODE_WARM;
                 e->start.constructors = (struct program_constructors){ 0 }; /* they ran here, once */
                 return;
