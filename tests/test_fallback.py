@@ -77,6 +77,16 @@ def test_hazardous_programs_go_to_exec(daemon, variant, reason):
     assert_fallback(daemon, observe("exit", "5", variant=variant), reason)
 
 
+def test_a_qt_program_that_asks_for_its_own_folder_goes_to_exec(daemon):
+    """Qt answers applicationDirPath from /proc/self/exe: served, it would name the daemon's folder
+    (focuswriter then found neither its themes nor its translations, in ../share/focuswriter)."""
+    program = helper_path("qt-app-dir")
+    if not program.exists():
+        pytest.skip("qt-app-dir was not built (no Qt 5)")
+    assert_fallback(daemon, [str(program)], b"applicationDirPath")
+    assert run_exec([str(program)]).stdout == f"{program.parent}\n".encode()
+
+
 def test_unregistered_program_with_libraries_not_loaded_goes_to_exec(daemon):
     # Its copy relocations need libcopyvars bound to it, and the daemon has not loaded that library.
     assert_fallback(daemon, [str(helper_path("uses-copyvars")), "-a", "x"], b"has not loaded")

@@ -209,6 +209,15 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->entry = m.ehdr->e_entry;
         info->phnum = m.ehdr->e_phnum;
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
+        /* Qt 5 and 6 answer these from /proc/self/exe (argv[0] only when it cannot be read): a served
+         * program would be told the daemon's file and folder, and miss what it keeps beside its own
+         * (focuswriter's themes and translations, in ../share/focuswriter). The mangled names are the
+         * same in both. */
+        static const char *const qt_own_path[] = {"_ZN16QCoreApplication18applicationDirPathEv",
+                                                  "_ZN16QCoreApplication19applicationFilePathEv"};
+        for (size_t i = 0; i < sizeof qt_own_path / sizeof *qt_own_path; i++)
+                if (memmem(im->data, im->size, qt_own_path[i], strlen(qt_own_path[i]) + 1))
+                        info->asks_qt_own_path = true;
         read_program_headers(&m, info);
         const Elf64_Phdr *dyn = dynamic_segment(&m);
         info->has_dynamic = dyn != NULL;
