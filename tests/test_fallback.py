@@ -77,33 +77,19 @@ def test_hazardous_programs_go_to_exec(daemon, variant, reason):
     assert_fallback(daemon, observe("exit", "5", variant=variant), reason)
 
 
-def test_a_qt_program_that_asks_for_its_own_folder_goes_to_exec(daemon):
-    """Qt answers applicationDirPath from /proc/self/exe: served, it would name the daemon's folder
-    (focuswriter then found neither its themes nor its translations, in ../share/focuswriter)."""
+def test_a_qt_program_is_told_its_own_file_not_the_daemons(daemon):
+    """Qt answers applicationFilePath and applicationDirPath from /proc/self/exe, the daemon in a
+    served program, unless its cache holds the program's file, which the child sets before main:
+    served, focuswriter looked for its themes and translations beside headstartd (a new user's
+    trial, 2026-11-29)."""
     program = helper_path("qt-app-dir")
     if not program.exists():
         pytest.skip("qt-app-dir was not built (no Qt 5)")
-    assert_fallback(daemon, [str(program)], b"applicationDirPath")
-    assert run_exec([str(program)]).stdout == f"{program.parent}\n".encode()
-
-
-def test_a_qt_gui_program_that_names_no_desktop_file_goes_to_exec_on_wayland_only(daemon):
-    """Qt's Wayland plugin names a window (its app_id) after /proc/self/exe when the program sets no
-    desktop file name: served, every such window was "headstartd" (a new user's trial, 2026-11-29),
-    which a compositor's rules by app_id miss. Off Wayland the program is served."""
-    program = helper_path("qt-gui-unnamed")
-    if not program.exists():
-        pytest.skip("qt-gui-unnamed was not built (no Qt 5)")
-    # Named, or only a Wayland display with no platform named: exec'd, with the reason.
-    for wayland in ({"QT_QPA_PLATFORM": "wayland", "WAYLAND_DISPLAY": "no-such-display"},
-                    {"WAYLAND_DISPLAY": "no-such-display", "QT_QPA_PLATFORM": ""}):  # fmt: skip
-        assert_fallback(
-            daemon, [str(program)], b"sets no desktop file name, on Wayland", env={**debug_env(), **wayland}
-        )
-    offscreen = {**debug_env(), "QT_QPA_PLATFORM": "offscreen", "WAYLAND_DISPLAY": "no-such-display"}
+    want = run_exec([str(program)])
+    assert want.stdout == f"{program}\n{program.parent}\n".encode(), want.stderr
     before = daemon.launches_started()
-    got = run_served(daemon, [str(program)], env=offscreen)
-    assert (got.returncode, got.stdout) == (0, b"offscreen\n") and daemon.launches_started() == before + 1, got.stderr
+    got = run_served(daemon, [str(program)])
+    assert (got.returncode, got.stdout) == (0, want.stdout) and daemon.launches_started() == before + 1, got.stderr
 
 
 def test_unregistered_program_with_libraries_not_loaded_goes_to_exec(daemon):

@@ -73,6 +73,23 @@ def test_samples_reach_their_first_frame_through_the_daemon_as_by_exec(composito
             assert b"1 argument(s)" in got.stdout
 
 
+def test_a_served_qt_window_has_the_programs_app_id_not_the_daemons(compositor):
+    """Qt names a window (its xdg_toplevel app_id) after the program's file when it sets no desktop
+    file name, which Qt reads from /proc/self/exe: "headstartd" in every served Qt window until the
+    child gave Qt the program's file (qt-file-path.h; a new user's trial, 2026-11-29)."""
+    env = dict(wayland_env(compositor), WAYLAND_DEBUG="1")
+
+    def app_ids(got: subprocess.CompletedProcess[bytes]) -> list[bytes]:
+        return [line.split(b"set_app_id", 1)[1] for line in got.stderr.splitlines() if b"set_app_id" in line]
+
+    expected = run_exec([str(QT)], env=env)
+    assert app_ids(expected) == [b'("qt-widgets")'], expected.stderr[-2000:]
+    with private_daemon([QT], env=dict(os.environ, **compositor)) as d:
+        with Served(d):
+            got = run_served(d, [str(QT)], env=env)
+    assert (got.returncode, app_ids(got)) == (0, app_ids(expected))
+
+
 def timer(*args: str) -> list[str]:
     return [str(bin_path("launch-timer")), "--run-client", str(bin_path("headstart-run")), *args]
 

@@ -15,8 +15,6 @@ int main(int argc, char *argv[]) {
         headstart_mark_main();
         if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
                 qputenv("QT_QPA_PLATFORM", "offscreen");
-        /* Its Wayland app_id, as Qt asks of a Wayland program (without it Qt takes /proc/self/exe's). */
-        QGuiApplication::setDesktopFileName(QStringLiteral("qml-tiles"));
         QGuiApplication app(argc, argv);
         QQmlApplicationEngine engine;
         engine.load(QUrl(QStringLiteral("qrc:/headstart/qml-tiles.qml")));

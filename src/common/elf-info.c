@@ -88,14 +88,6 @@ static bool is_sanitizer_runtime(const char *name, size_t max) {
 
 static const Elf64_Shdr *section_headers(const struct image *im);
 
-/* Whether the file holds one of names (NULL-terminated), each with its NUL: a symbol it imports. */
-static bool mentions_any(const struct image *im, const char *const *names) {
-        for (size_t i = 0; names[i]; i++)
-                if (memmem(im->data, im->size, names[i], strlen(names[i]) + 1))
-                        return true;
-        return false;
-}
-
 /* crti's _fini is all of the .fini section (a few instructions: the C runtime's prologue and
  * epilogue); -Wl,-fini= points DT_FINI at a function elsewhere. Unsure (no section headers): own. */
 static bool is_own_fini(const struct image *im, uint64_t fini) {
@@ -217,19 +209,6 @@ static int parse(const struct image *im, struct elf_info *info) {
         info->entry = m.ehdr->e_entry;
         info->phnum = m.ehdr->e_phnum;
         info->reads_own_exe = memmem(im->data, im->size, "/proc/self/exe", 14) != NULL;
-        /* Qt 5 and 6 answer these from /proc/self/exe (argv[0] only when it cannot be read): a served
-         * program would be told the daemon's file and folder, and miss what it keeps beside its own
-         * (focuswriter's themes and translations, in ../share/focuswriter). The mangled names are the
-         * same in both. */
-        static const char *const qt_own_path[] = { "_ZN16QCoreApplication18applicationDirPathEv",
-                                                   "_ZN16QCoreApplication19applicationFilePathEv", NULL };
-        info->asks_qt_own_path = mentions_any(im, qt_own_path);
-        /* A Qt GUI program that names no desktop file: Qt's Wayland plugin takes its windows' app_id
-         * from applicationFilePath, so /proc/self/exe again. */
-        static const char *const qt_gui_app[] = { "_ZN15QGuiApplicationC1ERiPPci", "_ZN15QGuiApplicationC2ERiPPci",
-                                                  "_ZN12QApplicationC1ERiPPci", "_ZN12QApplicationC2ERiPPci", NULL };
-        static const char *const qt_desktop_file[] = { "_ZN15QGuiApplication18setDesktopFileNameERK7QString", NULL };
-        info->qt_app_id_from_exe = mentions_any(im, qt_gui_app) && !mentions_any(im, qt_desktop_file);
         read_program_headers(&m, info);
         const Elf64_Phdr *dyn = dynamic_segment(&m);
         info->has_dynamic = dyn != NULL;

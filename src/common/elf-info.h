@@ -36,10 +36,6 @@ struct elf_info {
         uint64_t phdr_vaddr;   /* where the program headers are mapped, relative to the load address */
         uint16_t phnum;
         bool reads_own_exe;    /* the file mentions /proc/self/exe: it looks at its own executable */
-        bool asks_qt_own_path; /* it imports QCoreApplication::applicationDirPath or applicationFilePath,
-                                * which Qt reads from /proc/self/exe */
-        bool qt_app_id_from_exe; /* a Qt GUI program that sets no desktop file name: on Wayland, Qt names
-                                  * its windows (app_id) after /proc/self/exe */
         bool pie_flag;         /* DF_1_PIE set in DT_FLAGS_1 */
         off_t flags_1_offset;  /* file offset of the DT_FLAGS_1 value, when pie_flag */
         uint64_t init;         /* DT_INIT, from the load address (0: none) */

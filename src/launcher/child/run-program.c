@@ -27,6 +27,7 @@
 #include "prepare-toolkit.h"
 #include "entry.h"
 #include "proc-title.h"
+#include "qt-file-path.h"
 #include "toolkit-start.h"
 #include "wire.h"
 
@@ -317,6 +318,14 @@ _Noreturn void child_run(const struct child_spec *spec) {
                 fail_errno(report_fd, "cannot enter the working directory");
         int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
         struct prepared_process *prepared = spec->prepared;
+        /* The program's file as /proc/self/exe would name it under exec, for Qt (qt-file-path.h); the
+         * client's descriptor of it is closed with the others that are not the program's. */
+        char exe[PATH_MAX], fd_name[64];
+        snprintf(fd_name, sizeof fd_name, "/proc/self/fd/%d", fds[HS_FD_PROGRAM]);
+        ssize_t exe_len = readlink(fd_name, exe, sizeof exe - 1);
+        if (exe_len < 0)
+                fail_errno(report_fd, "cannot name the program's file");
+        exe[exe_len] = '\0';
         if (place_fds(req->fd_targets, fds + HS_FD_FIRST_PASSED, req->fixed.nfds,
                       (int *[OWN_FDS]){ &report_fd, &conn_fd, &image_fd }, prepared ? prepared->kept : NULL,
                       prepared ? prepared->nkept : 0) < 0)
@@ -345,6 +354,9 @@ _Noreturn void child_run(const struct child_spec *spec) {
         r = bind_plan_apply(spec->plan, program);
         if (r < 0)
                 fail(report_fd, "cannot bind the libraries to the program", strerror(-r));
+        r = qt_file_path_set(exe);
+        if (r < 0)
+                fail(report_fd, "cannot give Qt the program's own file", strerror(-r));
         r = prepared ? toolkit_start_route(program) : 0;
         if (r < 0)
                 fail(report_fd, "cannot route the program's start of its toolkit", strerror(-r));

@@ -58,10 +58,6 @@ const char *eligibility_verdict(const struct program_facts *f, const char *inter
                 return "has DT_PREINIT_ARRAY, which the loader runs only for a program started by exec";
         if (e->reads_own_exe)
                 return "looks at /proc/self/exe, which shows the daemon in a served program";
-        if (e->asks_qt_own_path)
-                return "asks Qt for its own file or folder (QCoreApplication::applicationDirPath or "
-                       "applicationFilePath), which Qt reads from /proc/self/exe: a served program would be "
-                       "told the daemon's";
         if (!eligibility_has_entry(e) && !e->exports_main)
                 return "a shared object that does not export main: there is nothing to run";
         if (!f->registered && (e->has_rpath || e->origin_in_path))

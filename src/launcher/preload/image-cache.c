@@ -341,7 +341,6 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (!e->reason && e->fd < 0)
                 return -ENOMEM;
         e->own_fini = facts.elf.own_fini;
-        e->qt_app_id_from_exe = facts.elf.qt_app_id_from_exe;
         e->dev = st->st_dev;
         e->ino = st->st_ino;
         e->size = st->st_size;

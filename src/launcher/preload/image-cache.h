@@ -25,7 +25,6 @@ struct image_entry {
         char *reason; /* why not served; NULL when served */
         bool warm;    /* the image is loaded in the daemon: children only call main */
         bool own_fini; /* elf-info.h: a warm program's DT_FINI would run at every child's exit */
-        bool qt_app_id_from_exe; /* elf-info.h: served on Wayland, its windows' app_id would be ours */
         struct image_start start;
         struct bind_plan plan;
 };

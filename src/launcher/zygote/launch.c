@@ -68,22 +68,6 @@ static const char *rlimits_refusal(const struct hs_launch_request *req) {
         return NULL;
 }
 
-/* Qt's Wayland plugin names a window (its xdg_toplevel app_id) after the program's desktop file
- * name, or, when it sets none, after /proc/self/exe: "headstartd" in a served program, which a
- * compositor's rules by app_id (a kiosk shell's per-output app-ids, a panel's icons) then miss. So
- * such a program runs by exec where Qt would use Wayland: QT_QPA_PLATFORM naming it, or unset with
- * a Wayland display in the environment (Qt 6 chooses Wayland then, and Qt 5 in a Wayland session). */
-static const char *qt_wayland_refusal(const struct image_entry *image, char *const *envp) {
-        if (!image->qt_app_id_from_exe)
-                return NULL;
-        const char *platform = hs_env_value(envp, "QT_QPA_PLATFORM");
-        const char *display = hs_env_value(envp, "WAYLAND_DISPLAY");
-        bool wayland = platform && platform[0] ? strstr(platform, "wayland") != NULL : display && display[0];
-        return wayland ? "a Qt program that sets no desktop file name, on Wayland: Qt would name its windows (their "
-                         "app_id) after /proc/self/exe, which is the daemon in a served program"
-                       : NULL;
-}
-
 /* A client with a controlling terminal: served only if the user said the program needs no more of
  * it than its stdio, since the program cannot have it as its own controlling terminal. */
 static const char *terminal_refusal(const struct server *s, const struct hs_launch_request *req, int program_fd) {
@@ -262,8 +246,6 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(HS_DECLINE_UNSUPPORTED, reason, ret);
-        } else if ((reason = qt_wayland_refusal(image, req.envp))) {
-                decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else {
                 start(s, c, &req, image, oom_score, ret);
         }
