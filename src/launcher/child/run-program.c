@@ -319,8 +319,10 @@ _Noreturn void child_run(const struct child_spec *spec) {
         int conn_fd = spec->conn_fd, image_fd = spec->image_fd;
         struct prepared_process *prepared = spec->prepared;
         /* The program's file as /proc/self/exe would name it under exec, for Qt (qt-file-path.h); the
-         * client's descriptor of it is closed with the others that are not the program's. */
-        char exe[PATH_MAX], fd_name[64];
+         * client's descriptor of it is closed with the others that are not the program's. Static:
+         * main runs below this frame, and under exec it has the stack to itself. */
+        static char exe[PATH_MAX];
+        char fd_name[64];
         snprintf(fd_name, sizeof fd_name, "/proc/self/fd/%d", fds[HS_FD_PROGRAM]);
         ssize_t exe_len = readlink(fd_name, exe, sizeof exe - 1);
         if (exe_len < 0)
