@@ -44,12 +44,23 @@ static int find_calls(const struct qt_core *q, struct calls *ret) {
         return 1;
 }
 
+/* How many continuation bytes follow a UTF-8 sequence's first byte; -1 when it is none. */
+static int continuation_bytes(unsigned char lead) {
+        if (lead < 0x80)
+                return 0;
+        if ((lead & 0xe0) == 0xc0)
+                return 1;
+        if ((lead & 0xf0) == 0xe0)
+                return 2;
+        return (lead & 0xf8) == 0xf0 ? 3 : -1;
+}
+
 /* UTF-8 to UTF-16, as Qt decodes a file name on Linux. Returns the units written or -EILSEQ. */
 static long utf16_of(const char *s, uint16_t *out, size_t max) {
         size_t n = 0;
         for (const unsigned char *p = (const unsigned char *) s; *p;) {
                 uint32_t c;
-                int extra = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+                int extra = continuation_bytes(*p);
                 if (extra < 0)
                         return -EILSEQ;
                 c = extra == 0 ? *p : *p & (0x3f >> extra);
