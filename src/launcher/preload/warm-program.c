@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bind-plan.h"
@@ -32,7 +30,7 @@ extern char **environ;
 enum trial { TRIAL_FINE = 'F', TRIAL_FAILED = 'X', TRIAL_THREAD = 'T', TRIAL_SHARED = 'S', TRIAL_AT_EXIT = 'A',
              TRIAL_OUTPUT = 'O', TRIAL_WRITTEN = 'W', TRIAL_PROCESS = 'P', TRIAL_AT_FORK = 'K',
              TRIAL_LOADS = 'L', TRIAL_COPIES = 'C',
-             TRIAL_ENDED = 'E' /* no verdict: its constructors ended the process */ };
+             TRIAL_ENDED = THROWAWAY_ENDED /* no verdict: its constructors ended the process */ };
 
 /* dlopen()s the program's loadable copy, whose constructors it hides from dlopen (constructors.h);
  * its link map in *ret_map. */
@@ -77,13 +75,6 @@ static size_t pending_output(void) {
         return __fpending(stdout) + __fpending(stderr);
 }
 
-static _Noreturn void report_verdict(int report, enum trial verdict, const char *library) {
-        char buf[1 + 256];
-        int n = snprintf(buf, sizeof buf, "%c%s", verdict, library ? library : "");
-        (void) !write(report, buf, (size_t) n < sizeof buf ? (size_t) n : sizeof buf - 1);
-        _exit(0);
-}
-
 static int count_one(struct dl_phdr_info *info, size_t size, void *count) {
         (void) info;
         (void) size;
@@ -123,64 +114,59 @@ static bool copies_changed(const struct bind_plan *plan, uintptr_t base, const u
         return failed || (size && memcmp(now, before, size) != 0);
 }
 
-static _Noreturn void trial_child(const char *image, const struct program_constructors *c,
-                                  const struct bind_plan *plan, char *const argv[], int report) {
+struct trial_args {
+        const char *image;
+        const struct program_constructors *c;
+        const struct bind_plan *plan;
+        char *const *argv;
+};
+
+static _Noreturn void trial_child(void *arg, int report) {
+        const struct trial_args *t = arg;
+        const char *image = t->image;
+        const struct program_constructors *c = t->c;
+        const struct bind_plan *plan = t->plan;
+        char *const *argv = t->argv;
         int before = preload_count_threads();
         size_t pending = pending_output();
         /* What its constructors write on stdout and stderr, which under exec every launch would
          * print, and served warm only the daemon's log. */
         int written = memfd_create("written", MFD_CLOEXEC);
         if (written < 0 || dup2(written, STDOUT_FILENO) < 0 || dup2(written, STDERR_FILENO) < 0)
-                report_verdict(report, TRIAL_FAILED, NULL);
+                throwaway_report(report, TRIAL_FAILED, NULL);
         process_state_neutral();
         struct process_state *process = process_state_take();
         struct shared_state state;
         struct exit_registrations exits = { 0 };
         struct link_map *map;
         if (!process || shared_state_take(&state) < 0 || !open_warm(image, &map))
-                report_verdict(report, TRIAL_FAILED, NULL);
+                throwaway_report(report, TRIAL_FAILED, NULL);
         size_t objects = loaded_objects(), copies_size;
         bool failed;
         unsigned char *copies = copies_take(plan, map->l_addr, &copies_size, &failed);
         if (failed || run_warm_recorded(map, c, argv, &exits) < 0)
-                report_verdict(report, TRIAL_FAILED, NULL);
+                throwaway_report(report, TRIAL_FAILED, NULL);
         if (preload_count_threads() > before)
-                report_verdict(report, TRIAL_THREAD, NULL);
+                throwaway_report(report, TRIAL_THREAD, NULL);
         char library[256];
         if (shared_state_changed(&state, library, sizeof library))
-                report_verdict(report, TRIAL_SHARED, library);
+                throwaway_report(report, TRIAL_SHARED, library);
         if (exits.unrepeatable > 0 || exit_registrations_destructors(map))
-                report_verdict(report, TRIAL_AT_EXIT, NULL);
+                throwaway_report(report, TRIAL_AT_EXIT, NULL);
         if (pending_output() != pending)
-                report_verdict(report, TRIAL_OUTPUT, NULL);
+                throwaway_report(report, TRIAL_OUTPUT, NULL);
         if (exits.atfork > 0)
-                report_verdict(report, TRIAL_AT_FORK, NULL);
+                throwaway_report(report, TRIAL_AT_FORK, NULL);
         if (lseek(written, 0, SEEK_END) > 0)
-                report_verdict(report, TRIAL_WRITTEN, NULL);
+                throwaway_report(report, TRIAL_WRITTEN, NULL);
         const char *changed = process_state_changed(process);
         if (changed)
-                report_verdict(report, TRIAL_PROCESS, changed);
+                throwaway_report(report, TRIAL_PROCESS, changed);
         if (loaded_objects() != objects)
-                report_verdict(report, TRIAL_LOADS, NULL);
+                throwaway_report(report, TRIAL_LOADS, NULL);
         if (copies_changed(plan, map->l_addr, copies, copies_size))
-                report_verdict(report, TRIAL_COPIES, NULL);
-        report_verdict(report, TRIAL_FINE, NULL);
-}
-
-/* Reads the child's whole report: its verdict, then the library it names, if any. */
-static int read_verdict(int fd, char *library, size_t size) {
-        char buf[1 + 256];
-        size_t n = 0;
-        for (;;) {
-                ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0 || (n += (size_t) k) == sizeof buf - 1)
-                        break;
-        }
-        buf[n] = '\0';
-        snprintf(library, size, "%s", n > 0 ? buf + 1 : "");
-        return n > 0 ? (unsigned char) buf[0] : TRIAL_ENDED;
+                throwaway_report(report, TRIAL_COPIES, NULL);
+        throwaway_report(report, TRIAL_FINE, NULL);
 }
 
 /* Loading runs the program's constructors, so try it first where a thread, what they leave in the
@@ -188,34 +174,9 @@ static int read_verdict(int fd, char *library, size_t size) {
  * Returns a trial or a negative errno; the library changed in library, or how the child ended. */
 static int warm_trial(const char *image, const struct program_constructors *c, const struct bind_plan *plan,
                       char *const argv[], char *library, size_t size) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = throwaway_fork();
-        if (pid < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                return r;
-        }
-        if (pid == 0) {
-                close(p[0]);
-                trial_child(image, c, plan, argv, p[1]);
-        }
-        close(p[1]);
-        int verdict = read_verdict(p[0], library, size);
-        close(p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (verdict == TRIAL_ENDED && WIFEXITED(status)) {
-                snprintf(library, size, "exit status %d", WEXITSTATUS(status));
-                return TRIAL_ENDED;
-        }
-        if (!WIFEXITED(status) || verdict == TRIAL_FAILED)
-                return -ENOEXEC;
-        return verdict;
+        struct trial_args args = { image, c, plan, argv };
+        int verdict = throwaway_trial(trial_child, &args, library, size);
+        return verdict == THROWAWAY_KILLED || verdict == TRIAL_FAILED ? -ENOEXEC : verdict;
 }
 
 /* Why a trial's verdict keeps the program from being warm, "%s" standing for the detail the

@@ -4,8 +4,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +11,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,51 +162,32 @@ static const char *verdict_text(char verdict) {
         }
 }
 
+static _Noreturn void step_child(void *arg, int report) {
+        void *(*const *fn)(void) = arg;
+        int threads = preload_count_threads(), sockets = count_sockets();
+        (void) (*fn)();
+        throwaway_report(report,
+                         preload_count_threads() != threads ? TEST_THREAD
+                         : count_sockets() != sockets       ? TEST_SOCKET
+                                                            : TEST_OK,
+                         NULL);
+}
+
 static const char *test_in_child(void *(*fn)(void)) {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return "cannot make a pipe for the test child";
-        pid_t pid = throwaway_fork();
-        if (pid < 0) {
-                close(p[0]);
-                close(p[1]);
+        static char why[128];
+        char detail[64];
+        int verdict = throwaway_trial(step_child, &fn, detail, sizeof detail);
+        if (verdict < 0)
                 return "cannot fork a test child";
-        }
-        if (pid == 0) {
-                close(p[0]);
-                int threads = preload_count_threads(), sockets = count_sockets();
-                (void) fn();
-                char verdict = preload_count_threads() != threads ? TEST_THREAD
-                               : count_sockets() != sockets       ? TEST_SOCKET
-                                                                  : TEST_OK;
-                (void) !write(p[1], &verdict, 1);
-                _exit(0);
-        }
-        close(p[1]);
-        char verdict = 0;
-        ssize_t n;
-        while ((n = read(p[0], &verdict, 1)) < 0 && errno == EINTR)
-                ;
-        close(p[0]);
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return "cannot wait for the test child";
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) { /* throwaway.h's deadline */
-                static char late[80];
-                snprintf(late, sizeof late, "it did not return within %u s in the test child",
-                         throwaway_deadline());
-                return late;
-        }
-        if (WIFSIGNALED(status))
+        if (verdict == THROWAWAY_KILLED && strcmp(detail, "the deadline") == 0)
+                snprintf(why, sizeof why, "it did not return within %u s in the test child", throwaway_deadline());
+        else if (verdict == THROWAWAY_KILLED)
                 return "it killed the test child";
-        if (n != 1) {
-                static char ended[80];
-                snprintf(ended, sizeof ended, "it ended the test child (exit status %d): it would end the daemon",
-                         WEXITSTATUS(status));
-                return ended;
-        }
-        return verdict_text(verdict);
+        else if (verdict == THROWAWAY_ENDED)
+                snprintf(why, sizeof why, "it ended the test child (%s): it would end the daemon", detail);
+        else
+                return verdict_text((char) verdict);
+        return why;
 }
 
 void warm_up_run(const struct string_list *names, struct warm_up_result *ret) {
