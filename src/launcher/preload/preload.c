@@ -18,6 +18,7 @@
 
 #include "elf-info.h"
 #include "eligibility.h"
+#include "fp-control.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -254,8 +255,8 @@ static void *open_library(const char *lib, char *err, size_t size) {
 /* One pass over the libraries not loaded yet (pending[i]): how many it loaded, or -EDEADLK with the
  * library in *ret_failed. A library that cannot be loaded stays pending, its complaint in why when it
  * is the first. */
-static int load_pass(const struct string_list *libs, bool *pending, int threads, size_t *ret_failed, char *why,
-                     size_t size) {
+static int load_pass(const struct string_list *libs, bool *pending, int threads, uint64_t fp_control,
+                     size_t *ret_failed, char *why, size_t size) {
         int loaded = 0;
         bool said = false;
         for (size_t i = 0; i < libs->n; i++) {
@@ -277,6 +278,17 @@ static int load_pass(const struct string_list *libs, bool *pending, int threads,
                         *ret_failed = i;
                         return -EDEADLK;
                 }
+                /* Every child forked after would start with it (fp-control.h): such a library's
+                 * programs go to exec, as one that starts a thread does. */
+                if (hs_fp_control() != fp_control) {
+                        snprintf(why, size,
+                                 "preloading %s (and the libraries it needs) changed the floating-point "
+                                 "environment (flush-to-zero, rounding: -ffast-math), which every program the "
+                                 "daemon forks would start with",
+                                 lib);
+                        *ret_failed = i;
+                        return -EDEADLK;
+                }
                 pending[i] = false;
                 loaded++;
         }
@@ -286,6 +298,7 @@ static int load_pass(const struct string_list *libs, bool *pending, int threads,
 int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret_failed, char *why, size_t size) {
         /* Not 1: under qemu-user, the emulator's own threads show in /proc/self/task too. */
         const int threads = preload_count_threads();
+        const uint64_t fp_control = hs_fp_control();
         _cleanup_free_ bool *pending = calloc(libs->n ? libs->n : 1, sizeof *pending);
         if (!pending)
                 return snprintf(why, size, "out of memory"), log_error("out of memory");
@@ -296,7 +309,7 @@ int preload_load(const struct string_list *libs, size_t *ret_loaded, size_t *ret
          * finds through the program's RUNPATH, not the library's) loads once that one is in. */
         size_t loaded = 0;
         int r;
-        while ((r = load_pass(libs, pending, threads, ret_failed, why, size)) > 0)
+        while ((r = load_pass(libs, pending, threads, fp_control, ret_failed, why, size)) > 0)
                 loaded += (size_t) r;
         if (r < 0)
                 return log_error("%s", why), r;

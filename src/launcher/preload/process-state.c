@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fp-control.h"
+
 #define MAX_FDS 4096
 #define MAX_TEXT 4096
 
@@ -36,6 +38,7 @@ struct process_state {
         int priority, policy, persona;
         cpu_set_t cpus;
         char locale[256];
+        uint64_t fp_control;
         char status[MAX_TEXT]; /* /proc/self/status' lines about IDs, capabilities, confinement */
         char timers[MAX_TEXT]; /* /proc/self/timers: POSIX timers */
 };
@@ -130,6 +133,7 @@ static void take(struct process_state *s) {
         s->persona = personality(0xffffffff);
         const char *l = setlocale(LC_ALL, NULL);
         snprintf(s->locale, sizeof s->locale, "%s", l ? l : "");
+        s->fp_control = hs_fp_control();
         read_text("/proc/self/status", s->status, sizeof s->status, STATUS_LINES);
         read_text("/proc/self/timers", s->timers, sizeof s->timers, NULL);
 }
@@ -189,6 +193,8 @@ const char *process_state_changed(const struct process_state *s) {
                 what = "the scheduling";
         else if (!what && strcmp(s->locale, now->locale) != 0)
                 what = "the C library's locale";
+        else if (!what && s->fp_control != now->fp_control)
+                what = "the floating-point environment (flush-to-zero, rounding: -ffast-math)";
         else if (!what && strcmp(s->status, now->status) != 0)
                 what = "the process's IDs, capabilities or confinement";
         process_state_free(now);

@@ -3,10 +3,11 @@
  *
  * A warm program's constructors run once, in the daemon. What they set in the process (a signal's
  * handler or SIGPIPE ignored, the signal mask, the umask, the working directory, resource limits,
- * a file they opened, a timer, no_new_privs, the scheduling, the C library's locale) is the
- * daemon's from then on, and each launch's child resets it to the client's (signals, mask, umask,
- * directory, limits, fds) or keeps the daemon's for every program it serves (a locale, an atfork
- * handler, no_new_privs, which then made the daemon decline every client). Under exec the program's
+ * a file they opened, a timer, no_new_privs, the scheduling, the C library's locale, the
+ * floating-point environment) is the daemon's from then on, and each launch's child resets it to
+ * the client's (signals, mask, umask, directory, limits, fds) or keeps the daemon's for every
+ * program it serves (a locale, an atfork handler, flush-to-zero, no_new_privs, which then made the
+ * daemon decline every client). Under exec the program's
  * main sees what its constructors set, and no other program does. So a program is loaded warm only
  * if, loaded in a throwaway child, it changed none of them (a new user's trial, 2026-11-29). */
 #pragma once
