@@ -363,6 +363,7 @@ _Noreturn void child_run(const struct child_spec *spec) {
         if (r < 0)
                 fail(report_fd, "cannot route the program's start of its toolkit", strerror(-r));
         hs_main_fn main_fn = find_main(handle, program->l_addr, &spec->start, req, report_fd);
+        (void) proc_auxv_set(); /* as proc_title_set, best effort */
 
         announce(conn_fd, report_fd);
         close(report_fd);
