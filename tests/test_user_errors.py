@@ -5,6 +5,7 @@ directory or a file without execute permission is called what it is; a reader th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -132,6 +133,20 @@ def test_bench_of_a_program_that_never_exits_stops_at_its_first_launch(tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last == "headstart: sleep, exec (fork + exec): not ended within 2 s; the bench stopped there"
+
+
+@NOT_SANITIZED
+@pytest.mark.parametrize("modes", ["pool", "pool,exec"])
+def test_bench_times_exec_first_whatever_modes_are_asked(modes, tmp_path):
+    """Every ratio is to exec: `--modes pool` ran every launch and then ended in a KeyError, and
+    `--modes pool,exec` printed exec as a daemon mode's column and left one of pool's out."""
+    done = bench("--programs", "/bin/true", "--modes", modes, "--json", cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    data = json.loads(done.stdout)
+    assert data["modes"] == ["exec", "run@pool", "direct@pool"]
+    assert data["mean_ready_ratio_to_exec"]["exec"] == 1.0
+    tables = bench("--programs", "/bin/true", "--modes", modes, cwd=tmp_path)
+    assert tables.returncode == 0 and "Traceback" not in tables.stderr, tables.stderr
 
 
 def test_bench_of_a_script_without_a_shebang_is_one_line(tmp_path):
