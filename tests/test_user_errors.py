@@ -149,6 +149,14 @@ def test_bench_times_exec_first_whatever_modes_are_asked(modes, tmp_path):
     assert tables.returncode == 0 and "Traceback" not in tables.stderr, tables.stderr
 
 
+@NOT_SANITIZED
+def test_bench_times_a_mode_or_client_named_twice_once(tmp_path):
+    done = bench("--programs", "/bin/true", "--modes", "exec,pool,pool", "--clients", "run,run", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["modes"] == ["exec", "run@pool"]
+
+
 def test_bench_of_a_script_without_a_shebang_is_one_line(tmp_path):
     script = tmp_path / "script"
     script.write_text("echo hi\n")

@@ -153,7 +153,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _choices(text: str, allowed: tuple[str, ...] | list[str], what: str) -> list[str]:
-    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    # Each once, in the order given: `pool,pool` timed pool twice per round and printed four columns.
+    chosen = list(dict.fromkeys(c.strip() for c in text.split(",") if c.strip()))
     bad = [c for c in chosen if c not in allowed]
     if bad or not chosen:
         raise UsageError(f"unknown {what} {', '.join(bad) or '(none)'}: choose from {', '.join(allowed)}")
