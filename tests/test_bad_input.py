@@ -236,6 +236,21 @@ def test_a_number_out_of_its_range_is_a_usage_error(command, option, value):
     assert f"argument {option}: expected a whole number from" in done.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["link", "--runs", "1000000000", "--", "/bin/true"],  # ran until killed
+        ["link", "check", "--runs", "0", "--after", "/bin/true", "--", "/bin/true"],  # reached launch-timer
+        ["order", "record", "--runs", "1000000000", "-o", "/tmp/o.json", "--", "/bin/true"],
+        ["order", "check", "--runs", "1000000000", "--", "/bin/true"],
+        ["lazy", "check", "--runs", "1000000000", "--drop-in", "/tmp", "--", "/bin/true"],
+    ],
+)
+def test_runs_beyond_any_wait_are_refused_in_one_line(args):
+    done = headstart(*args, timeout=30)
+    one_line(done, "--runs must be from 1 to 100000", status=2)
+
+
 def test_pyproject_license_is_an_spdx_string():
     """A license table makes setuptools (77 and later) print a dozen lines of deprecation at install."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -12,6 +12,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from headstart.errors import UsageError
+
 
 def regex(text: str) -> re.Pattern[str]:
     try:
@@ -47,6 +49,13 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
         return value
 
     return number
+
+
+def check_runs(runs: int) -> None:
+    """--runs of the commands that take it as a plain number: one line, before anything runs (a
+    billion was taken, and ran until killed)."""
+    if not 1 <= runs <= MAX_RUNS:
+        raise UsageError(f"--runs must be from 1 to {MAX_RUNS}, not {runs}")
 
 
 def writable_file(text: str) -> Path:

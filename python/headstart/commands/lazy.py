@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
+from headstart.commands._regex import check_runs
 from headstart.errors import HeadstartError, UsageError
 from headstart.jsonfile import read_json
 from headstart.lazy.build import build
@@ -86,8 +87,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
+    check_runs(args.runs)
     if args.drop_in and not any(args.drop_in.glob("*.so*")):
         # LD_LIBRARY_PATH with nothing in it runs the program as it is: a result, but not of the stubs.
         what = "holds no library" if args.drop_in.is_dir() else "is not a directory"

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from headstart import binaries
-from headstart.commands._regex import regex, seconds
+from headstart.commands._regex import check_runs, regex, seconds
 from headstart.errors import UsageError
 from headstart.link.analysis import analyse
 from headstart.link.check import check_builds, check_samples
@@ -65,8 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if command[:1] == ["check"]:
         # Options may come after `check` too (REMAINDER took them): parsed again, over those before it.
@@ -79,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return _check(args, later.command)
     if args.samples or args.output or args.after:
         raise UsageError("--samples, --output and --after are for `headstart link check`")
+    check_runs(args.runs)
     argv = resolve_program(command, loader_env=True)
     data = analyse(argv, args.ready, args.timeout, args.runs)
     if args.json:
@@ -90,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, rest: list[str]) -> int:
     runs = args.runs if args.runs != 10 else 100
+    check_runs(runs)  # given after `check`, it was not checked at all: 0 reached launch-timer
     if rest[:1] == ["--"]:
         rest = rest[1:]
     if args.after:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from headstart.commands._launch_args import add_launch_arguments, add_read_ahead_argument, launch_options
-from headstart.errors import HeadstartError, UsageError
+from headstart.commands._regex import check_runs
+from headstart.errors import HeadstartError
 from headstart.jsonfile import read_json
 from headstart.ordering.check import check
 from headstart.ordering.emit import LINKERS, emit, match_names
@@ -91,8 +92,7 @@ def run_emit(args: argparse.Namespace) -> int:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
+    check_runs(args.runs)
     data = record(launch_options(args, resolve_program(args.command)), args.runs, args.pages)
     _write(json_out.text(data), args.output)
     render_recorded(data, args.output, sys.stderr)
@@ -100,8 +100,7 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    if args.runs < 1:
-        raise UsageError("--runs must be at least 1")
+    check_runs(args.runs)
     argv = resolve_program(args.command)
     builds = [launch_options(args, argv)]
     if args.after:
