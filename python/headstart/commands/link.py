@@ -29,7 +29,7 @@ DEFAULT_SAMPLES = ["many-globals", "catalog", "gtk-hello", "qt-widgets"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=10, help="timed launches (default 10; link check: 100 of each)")
+    p.add_argument("--runs", type=int, help="timed launches (default 10; link check: 100 of each)")
     p.add_argument(
         "--ready",
         type=regex,
@@ -77,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
         return _check(args, later.command)
     if args.samples or args.output or args.after:
         raise UsageError("--samples, --output and --after are for `headstart link check`")
-    check_runs(args.runs)
+    runs = 10 if args.runs is None else args.runs
+    check_runs(runs)
     argv = resolve_program(command, loader_env=True)
-    data = analyse(argv, args.ready, args.timeout, args.runs)
+    data = analyse(argv, args.ready, args.timeout, runs)
     if args.json:
         json_out.write(data, sys.stdout)
     else:
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, rest: list[str]) -> int:
-    runs = args.runs if args.runs != 10 else 100
+    runs = 100 if args.runs is None else args.runs  # `--runs 10` ran 100: it looked like the default
     check_runs(runs)  # given after `check`, it was not checked at all: 0 reached launch-timer
     if rest[:1] == ["--"]:
         rest = rest[1:]
