@@ -228,10 +228,14 @@ def test_a_budget_that_is_no_size_is_refused_by_both_tools(value, tmp_path):
         (["boot", "record", "--device", "/dev/null", "-o", "/dev/null"], "--baud", "-5"),  # was a traceback
         (["boot", "record", "--device", "/dev/null", "-o", "/dev/null"], "--baud", "0"),  # was recorded as is
         (["order", "check", "--runs", "1"], "--read-ahead-kb", "-5"),  # was "root is needed"
+        # Flagged every file read, 0 bytes too: "/etc/ld.so.cache: 0 KiB read with 0 read() calls".
+        (["profile", "--runs", "1"], "--large-read", "0"),
+        (["profile", "--from", "/nonexistent"], "--gaps", "-1"),  # refused only when a program was launched
     ],
 )
 def test_a_number_out_of_its_range_is_a_usage_error(command, option, value):
-    done = headstart(*command, option, value, *(["--", "/bin/true"] if command[0] == "order" else []))
+    program = ["--", "/bin/true"] if command[0] == "order" or command[1] == "--runs" else []
+    done = headstart(*command, option, value, *program)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"argument {option}: expected a whole number from" in done.stderr
 

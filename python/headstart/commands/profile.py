@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overhead", action="store_true", help="also time main with and without the probe")
     p.add_argument(
         "--large-read",
-        type=int,
+        type=whole_number(1, 1 << 40),
         default=1 << 20,
         metavar="BYTES",
         help="flag data files read with read() from this many bytes (default 1 MiB)",
@@ -95,7 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--gaps",
-        type=int,
+        type=whole_number(0, 10_000),
         default=after_main.TOP_GAPS,
         metavar="N",
         help=f"after main: show the N longest stretches without a system call (default {after_main.TOP_GAPS})",
@@ -116,8 +116,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--from reads a recorded launch: give no program")
         return output(args, *from_trace.load(args.from_trace))
     argv = resolve_program(args.command, loader_env=True)
-    if args.gaps < 0:
-        raise UsageError("--gaps must be 0 or more")
     if args.drop_all and not args.cold:
         raise UsageError("--drop-all goes with --cold")
     if (args.pin_plan or args.pin_budget) and not args.cold:
