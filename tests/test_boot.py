@@ -299,6 +299,14 @@ def test_compare_against_a_budget():
     assert [m["moment"] for m in data["moments"]] == ["kernel start", "first program ready"]
 
 
+@pytest.mark.parametrize("budget", ["nan", "inf", "1e400"])
+def test_a_budget_that_is_no_number_is_a_usage_error(budget):
+    """`--budget-ms nan` passed a boot any slower (nothing is more than nan), and wrote NaN in the JSON."""
+    done = headstart("boot", "compare", str(QUIET), str(VERBOSE), "--ready", READY, "--budget-ms", budget)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"argument --budget-ms: not a number: {budget!r}" in done.stderr
+
+
 # --- boots from the field: initramfs init, core initcalls, other capture tools, mixed boots ---
 
 INITRD_ROOT = FIXTURES / "qemu-initrd-root.log"  # Debian's initrd as rdinit=/init, which mounts the root

@@ -6,6 +6,7 @@ a folder the results can be written to (-o), checked before minutes of launches 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import tempfile
@@ -29,6 +30,18 @@ def seconds(text: str) -> float:
         value = float("nan")
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
+
+
+def finite_number(text: str) -> float:
+    """A number that compares: `nan` is never more than anything, so a budget of nan passed every boot
+    (and was written to JSON as NaN, which is not JSON)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
     return value
 
 

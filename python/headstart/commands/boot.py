@@ -10,7 +10,7 @@ from pathlib import Path
 from headstart.boot import analysis, timeline
 from headstart.boot.compare import compare
 from headstart.boot.record import RecordOptions, record
-from headstart.commands._regex import regex, seconds, whole_number
+from headstart.commands._regex import finite_number, regex, seconds, whole_number
 from headstart.errors import HeadstartError, UsageError
 from headstart.reporters import boot, boot_page, json_out, trace
 
@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _mark_option(cmp)
     cmp.add_argument(
         "--budget-ms",
-        type=float,
+        type=finite_number,
         help="exit 1 when B takes more than this many ms longer than A to ready, or never reaches it (without "
         "--ready, or when A does not reach it: to the last moment both reached)",
     )
