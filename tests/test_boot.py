@@ -307,6 +307,13 @@ def test_a_budget_that_is_no_number_is_a_usage_error(budget):
     assert f"argument --budget-ms: not a number: {budget!r}" in done.stderr
 
 
+def test_compare_boot_a_0_is_not_taken_for_boot_a_left_out():
+    two = FIXTURES / "qemu-grabserial-two-boots.log"
+    done = headstart("boot", "compare", str(two), str(two), "--boot", "1", "--boot-a", "0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "--boot 0 is not one of them: choose one with --boot 1..2" in done.stderr
+
+
 # --- boots from the field: initramfs init, core initcalls, other capture tools, mixed boots ---
 
 INITRD_ROOT = FIXTURES / "qemu-initrd-root.log"  # Debian's initrd as rdinit=/init, which mounts the root

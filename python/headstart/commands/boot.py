@@ -137,8 +137,9 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    a = analysis.analyze([args.a], args.ready, args.boot_a or args.boot, args.mark)
-    b = analysis.analyze([args.b], args.ready, args.boot_b or args.boot, args.mark)
+    # `is None`, not `or`: --boot-a 0 was taken as not given, and --boot's boot read instead.
+    a = analysis.analyze([args.a], args.ready, args.boot if args.boot_a is None else args.boot_a, args.mark)
+    b = analysis.analyze([args.b], args.ready, args.boot if args.boot_b is None else args.boot_b, args.mark)
     if a.timeline.axis != b.timeline.axis:
         raise HeadstartError("A and B are on different clocks (one recorded on the serial line, one not)")
     if None not in (origin := (_from_power_on(a), _from_power_on(b))) and origin[0] != origin[1]:
