@@ -167,6 +167,15 @@ def test_reading_stops_one_byte_after_the_cap():
     assert (1 << 20) < _bytes_read() - before < (1 << 20) + 65536  # and what pytest and /proc/self/io read
 
 
+@pytest.mark.parametrize(("name", "said"), [("binary", "not UTF-8 text"), ("/dev/zero", "larger than 1 MiB")])
+def test_a_check_list_that_is_no_list_is_one_line(name, said, tmp_path):
+    """A binary --list was a UnicodeDecodeError's traceback, and /dev/zero read until memory ran out."""
+    (tmp_path / "binary").write_bytes(Path("/bin/true").read_bytes())
+    done = headstart("check", "--list", name, cwd=tmp_path, timeout=30)
+    one_line(done, f"headstart: --list {name}: ", status=2)
+    assert said in done.stderr
+
+
 def test_check_takes_a_path_that_is_not_utf8(tmp_path):
     program = os.fsdecode(bytes(tmp_path) + b"/prog\xff")
     Path(program).write_bytes(Path("/bin/true").read_bytes())

@@ -10,7 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from headstart.benchmark.program_list import MAX_LIST_BYTES
 from headstart.errors import HeadstartError, UsageError
+from headstart.inputfile import read_text
 from headstart.reporters import check
 from headstart.reporters.progress import progress
 from headstart.verdicts import judge_many, programs_in_dir, programs_listed, programs_of_package
@@ -32,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="every ELF program directly in DIR (repeatable)")  # fmt: skip
     p.add_argument("--package", action="append", default=[], metavar="PKG",
                    help="the ELF programs an installed Debian package put in bin/ or sbin/ (repeatable)")  # fmt: skip
-    p.add_argument("--list", type=argparse.FileType("r"), metavar="FILE",
+    p.add_argument("--list", metavar="FILE",
                    help="programs, one a line ('-': standard input; # starts a comment)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object per program, as headstartd gives it")
     p.add_argument(
@@ -42,6 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _list_text(name: str) -> str:
+    """The --list file ('-': standard input), read as bench reads its @FILE: UTF-8 and bounded (a binary
+    file was a UnicodeDecodeError's traceback, and /dev/zero was read until memory ran out)."""
+    try:
+        return read_text(Path("/dev/stdin" if name == "-" else name), MAX_LIST_BYTES)
+    except HeadstartError as e:
+        raise UsageError(f"--list {name}: {e}") from e
+
+
 def programs_from(args: argparse.Namespace) -> list[str]:
     programs = list(args.programs)
     for folder in args.dir:
@@ -49,7 +60,7 @@ def programs_from(args: argparse.Namespace) -> list[str]:
     for name in args.package:
         programs += programs_of_package(name)
     if args.list:
-        programs += programs_listed(args.list)
+        programs += programs_listed(_list_text(args.list).splitlines())
     if not programs and (args.dir or args.package or args.list):
         where = [
             *(str(d) for d in args.dir),
