@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from headstart.corpus.cases import HELP, VERSION
 from headstart.corpus.daemons import batch_daemon
 from headstart.corpus.launch import run_exec, run_served, session_members
@@ -64,3 +67,20 @@ def test_a_program_that_hangs_is_stopped_both_ways():
     assert by_exec.status is None and served.status is None
     assert served.served == "warm"
     assert session_members(pid) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--batch", "0", "argument --batch: expected a whole number from 1"),  # was a traceback
+        ("--batch", "-1", "argument --batch: expected a whole number from 1"),  # ran no program, status 0
+        ("--timeout", "nan", "argument --timeout: not a number of seconds above 0"),  # was a traceback
+        ("--timeout", "0", "argument --timeout: not a number of seconds above 0"),  # every launch a "hang"
+        ("--json", "/nonexistent/corpus.json", "no such folder: /nonexistent"),  # a traceback after the run
+    ],
+)
+def test_options_are_checked_before_anything_runs(option, value, said):
+    done = subprocess.run([sys.executable, "-m", "headstart.corpus", "--programs", "/bin/true", option, value],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert said in done.stderr

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from headstart.commands._regex import seconds, whole_number, writable_file
 from headstart.corpus import programs as corpus_programs
 from headstart.corpus.report import render
 from headstart.corpus.run import Settings, run_corpus, unprivileged
@@ -21,11 +22,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="Debian packages whose programs are the corpus, one a line")  # fmt: skip
     p.add_argument("--no-install", action="store_true", help="take the installed ones; install none")
     p.add_argument("--programs", nargs="+", metavar="PROGRAM", help="these programs instead of the packages'")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds before a launch is stopped (default 10)")
-    p.add_argument("--batch", type=int, default=25, help="programs per daemon (default 25)")
+    # Checked as parsed, with the commands' own types: --batch 0 and --timeout nan were tracebacks after
+    # the install, --batch -1 ran no program and said so nowhere, and --timeout 0 called every launch a hang.
+    p.add_argument("--timeout", type=seconds, default=10.0, help="seconds before a launch is stopped (default 10)")
+    p.add_argument("--batch", type=whole_number(1, 10_000), default=25, help="programs per daemon (default 25)")
     p.add_argument("--mode", choices=["warm", "preload"], default="warm",
                    help="register each batch's programs with --warm (default) or --app")  # fmt: skip
-    p.add_argument("--json", type=Path, help="write every program's verdict and launches here")
+    # A place it cannot be written was a traceback once every program had run.
+    p.add_argument("--json", type=writable_file, help="write every program's verdict and launches here")
     return p.parse_args(argv)
 
 
