@@ -98,6 +98,8 @@ WRONG_TYPES = {
     "a library {}": (_library_empty, "$.libraries[0]: 'index' is a required property"),
     "a median a string": (_median_string, "$.warm.to_main_us.median is a string, not a number"),
     "a null range": (_null_range, "mapped_ranges[0] is null, not an array"),
+    # The value came first and the reason last: cut at 160 characters, the reason was lost.
+    "a long kind": (lambda p: p["libraries"][0].update(kind="x" * 300), "xxx... is not one of ['program', 'loader'"),
 }
 
 

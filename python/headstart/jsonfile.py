@@ -57,7 +57,13 @@ def _describe(error: ValidationError) -> str:
         wanted = " or ".join(map(_ARTICLES.get, wanted)) if isinstance(wanted, list) else _ARTICLES.get(wanted)
         found = next((name for name, t in _JSON_TYPES.items() if type(error.instance) is t), "a value")
         return f"{where} is {_ARTICLES.get(found, found)}, not {wanted}"
-    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+    message = error.message
+    # The message starts with the wrong value as Python shows it; a long one is shortened there, not at
+    # the end, which held why it is wrong ("[13.0, 14.7, ... 1027.4] is too long" lost "is too long").
+    shown = repr(error.instance)
+    if len(message) > 160 and message.startswith(shown) and len(shown) > 60:
+        message = shown[:57] + "..." + message[len(shown) :]
+    message = message if len(message) <= 160 else message[:157] + "..."
     return f"{where}: {message}".replace("\n", " ")
 
 
