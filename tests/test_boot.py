@@ -139,6 +139,11 @@ def test_record_errors(tmp_path):
     one_line_error(
         headstart("boot", "record", "--device", "/dev/no-such-tty", "-o", str(tmp_path / "x")), "cannot open"
     )
+    # An earlier recording at -o is left as it was, and not called this one's ("0 lines kept in it").
+    (tmp_path / "earlier.log").write_text("an earlier recording\n")
+    done = headstart("boot", "record", "--device", "/dev/no-such-tty", "-o", str(tmp_path / "earlier.log"))
+    one_line_error(done, "cannot open")
+    assert "kept" not in done.stderr and (tmp_path / "earlier.log").read_text() == "an earlier recording\n"
     port = Pty()
     done = headstart(
         "boot", "record", "--device", port.device, "--stop", "x", "--timeout", "0.3", "-o", str(tmp_path / "y")

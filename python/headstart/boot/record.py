@@ -36,6 +36,7 @@ class Recording:
     started: bool  # the --start line was seen (true when there is none)
     stopped: bool  # the --stop line was seen
     error: str | None  # why recording ended early: the device went away, the timeout passed
+    written: bool = True  # the log was (re)written; not when the device could not be opened
 
 
 class LineStamper:
@@ -111,7 +112,7 @@ def record(options: RecordOptions) -> Recording:
     try:
         port = serial.Serial(options.device, options.baud, timeout=0.05)
     except (serial.SerialException, OSError) as e:
-        return Recording(0, False, False, f"cannot open {options.device}: {_reason(e)}")
+        return Recording(0, False, False, f"cannot open {options.device}: {_reason(e)}", written=False)
     base = time.monotonic()
     deadline = base + options.timeout_s if options.timeout_s else None
     error = None

@@ -104,8 +104,9 @@ def run_record(args: argparse.Namespace) -> int:
         result = record(options)
     except OSError as e:
         raise HeadstartError(f"cannot write {args.output}: {e.strerror}") from e
-    if result.error and result.lines == 0 and not args.output.exists():
-        raise HeadstartError(result.error)
+    if not result.written:
+        # The log was never opened: a file already there is an earlier recording, not "0 lines kept".
+        raise HeadstartError(result.error or "nothing recorded")
     if result.error:
         raise HeadstartError(f"{result.error}; {result.lines} lines kept in {args.output}")
     if args.start and not result.started:
