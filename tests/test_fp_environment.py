@@ -37,4 +37,3 @@ def test_a_fast_math_library_of_one_program_leaves_the_others_exact(option):
         status = d.status()
     reason = f"preloading {helper_path('libhs-fast-math.so')} (and the libraries it needs) changed the floating-point"
     assert any(p.startswith(f"exec {fast} -- {reason}") for p in status["program"]), status
-
