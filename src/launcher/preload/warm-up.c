@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
@@ -105,12 +106,6 @@ int warm_up_check_name(const char *name) {
         char library[256];
         const char *symbol;
         return find_step(name) || split_custom(name, library, sizeof library, &symbol) ? 0 : -EINVAL;
-}
-
-static uint64_t now_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 /* Sockets open in this process: a step may open none. */

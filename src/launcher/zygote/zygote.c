@@ -149,17 +149,15 @@ static int preload_all(const struct daemon_options *o, char *const argv[], const
                        const struct string_list *libs, size_t npreloads) {
         size_t loaded = 0, failed = 0;
         /* Timed here, around the loading alone, for `headstart bench`'s preload-time figure. */
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const uint64_t start = now_us();
         char why[PATH_MAX + 256];
         int r = preload_load(libs, &loaded, &failed, why, sizeof why);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        const uint64_t took = now_us() - start;
         if (r < 0 && failed >= npreloads)
                 return start_again_without(o, argv, libs->items[failed], why);
         if (r < 0)
                 return log_error("--preload %s: leave it out", libs->items[failed]), r;
-        log_info("preloaded %zu libraries for %zu programs in %lld us", loaded, apps->n,
-                 (long long) (t1.tv_sec - t0.tv_sec) * 1000000LL + (t1.tv_nsec - t0.tv_nsec) / 1000);
+        log_info("preloaded %zu libraries for %zu programs in %llu us", loaded, apps->n, (unsigned long long) took);
         return 0;
 }
 
@@ -233,7 +231,9 @@ static void preload_learned(struct learned *l, const struct string_list *apps, c
         /* Every registered program is loaded in the launched child (a warm one in this zygote): an
          * object with which one no longer loads is left out. */
         const struct programs_to_check programs = { (const char *const *) apps->items, apps->n, interp };
+        const uint64_t start = now_us();
         size_t loaded = ntested ? preload_tested(paths, ntested, reasons, &programs) : 0;
+        const uint64_t took = now_us() - start;
         for (size_t i = 0; i < ntested; i++) {
                 struct learned_object *o = objects[i];
                 if (!reasons[i])
@@ -247,7 +247,8 @@ static void preload_learned(struct learned *l, const struct string_list *apps, c
                 free(reasons[i]);
         }
         if (n)
-                log_info("preloaded %zu objects learned after main (%zu left out)", loaded, skipped);
+                log_info("preloaded %zu objects learned after main (%zu left out) in %llu us, tested first", loaded,
+                         skipped, (unsigned long long) took);
         free(paths);
         free(reasons);
         free(objects);
@@ -392,8 +393,13 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         closures = calloc(nclosures ? nclosures : 1, sizeof *closures);
         r = closures ? add_preloads(&o->preloads, &libs, &refused_preloads) : log_error("out of memory");
         const size_t npreloads = libs.n;
-        if (r < 0 || (r = register_apps(o, interp, &apps, closures, &libs, &missing, &nwarm, &left_out, &left_out_why)) < 0 ||
-            (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
+        const uint64_t start = now_us();
+        if (r >= 0)
+                r = register_apps(o, interp, &apps, closures, &libs, &missing, &nwarm, &left_out, &left_out_why);
+        if (r >= 0)
+                log_info("resolved the libraries of %zu programs in %llu us", apps.n,
+                         (unsigned long long) (now_us() - start));
+        if (r < 0 || (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
                 goto out;
         if (!o->no_learn) {
                 if ((r = learned_load(&learned, learn_file, o->zygote.learned_fd)) < 0)
