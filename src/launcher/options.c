@@ -67,7 +67,7 @@ static int parse_warm_up(struct daemon_options *o, const char *value) {
                         return log_error("%swarm-up: unknown step '%s' (known: %s)", setting_origin, step,
                                          warm_up_known()),
                                -EINVAL;
-                if (!string_list_contains(&o->warm_up, step) && string_list_add(&o->warm_up, step) < 0)
+                if (string_list_add_new(&o->warm_up, step) < 0)
                         return log_error("out of memory"), -ENOMEM;
         }
         return 0;

@@ -26,6 +26,10 @@ bool string_list_contains(const struct string_list *l, const char *s) {
         return false;
 }
 
+int string_list_add_new(struct string_list *l, const char *s) {
+        return string_list_contains(l, s) ? 0 : string_list_add(l, s);
+}
+
 void string_list_done(struct string_list *l) {
         for (size_t i = 0; i < l->n; i++)
                 free(l->items[i]);

@@ -170,8 +170,7 @@ static char **debug_environ(void) {
  * nothing at. Looked at at once, so that a file put there while the zygote preloads is a change. */
 static int add_missing(const struct string_list *tried, struct string_list *missing) {
         for (size_t i = 0; i < tried->n; i++)
-                if (access(tried->items[i], F_OK) < 0 && errno == ENOENT &&
-                    !string_list_contains(missing, tried->items[i]) && string_list_add(missing, tried->items[i]) < 0)
+                if (access(tried->items[i], F_OK) < 0 && errno == ENOENT && string_list_add_new(missing, tried->items[i]) < 0)
                         return -ENOMEM;
         return 0;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "closure-cache.h"
 #include "learn.h"
 #include "log.h"
 #include "macro.h"
@@ -62,6 +63,22 @@ struct app_closure {
         ino_t ino;
 };
 
+/* The program's libraries as the loader resolves them (and the names it found no file at, added to
+ * missing): the last start's answer when nothing it depends on changed, else the loader's, kept. */
+static int resolve_closure(struct closure_cache *cache, const char *interp, const char *path, const struct stat *st,
+                           struct string_list *closure, struct string_list *missing) {
+        if (closure_cache_take(cache, path, st, closure, missing))
+                return 0;
+        struct string_list mine = { 0 };
+        int r = preload_resolve_closure(interp, path, closure, &mine);
+        if (r >= 0)
+                closure_cache_remember(cache, path, st, closure, &mine);
+        for (size_t i = 0; r >= 0 && i < mine.n; i++)
+                r = string_list_add_new(missing, mine.items[i]);
+        string_list_done(&mine);
+        return r;
+}
+
 /* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
@@ -69,7 +86,8 @@ struct app_closure {
  * in *left_out_why). The closures of the others go into libs, and each one's into closures (as
  * many as resolved has, in its order): the loader is asked once per program. Where its search found
  * no file goes into missing (preload.h), for a program left out too: it may be servable then. */
-static int register_apps(const struct daemon_options *o, const char *interp, struct string_list *resolved,
+static int register_apps(const struct daemon_options *o, const char *interp, struct closure_cache *cache,
+                         struct string_list *resolved,
                          struct app_closure *closures, struct string_list *libs, struct string_list *missing,
                          size_t *ret_nwarm, struct string_list *left_out, struct string_list *left_out_why) {
         size_t nwarm = 0;
@@ -85,13 +103,13 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                         problem = "cannot find the program";
                 if (!problem)
                         problem = preload_program_refusal(path);
-                if (!problem && preload_resolve_closure(interp, path, &closure, missing) < 0)
+                if (!problem && resolve_closure(cache, interp, path, &st, &closure, missing) < 0)
                         problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
                 if (!problem)
                         problem = untrusted_file(path, &closure, why, sizeof why);
                 const char *unloadable = problem ? NULL : left_out_library(o, &closure);
                 for (size_t k = 0; !problem && !unloadable && k < closure.n; k++)
-                        if (!string_list_contains(libs, closure.items[k]) && string_list_add(libs, closure.items[k]) < 0)
+                        if (string_list_add_new(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
                 if (!problem && !unloadable && string_list_contains(resolved, path)) {
                         log_warning("%s %s: %s is registered already (--app ones first, then --warm); once is enough",
@@ -360,7 +378,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
          * there they took 100 KiB of each one's RLIMIT_STACK (the server's image cache alone is 60 KB;
          * main was 113 KiB down against exec's 10). One zygote runs per process. */
         static char interp[256], cache_dir[PATH_MAX + 16];
-        static char copy[PATH_MAX], learn_file[PATH_MAX + 16], learn_dir[PATH_MAX + 16];
+        static char copy[PATH_MAX], learn_file[PATH_MAX + 16], learn_dir[PATH_MAX + 16], closures_file[PATH_MAX + 32];
         static struct server s;
         int r = preload_own_interp(interp, sizeof interp);
         if (r < 0)
@@ -371,6 +389,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         size_t nwarm = 0, nclosures = o->apps.n + o->warm.n;
         struct app_closure *closures = NULL;
         struct learned learned = { 0 };
+        struct closure_cache closure_cache;
         struct warm_up_result *warm_up = NULL;
         s.listen_fd = s.epoll_fd = s.signal_fd = s.control_fd = s.files.fd = -1;
         snprintf(copy, sizeof copy, "%s", path);
@@ -382,6 +401,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         if (o->learn_file)
                 snprintf(learn_file, sizeof learn_file, "%s", o->learn_file);
         snprintf(learn_dir, sizeof learn_dir, "%s", learn_file);
+        const char *state_dir = dirname(learn_dir); /* where the learned file is: our other state too */
+        snprintf(closures_file, sizeof closures_file, "%s/closures", state_dir);
 
         /* Every signal into the signalfd from the start, except a stop, which ends us at once
          * until we are about to serve. */
@@ -394,11 +415,16 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         r = closures ? add_preloads(&o->preloads, &libs, &refused_preloads) : log_error("out of memory");
         const size_t npreloads = libs.n;
         const uint64_t start = now_us();
+        closure_cache_load(&closure_cache, closures_file, interp);
         if (r >= 0)
-                r = register_apps(o, interp, &apps, closures, &libs, &missing, &nwarm, &left_out, &left_out_why);
-        if (r >= 0)
-                log_info("resolved the libraries of %zu programs in %llu us", apps.n,
-                         (unsigned long long) (now_us() - start));
+                r = register_apps(o, interp, &closure_cache, &apps, closures, &libs, &missing, &nwarm, &left_out,
+                                  &left_out_why);
+        if (r >= 0) {
+                log_info("resolved the libraries of %zu programs in %llu us (%zu as at the last start)", apps.n,
+                         (unsigned long long) (now_us() - start), closure_cache.taken);
+                closure_cache_save(&closure_cache, closures_file, &apps);
+        }
+        closure_cache_done(&closure_cache);
         if (r < 0 || (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
                 goto out;
         if (!o->no_learn) {
@@ -432,7 +458,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 goto out;
         if (image_cache_rescan(&s.cache) > 0)
                 log_warning("some programs copy a C++ stream whose pointers cannot be found; they will be exec'd");
-        snprintf(s.prepared_file, sizeof s.prepared_file, "%s/prepared", dirname(learn_dir));
+        snprintf(s.prepared_file, sizeof s.prepared_file, "%s/prepared", state_dir);
         if ((r = prepared_init(&s, &o->prepare_display)) < 0)
                 goto out;
         if (!o->no_learn) {
