@@ -216,8 +216,9 @@ def loader_notes(data: dict[str, Any]) -> list[str]:
 
 
 def prepared_notes(data: dict[str, Any]) -> list[str]:
-    """How many of the prepared mode's launches a child prepared ahead took (the first of a run, and
-    any unlike the one before, never are; a program headstartd does not prepare, none)."""
+    """How many of the prepared mode's timed launches a child prepared ahead took (the first of a run,
+    and any unlike the one before, never are; a program headstartd does not prepare, none). The
+    daemon's own count (--status) goes on with the memory launches after them."""
     lines = []
     for p in data["programs"]:
         taken = p.get("prepared_launches")
@@ -228,9 +229,8 @@ def prepared_notes(data: dict[str, Any]) -> list[str]:
             state = p.get("prepared_state") or ""
             word, why = state.split(" ")[0], state.partition(" -- ")[2]
             said = f" ({word}: {why})" if why and word in ("refused", "failed") else ""
-            lines.append(
-                f"{p['program']}: {taken} of {asked} launches of the prepared mode took a child prepared ahead{said}"
-            )
+            took = f"{taken} of {asked} timed launches of the prepared mode took a child prepared ahead"
+            lines.append(f"{p['program']}: {took}{said}")
     return lines
 
 
