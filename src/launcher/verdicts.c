@@ -69,9 +69,11 @@ static void print_verdict(const struct verdict *v) {
         print_field("toolkit", exec ? NULL : toolkit_started_ahead(v->toolkit, &v->prepare_terms));
         print_field("prepare_display_reason", exec ? "it is exec'd, not served" : v->prepare_reason);
         const struct prepare_terms *t = &v->prepare_terms;
-        char terms[256];
+        char terms[512];
         snprintf(terms, sizeof terms, "%s%s%s",
-                 t->names_itself ? "on Wayland: " PREPARE_WHY_WAYLAND_ONLY : "",
+                 t->names_itself ? "on Wayland, if GTK prints nothing as it starts: " PREPARE_WHY_WAYLAND_ONLY
+                                   ", and GLib's messages carry that name"
+                                 : "",
                  t->names_itself && t->no_arguments ? "; " : "",
                  t->no_arguments ? "launches without arguments: " PREPARE_WHY_NO_ARGUMENTS : "");
         print_field("prepare_display_only", exec || v->prepare_reason || !terms[0] ? NULL : terms);
