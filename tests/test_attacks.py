@@ -18,7 +18,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SANITIZED, base_env, bin_path, daemon_stopped, helper_path, proc_fields, run_exec, run_served
+from conftest import (
+    SANITIZED,
+    base_env,
+    bin_path,
+    daemon_stopped,
+    helper_path,
+    proc_fields,
+    run_exec,
+    run_served,
+    waiting_children,
+)
 from elftools.elf.elffile import ELFFile
 from headstart.daemon import private_daemon
 
@@ -871,3 +881,33 @@ def test_a_clients_oom_score_adjustment_is_given_to_its_program():
     assert b"by exec" not in got.stderr, got.stderr
     assert got.stdout == b"300\n"
     assert plain.stdout == Path("/proc/self/oom_score_adj").read_bytes()  # the next launch: its own again
+
+
+def test_a_stopped_pool_child_does_not_hang_the_zygote_with_a_large_request(tmp_path):
+    """Any process of the user may stop a waiting child of the pool (SIGSTOP). The zygote handed it a
+    request through a blocking send: one larger than the channel's buffer (arguments a build system
+    passes, over about 200 KiB) blocked the zygote in sendmsg for as long as the child stayed
+    stopped. Every client after waited its deadline and exec'd, --status was not answered, and the
+    first client's fds stayed open in the zygote: a reader of its stdout never saw end of file."""
+    observe = str(bin_path("observe"))
+    with private_daemon([bin_path("observe")], extra_args=["--pool", "1"]) as d:
+        (child,) = waiting_children(d, 1)
+        os.kill(child, signal.SIGSTOP)
+        try:
+            big = ["x" * 100_000] * 4
+            started = time.monotonic()
+            first = run_served(
+                d, ["--timeout", "3000", observe, "exit", "3", *big], env=base_env(HEADSTART_DEBUG="1"), timeout=20
+            )
+            # The pipe of its stdout reached end of file: nothing of the daemon's holds it.
+            assert first.returncode == 3, first.stderr
+            assert time.monotonic() - started < 10
+            after = run_served(
+                d, ["--timeout", "3000", observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"), timeout=20
+            )
+            assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
+            assert b"did not answer" not in first.stderr, first.stderr
+            assert "is stopped" in d.log_text()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGCONT)

@@ -2,6 +2,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "client-context.h"
 #include "conn.h"
 #include "log.h"
+#include "macro.h"
 #include "prepared.h"
 #include "wire.h"
 
@@ -182,15 +184,47 @@ static int send_image(int channel, const struct image_entry *e, int report_fd, i
         memcpy(buf, &h, sizeof h);
         bind_plan_write(&e->plan, buf + sizeof h);
         int fds[3] = { report_fd, conn_fd, e->fd };
-        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 3, 0);
+        int r = hs_send_message(channel, POOL_MSG_IMAGE, buf, size, fds, 3, 1);
         free(buf);
         return r;
 }
 
+/* A stopped waiting child (SIGSTOP from any process of our user, or a tracer's stop) would not read
+ * its request, and its client would wait for its deadline and exec. Looked at just before the
+ * hand-over; one stopped after it costs its client that deadline, never the zygote (hand_over). */
+static bool stopped(pid_t pid) {
+        char path[64], buf[256];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')'); /* after the command's name, which may hold one */
+        return paren && (paren[1] == ' ') && (paren[2] == 'T' || paren[2] == 't');
+}
+
+/* What a hand-over writes to the channel at most: it must fit the channel's buffer (212,992 bytes
+ * by default) at once, since it is sent without waiting (hand_over). */
+#define POOL_MAX_HANDOVER (64u * 1024u)
+
+/* Whether the image and the request fit the channel without waiting for the child to read; a
+ * larger launch (a build tool's long command line) is forked for. */
+static bool fits_channel(const struct conn *c, const struct image_entry *image) {
+        size_t size = 2 * sizeof(struct hs_header) + sizeof(struct image_header) + bind_plan_size(&image->plan) +
+                      c->header.size;
+        return size <= POOL_MAX_HANDOVER;
+}
+
+/* Sent without waiting: any process of our user may stop a waiting child (SIGSTOP), or freeze its
+ * cgroup, and a blocking send of a request larger than the channel's buffer then held the zygote in
+ * sendmsg for as long as the child stayed so. Every client after waited its deadline and exec'd, and
+ * the client's fds stayed open in the zygote (a reader of its stdout never saw end of file). A
+ * child that does not take it at once is let go (pool_hand_over), and the launch forked. */
 static int hand_over(struct child *ch, const struct conn *c, const struct image_entry *image, int report_fd) {
         int r = send_image(ch->channel_fd, image, report_fd, c->fd);
         if (r >= 0)
-                r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 0);
+                r = hs_send_message(ch->channel_fd, POOL_MSG_REQUEST, c->payload, c->header.size, c->fds, c->nfds, 1);
         return r;
 }
 
@@ -211,13 +245,19 @@ struct child *pool_take(struct server *s, const struct conn *c, const struct ima
 
 struct child *pool_hand_over(struct server *s, struct child *ch, const struct conn *c, const struct image_entry *image,
                              int report_fd) {
-        bool current = client_context_inherited_unchanged(ch->pid);
-        int r = current ? hand_over(ch, c, image, report_fd) : -ESTALE;
+        if (!fits_channel(c, image))
+                return NULL;
+        bool current = client_context_inherited_unchanged(ch->pid), halted = current && stopped(ch->pid);
+        int r = current && !halted ? hand_over(ch, c, image, report_fd) : -ESTALE;
         child_close_channel(s, ch);
         if (r < 0) {
                 /* It stays in the pool until its pidfd says it ended: an event for it may already be
                  * pending in this batch, so it must not be freed here. */
-                if (!current)
+                if (halted)
+                        log_warning("a waiting child (%d) is stopped (a signal from a process of our user); forking "
+                                    "instead",
+                                    (int) ch->pid);
+                else if (!current)
                         log_info("a waiting child (%d) has the scheduling, I/O priority or OOM score we had when "
                                  "it was forked, which another process changed since; forking instead",
                                  (int) ch->pid);
