@@ -911,3 +911,53 @@ def test_a_stopped_pool_child_does_not_hang_the_zygote_with_a_large_request(tmp_
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGCONT)
+
+
+def build_program_needing_a_fifo(tmp: Path) -> Path:
+    """A program that exports its symbols (-rdynamic, so the daemon asks the loader for its libraries
+    to bind them) and needs a library, found through its RUNPATH, that is a FIFO: the loader blocks
+    opening it until something writes to it, under exec and in `ld.so --list` alike."""
+    libs = tmp / "libs"
+    libs.mkdir()
+    (tmp / "lib.c").write_text("int blocked_value(void) { return 3; }\n")
+    (tmp / "prog.c").write_text("int blocked_value(void);\nint main(void) { return blocked_value(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(libs / "libblocked.so"), str(tmp / "lib.c")], check=True)
+    program = tmp / "needs-fifo"
+    link = ["gcc", "-fPIE", "-pie", "-rdynamic", "-o", str(program), str(tmp / "prog.c")]
+    subprocess.run([*link, f"-L{libs}", "-lblocked", f"-Wl,-rpath,{libs}"], check=True)
+    (libs / "libblocked.so").unlink()
+    os.mkfifo(libs / "libblocked.so")
+    return program
+
+
+def loader_listing(zygote: int, timeout: float = 10.0) -> bool:
+    """Whether the zygote's `ld.so --list` of a program shows up among its children in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for kid in Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split():
+            with contextlib.suppress(OSError):
+                if b"--list" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                    return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_program_whose_library_blocks_the_loader_does_not_hang_the_zygote(tmp_path):
+    """For an unregistered program that exports symbols, the zygote asked `ld.so --list` for its
+    libraries and read its answer with no deadline, as it judged the launch. A library the loader
+    blocks on (a FIFO at its name, a hung file system) held the zygote for as long: every client after
+    waited its deadline and exec'd. Any client of the user could do it, with any such program."""
+    program = build_program_needing_a_fifo(tmp_path)
+    observe = str(bin_path("observe"))
+    with private_daemon([bin_path("observe")]) as d:
+        zygote = d.zygote_pid()  # asked now: the status waits for the zygote too
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket), "--timeout", "300", str(program)]
+        # Its client gives up after 300 ms and execs it, which blocks on the FIFO, as exec would.
+        blocked = subprocess.Popen(client, env=base_env(), stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            assert loader_listing(zygote), d.log_text()
+            after = run_served(d, [observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"), timeout=20)
+            assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
+        finally:
+            blocked.kill()
+            blocked.wait()

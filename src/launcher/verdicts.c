@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "preload.h"
+#include "throwaway.h"
 #include "warm-program.h"
 #include "prepare-judge.h"
 
@@ -103,7 +104,7 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
         struct string_list libs = { 0 };
         size_t loaded, failed;
         char unloaded[PATH_MAX + 256] = "";
-        bool resolved = preload_resolve_closure(interp, path, &libs, NULL) >= 0;
+        bool resolved = preload_resolve_closure(interp, path, &libs, NULL, throwaway_deadline() * 1000u) >= 0;
         bool preloaded = resolved && preload_load(&libs, &loaded, &failed, unloaded, sizeof unloaded) >= 0;
         struct image_cache cache;
         struct stat st;

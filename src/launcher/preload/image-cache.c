@@ -263,6 +263,10 @@ int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
         return r < 0 ? r : TAKE_FD(out);
 }
 
+/* plan_binding's answer when the loader took too long: a machine busy for a moment (a device at boot)
+ * as much as a library that blocks it, so it is not kept as the file's verdict; asked again next time. */
+static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libraries in time";
+
 /* Plans how its libraries bind to the program (see bind-plan.h), whose libraries are closure (as the
  * loader resolves them), or the loader is asked when closure is NULL. Returns NULL or why not. */
 static const char *plan_binding(struct image_cache *c, const struct elf_exports *ex, const char *path,
@@ -272,12 +276,13 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                 return NULL;
         struct string_list libs = { 0 };
         const char *why = NULL;
+        int r;
         if (closure) {
                 for (size_t i = 0; i < closure->n && !why; i++)
                         if (string_list_add(&libs, closure->items[i]) < 0)
                                 why = "out of memory";
-        } else if (preload_resolve_closure(c->interp, path, &libs, NULL) < 0)
-                why = "the dynamic loader cannot resolve its libraries";
+        } else if ((r = preload_resolve_closure(c->interp, path, &libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS)) < 0)
+                why = r == -ETIMEDOUT ? LOADER_TIMED_OUT : "the dynamic loader cannot resolve its libraries";
         /* Under exec, what the program loads after main binds to it first too. */
         for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)
                 if (!string_list_contains(&libs, c->also_loaded->items[i]) &&
@@ -314,6 +319,8 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
                 reason = "its dynamic symbols cannot be read";
         if (!reason)
                 reason = plan_binding(c, &ex, path, closure, e, buf, sizeof buf);
+        if (reason == LOADER_TIMED_OUT)
+                return -ETIMEDOUT;
         /* The dynamic loader resolved the closure by path: it must have been this file. If the path
          * names another one now (just replaced, another mount namespace), this launch is declined
          * and nothing is kept. */

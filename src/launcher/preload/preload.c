@@ -6,16 +6,21 @@
 #include <link.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "elf-info.h"
 #include "eligibility.h"
 #include "fp-control.h"
@@ -128,17 +133,57 @@ static int parse_debug_line(const char *line, struct string_list *tried) {
         return name[0] != '/' || string_list_contains(tried, name) ? 0 : string_list_add(tried, name);
 }
 
-/* Reads `ld.so --list`'s lines from fd (closed here) into libs, and the names its search tried into
- * tried if it is not NULL. */
-static int read_list(int fd, struct string_list *libs, struct string_list *tried) {
-        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
-        if (!f) {
-                close(fd);
-                return -errno;
+/* Everything the loader writes to fd, until it closes it or timeout_ms pass (-ETIMEDOUT). Not
+ * waited for without end: the loader opens each library it looks for, and one at a FIFO (or on a
+ * hung file system) blocks it for ever; read from a zygote as it judges a launch, any client of our
+ * user with such a program held every launch after it (each client waited its deadline and exec'd). */
+static int read_all(int fd, unsigned timeout_ms, char **ret, size_t *ret_size) {
+        const uint64_t deadline = now_ms() + timeout_ms;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, cap = 0;
+        for (;;) {
+                if (cap - size < 4096) {
+                        char *more = realloc(buf, cap + 65536);
+                        if (!more)
+                                return -ENOMEM;
+                        buf = more;
+                        cap += 65536;
+                }
+                uint64_t now = now_ms();
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int n = now >= deadline ? 0 : poll(&p, 1, (int) (deadline - now));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n == 0 ? -ETIMEDOUT : -errno;
+                ssize_t k = read(fd, buf + size, cap - size);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                size += (size_t) k;
         }
+        *ret_size = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Reads `ld.so --list`'s lines from fd (closed here), within timeout_ms, into libs, and the names
+ * its search tried into tried if it is not NULL. */
+static int read_list(int fd, unsigned timeout_ms, struct string_list *libs, struct string_list *tried) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        int r = read_all(fd, timeout_ms, &text, &size);
+        close(fd);
+        if (r < 0 || size == 0)
+                return r;
+        _cleanup_fclose_ FILE *f = fmemopen(text, size, "r");
+        if (!f)
+                return -errno;
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
-        int r = 0;
         while (getline(&line, &cap, f) >= 0)
                 if (r >= 0) {
                         line[strcspn(line, "\n")] = '\0';
@@ -176,7 +221,7 @@ static int add_missing(const struct string_list *tried, struct string_list *miss
 }
 
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs,
-                            struct string_list *missing) {
+                            struct string_list *missing, unsigned timeout_ms) {
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(errno, "pipe");
@@ -207,7 +252,13 @@ int preload_resolve_closure(const char *interp, const char *program, struct stri
         }
 
         struct string_list tried = { 0 };
-        int pr = read_list(pipefd[0], libs, missing ? &tried : NULL);
+        int pr = read_list(pipefd[0], timeout_ms, libs, missing ? &tried : NULL);
+        if (pr == -ETIMEDOUT) {
+                (void) kill(pid, SIGKILL);
+                log_warning("%s --list %s did not end within %u ms (a library it opens blocks it: a FIFO, a hung "
+                            "file system); left to exec",
+                            interp, program, timeout_ms);
+        }
 
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -13,9 +13,15 @@
  * -ENOEXEC, unlogged, when the loader cannot list them (not a dynamically linked program).
  * Unless missing is NULL, the loader also traces its search (LD_DEBUG=libs), and the names it looked
  * for a library at and found no file at (a RUNPATH or LD_LIBRARY_PATH directory before the one that
- * has it) are added to missing: a library put there later is what exec would load instead. */
+ * has it) are added to missing: a library put there later is what exec would load instead.
+ * A loader still listing after timeout_ms is killed (-ETIMEDOUT): a library it opens can block it
+ * for ever (a FIFO at its name), and the zygote with it. */
 int preload_resolve_closure(const char *interp, const char *program, struct string_list *libs,
-                            struct string_list *missing);
+                            struct string_list *missing, unsigned timeout_ms);
+
+/* How long a zygote waits for the loader's list of an unregistered program's libraries as it judges
+ * its launch: every other launch waits meanwhile, and a client its deadline (2 s by default). */
+#define PRELOAD_LIST_LAUNCH_TIMEOUT_MS 1000u
 
 /* dlopen()s each library with RTLD_NOW, skipping ones already loaded; one whose own dependencies
  * the loader finds only among loaded objects after the others. Fails, saying why in why and the

@@ -129,6 +129,9 @@ static const char *resolve_image(struct server *s, const struct hs_launch_reques
         if (r == -ESTALE)
                 return "the file changed while the daemon read it, or the daemon sees another file at its path "
                        "(another mount namespace)";
+        if (r == -ETIMEDOUT)
+                return "the dynamic loader did not list its libraries within its deadline (a library it opens blocks "
+                       "it, or the machine is busy); asked again at its next launch";
         if (r < 0) {
                 snprintf(buf, size, "cannot prepare the program for loading: %s", strerror(-r));
                 return buf;

@@ -29,6 +29,7 @@
 #include "server.h"
 #include "signals.h"
 #include "trusted-path.h"
+#include "throwaway.h"
 #include "tls-reserve.h"
 #include "warm-up.h"
 
@@ -70,7 +71,7 @@ static int resolve_closure(struct closure_cache *cache, const char *interp, cons
         if (closure_cache_take(cache, path, st, closure, missing))
                 return 0;
         struct string_list mine = { 0 };
-        int r = preload_resolve_closure(interp, path, closure, &mine);
+        int r = preload_resolve_closure(interp, path, closure, &mine, throwaway_deadline() * 1000u);
         if (r >= 0)
                 closure_cache_remember(cache, path, st, closure, &mine);
         for (size_t i = 0; r >= 0 && i < mine.n; i++)
