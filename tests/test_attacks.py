@@ -961,3 +961,134 @@ def test_a_program_whose_library_blocks_the_loader_does_not_hang_the_zygote(tmp_
         finally:
             blocked.kill()
             blocked.wait()
+
+
+FUSE_HANG_C = r"""
+/* A FUSE file system in a user and mount namespace of our own (no privilege): one file, /prog,
+ * whose requests from one pid (argv[1], the zygote) are never answered, mounted at argv[2]. Then
+ * runs argv[3..] in the namespace. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void put(const char *file, const char *text) {
+        int fd = open(file, O_WRONLY);
+        if (fd < 0 || write(fd, text, strlen(text)) < 0)
+                perror(file);
+        close(fd);
+}
+
+static void attr(struct fuse_attr *a, uint64_t ino) {
+        memset(a, 0, sizeof *a);
+        a->ino = ino;
+        a->nlink = 1;
+        a->mode = ino == 1 ? S_IFDIR | 0755 : S_IFREG | 0755;
+        a->size = ino == 1 ? 0 : 4096;
+        a->blksize = 4096;
+}
+
+static void reply(int fd, uint64_t unique, int error, const void *p, size_t n) {
+        char buf[8192];
+        struct fuse_out_header h = { .len = sizeof h + n, .error = error, .unique = unique };
+        memcpy(buf, &h, sizeof h);
+        memcpy(buf + sizeof h, p, n);
+        if (write(fd, buf, h.len) < 0)
+                perror("reply");
+}
+
+static void serve(int fd, pid_t ignored) {
+        static char buf[1 << 20];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+                struct fuse_in_header *in = (void *) buf;
+                struct fuse_init_out init = { .major = 7, .minor = FUSE_KERNEL_MINOR_VERSION, .max_write = 4096 };
+                struct fuse_entry_out entry = { .nodeid = 2 };
+                struct fuse_attr_out got = { 0 };
+                if ((pid_t) in->pid == ignored)
+                        continue; /* never answered */
+                if (in->opcode == FUSE_INIT)
+                        reply(fd, in->unique, 0, &init, sizeof init);
+                else if (in->opcode == FUSE_LOOKUP && strcmp(buf + sizeof *in, "prog") != 0)
+                        reply(fd, in->unique, -2, NULL, 0);
+                else if (in->opcode == FUSE_LOOKUP) {
+                        attr(&entry.attr, 2);
+                        reply(fd, in->unique, 0, &entry, sizeof entry);
+                } else if (in->opcode == FUSE_GETATTR) {
+                        attr(&got.attr, in->nodeid);
+                        reply(fd, in->unique, 0, &got, sizeof got);
+                } else if (in->opcode != FUSE_FORGET && in->opcode != FUSE_BATCH_FORGET)
+                        reply(fd, in->unique, -38, NULL, 0);
+        }
+}
+
+int main(int argc, char **argv) {
+        char map[64], opts[128];
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (argc < 4 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+                return perror("unshare"), 1;
+        snprintf(map, sizeof map, "0 %u 1", uid);
+        put("/proc/self/uid_map", map);
+        put("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof map, "0 %u 1", gid);
+        put("/proc/self/gid_map", map);
+        int fd = open("/dev/fuse", O_RDWR);
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+        if (fd < 0 || mount("hang", argv[2], "fuse", 0, opts) < 0)
+                return perror("mount"), 1;
+        if (fork() == 0) {
+                close(fd);
+                execvp(argv[3], argv + 3);
+                _exit(127);
+        }
+        serve(fd, (pid_t) atoi(argv[1]));
+        return 0;
+}
+"""
+
+
+def build_fuse_hang(tmp: Path) -> Path:
+    (tmp / "fuse-hang.c").write_text(FUSE_HANG_C)
+    out = tmp / "fuse-hang"
+    subprocess.run(["gcc", "-O1", "-o", str(out), str(tmp / "fuse-hang.c")], check=True)
+    return out
+
+
+def test_a_client_in_namespaces_of_its_own_cannot_hold_the_zygote_with_a_file_it_serves(tmp_path):
+    """A process of the user in a user and mount namespace of its own (no privilege needed) mounts a
+    FUSE file system it serves itself and asks for a program on it. The zygote looked at the
+    program's fd (fstat) before it compared the client's namespaces, which declines it: the FUSE
+    server never answered that GETATTR, and the zygote waited in it as long as the server lived.
+    Every client after waited its deadline and exec'd, and those whose stdout was a pipe never ended."""
+    hang = build_fuse_hang(tmp_path)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    observe = str(bin_path("observe"))
+    with private_daemon([bin_path("observe")]) as d:
+        zygote = d.zygote_pid()
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket), "--timeout", "300", str(mnt / "prog")]
+        confined = subprocess.Popen(
+            [str(hang), str(zygote), str(mnt), *client],
+            env=base_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while "declined" not in d.log_text() and time.monotonic() < deadline:
+                if Path(f"/proc/{zygote}/wchan").read_text() == "request_wait_answer":
+                    break  # held: the daemon would never say it declined
+                time.sleep(0.01)
+            after = run_served(d, [observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"), timeout=20)
+            assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
+        finally:
+            os.killpg(confined.pid, signal.SIGKILL)
+            confined.wait()

@@ -224,7 +224,6 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
 
         const char *differs;
         const char *reason = NULL;
-        const struct schedule *configured = program_schedule(s, c->fds[HS_FD_PROGRAM]);
         c->follows_stops = req.fixed.flags & HS_LAUNCH_FLAG_FOLLOWS_STOPS;
         /* Once per connection: the kernel's record of who connected, never a pid the client names. */
         if (c->client_pidfd < 0)
@@ -233,6 +232,10 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 reason = "the daemon is shutting down";
         else if (s->nchildren >= s->options->max_children)
                 reason = "too many programs running";
+        /* The client's context first, before anything looks at its fds: a fstat of a file on a FUSE
+         * file system the client serves itself (mounted in a user namespace of its own) waits for
+         * its answer, and a client confined so, declined all the same, held the zygote (and every
+         * launch after) as long as it liked. */
         if (reason) {
                 decline(HS_DECLINE_BUSY, reason, ret);
         } else if ((reason = client_context_refusal(c->client_pid, c->client_pidfd, oom_score))) {
@@ -245,7 +248,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 decline(HS_DECLINE_TERMINAL, reason, ret);
         } else if ((reason = rlimits_refusal(&req))) {
                 decline(HS_DECLINE_LIMITS, reason, ret);
-        } else if ((reason = client_schedule_refusal(c, configured))) {
+        } else if ((reason = client_schedule_refusal(c, program_schedule(s, c->fds[HS_FD_PROGRAM])))) {
                 decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(HS_DECLINE_UNSUPPORTED, reason, ret);
