@@ -67,26 +67,23 @@ def test_a_restart_takes_the_libraries_from_the_last_start(uses_hsfoo):
         assert served_says(d, prog) == run_exec([str(prog)]).stdout == b"second\n"
 
 
-def test_a_library_put_where_the_loader_found_none_is_what_the_next_start_serves(uses_hsfoo):
-    """The loader looked in `first` and found nothing; a library put there since is what exec loads."""
+@pytest.mark.parametrize(
+    ("folder", "says"),
+    [
+        # The loader looked in `first` and found nothing: a library put there since is what exec loads.
+        ("first", "first"),
+        # A new file at the name it took (another inode) may need other libraries: the loader is asked.
+        ("second", "second, rebuilt"),
+    ],
+)
+def test_a_library_put_since_at_a_name_the_loader_looked_at_is_what_the_next_start_serves(uses_hsfoo, folder, says):
     prog, state = uses_hsfoo
     with start(prog, state):
         pass
-    build_lib(prog.parent / "first" / "libhsfoo.so.1", "first")
+    build_lib(prog.parent / folder / "libhsfoo.so.1", says)
     with start(prog, state) as d:
         assert taken_from_last_start(d) == 0
-        assert served_says(d, prog) == run_exec([str(prog)]).stdout == b"first\n"
-
-
-def test_a_library_replaced_since_is_asked_about_again(uses_hsfoo):
-    """A new file at the same name (another inode) may need other libraries: the loader is asked."""
-    prog, state = uses_hsfoo
-    with start(prog, state):
-        pass
-    build_lib(prog.parent / "second" / "libhsfoo.so.1", "second, rebuilt")
-    with start(prog, state) as d:
-        assert taken_from_last_start(d) == 0
-        assert served_says(d, prog) == run_exec([str(prog)]).stdout == b"second, rebuilt\n"
+        assert served_says(d, prog) == run_exec([str(prog)]).stdout == f"{says}\n".encode()
 
 
 @pytest.mark.parametrize("content", [b"not ours\n", b"headstart-closures 1\n", b"\x00\xff"])

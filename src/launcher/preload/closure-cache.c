@@ -2,7 +2,6 @@
 #include "closure-cache.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,27 +221,22 @@ struct to_write {
 
 static int write_entries(int fd, const void *data) {
         const struct to_write *w = data;
-        int own = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* the FILE's, closed with it; fd stays the caller's */
-        FILE *f = own >= 0 ? fdopen(own, "we") : NULL;
-        if (!f) {
-                if (own >= 0)
-                        close(own);
-                return -ENOMEM;
-        }
-        fprintf(f, HEADER "\nkey %s\n", w->cache->key);
+        if (dprintf(fd, HEADER "\nkey %s\n", w->cache->key) < 0)
+                return -errno;
         for (size_t i = 0; i < w->cache->n; i++) {
                 const struct closure_entry *e = &w->cache->entries[i];
                 if (!string_list_contains(w->programs, e->program))
                         continue;
-                fprintf(f, "program %s %s\n", e->id, e->program);
+                if (dprintf(fd, "program %s %s\n", e->id, e->program) < 0)
+                        return -errno;
                 for (size_t k = 0; k < e->libs.n; k++)
-                        fprintf(f, "lib %s %s\n", e->lib_ids.items[k], e->libs.items[k]);
+                        if (dprintf(fd, "lib %s %s\n", e->lib_ids.items[k], e->libs.items[k]) < 0)
+                                return -errno;
                 for (size_t k = 0; k < e->missing.n; k++)
-                        fprintf(f, "missing %s\n", e->missing.items[k]);
+                        if (dprintf(fd, "missing %s\n", e->missing.items[k]) < 0)
+                                return -errno;
         }
-        fputs("end\n", f);
-        int r = fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
-        return fclose(f) == 0 ? r : -EIO;
+        return dprintf(fd, "end\n") < 0 ? -errno : 0;
 }
 
 void closure_cache_save(const struct closure_cache *c, const char *path, const struct string_list *programs) {
