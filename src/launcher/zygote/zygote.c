@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "closure-cache.h"
 #include "learn.h"
 #include "log.h"
@@ -85,7 +86,8 @@ static int resolve_closure(struct closure_cache *cache, const char *interp, cons
  * another user could replace, is left out with a log line: its clients exec it, and the others are
  * served. So is one that needs a library this zygote could not preload before (*left_out, with why
  * in *left_out_why). The closures of the others go into libs, and each one's into closures (as
- * many as resolved has, in its order): the loader is asked once per program. Where its search found
+ * many as resolved has, in its order): the loader is asked at most once per program (not while the
+ * last start's answer holds: closure-cache.h). Where its search found
  * no file goes into missing (preload.h), for a program left out too: it may be servable then. */
 static int register_apps(const struct daemon_options *o, const char *interp, struct closure_cache *cache,
                          struct string_list *resolved,
