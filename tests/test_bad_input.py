@@ -266,14 +266,6 @@ def test_runs_beyond_any_wait_are_refused_in_one_line(args):
     one_line(done, "--runs must be from 1 to 100000", status=2)
 
 
-def test_link_check_runs_as_many_launches_as_asked_even_the_plain_default():
-    """`link check --runs 10` ran 100: 10 was taken for the plain command's default."""
-    done = headstart("link", "check", "--runs", "10", "--json", "--after", "/bin/true", "--", "/bin/true")
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert data["runs"] == 10 and data["programs"][0]["exec_before_us"]["count"] == 10
-
-
 def test_pyproject_license_is_an_spdx_string():
     """A license table makes setuptools (77 and later) print a dozen lines of deprecation at install."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -247,3 +247,11 @@ def test_as_needed_is_advised_for_an_unused_library_and_not_for_one_with_a_const
     assert by_drop["libz.so.1"]["holds"] and "constructor" not in by_drop["libz.so.1"]["why"], zlib
     assert not by_drop["libctor.so"]["holds"] and "1 constructor(s)" in by_drop["libctor.so"]["why"]
     assert row(d, "libz.so.1")["constructors"] == 0 and row(d, "libctor.so")["constructors"] == 1
+
+
+def test_link_check_runs_as_many_launches_as_asked_even_the_plain_default():
+    """`link check --runs 10` ran 100: 10 was taken for the plain command's default."""
+    done = headstart("link", "check", "--runs", "10", "--json", "--after", "/bin/true", "--", "/bin/true")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["runs"] == 10 and data["programs"][0]["exec_before_us"]["count"] == 10
