@@ -196,6 +196,23 @@ def test_many_idle_connections_do_not_block_others(daemon):
             s.close()
 
 
+def test_large_requests_are_bounded_together_not_only_each(daemon):
+    """Each request may be 16 MiB, and 4,096 connections may be open: a process of the user holding
+    nearly complete large requests until their deadlines could make the zygote hold gigabytes. Past
+    16 of the largest at once, another is refused with one line, and the daemon serves after."""
+    held = [connect(daemon) for _ in range(16)]
+    try:
+        for s in held:
+            s.sendall(HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, MAX_PAYLOAD) + b"\0")
+        with connect(daemon) as s:
+            s.sendall(HEADER.pack(MAGIC, VERSION, MSG_LAUNCH, 100))
+            assert read_reply(s) == (MSG_ERROR, 16, b"too many large requests at once")
+    finally:
+        for s in held:
+            s.close()
+    still_serves(daemon)
+
+
 def test_too_many_fds_is_an_error(daemon):
     path = str(bin_path("observe")).encode()
     payload = launch_payload([b"x"], [], path, nfds=0)

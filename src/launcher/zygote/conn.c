@@ -32,6 +32,11 @@
  * whatever the requests were; the served programs, forked from the zygote, inherit its heap. */
 #define PAYLOAD_MAPPED_FROM (64u * 1024u)
 
+/* Each request is bounded (HS_MAX_PAYLOAD), and so are they together: a process of our user holding
+ * thousands of nearly complete ones until their deadlines would otherwise make the zygote hold
+ * gigabytes (a red team's finding, 2026-11-30). Sixteen of the largest, or any number of real ones. */
+#define MAX_PAYLOAD_BYTES (16u * HS_MAX_PAYLOAD)
+
 static char *payload_alloc(size_t size) {
         if (size < PAYLOAD_MAPPED_FROM)
                 return malloc(size ? size : 1);
@@ -67,6 +72,8 @@ void conn_close(struct server *s, struct conn *c) {
         c->client_pidfd = -1;
         hs_close_fds(c->fds, c->nfds);
         c->nfds = 0;
+        if (c->payload)
+                s->payload_bytes -= c->header.size;
         payload_free(c->payload, c->header.size);
         c->payload = NULL;
         if (c->prev)
@@ -213,9 +220,12 @@ static int conn_read(struct server *s, struct conn *c) {
                                 return conn_fail(s, c, -r, "request too large"), -1;
                         if (r < 0)
                                 return conn_fail(s, c, -r, "not a headstart request"), -1;
+                        if (s->payload_bytes + c->header.size > MAX_PAYLOAD_BYTES)
+                                return conn_fail(s, c, EBUSY, "too many large requests at once"), -1;
                         c->payload = payload_alloc(c->header.size);
                         if (!c->payload)
                                 return conn_fail(s, c, ENOMEM, "out of memory"), -1;
+                        s->payload_bytes += c->header.size;
                 } else
                         c->payload_got += (size_t) n;
                 if (c->payload_got == c->header.size)
