@@ -2,7 +2,6 @@
 #include "pool.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +19,8 @@
 #include "client-context.h"
 #include "conn.h"
 #include "log.h"
-#include "macro.h"
 #include "prepared.h"
+#include "proc-stat.h"
 #include "wire.h"
 
 /* The two messages on a waiting child's channel: the image to load, with the report pipe, the
@@ -193,15 +192,8 @@ static int send_image(int channel, const struct image_entry *e, int report_fd, i
  * its request, and its client would wait for its deadline and exec. Looked at just before the
  * hand-over; one stopped after it costs its client that deadline, never the zygote (hand_over). */
 static bool stopped(pid_t pid) {
-        char path[64], buf[256];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        const char *paren = strrchr(buf, ')'); /* after the command's name, which may hold one */
-        return paren && (paren[1] == ' ') && (paren[2] == 'T' || paren[2] == 't');
+        struct proc_stat st;
+        return proc_stat_read(pid, &st) == 0 && (st.state == 'T' || st.state == 't');
 }
 
 /* What a hand-over writes to the channel at most: it must fit the channel's buffer (212,992 bytes
