@@ -6,7 +6,6 @@
 #include <link.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -15,7 +14,6 @@
 #include <string.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +25,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
+#include "wire.h"
 #include "throwaway.h"
 
 extern char **environ;
@@ -149,13 +148,10 @@ static int read_all(int fd, unsigned timeout_ms, char **ret, size_t *ret_size) {
                         buf = more;
                         cap += 65536;
                 }
-                uint64_t now = now_ms();
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int n = now >= deadline ? 0 : poll(&p, 1, (int) (deadline - now));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n == 0 ? -ETIMEDOUT : -errno;
+                const uint64_t now = now_ms();
+                int r = now >= deadline ? -ETIMEDOUT : hs_wait_readable(fd, (int) (deadline - now));
+                if (r < 0)
+                        return r;
                 ssize_t k = read(fd, buf + size, cap - size);
                 if (k < 0 && errno == EINTR)
                         continue;
