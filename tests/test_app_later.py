@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_exec, run_served
-from headstart.daemon import RunningDaemon, private_daemon
+from headstart.daemon import RunningDaemon, prepared_pending, private_daemon
 from test_refresh import wait_generation
 from test_refresh_names import build_lib, build_program
 
@@ -106,3 +106,16 @@ def test_a_program_registered_both_ways_is_served_from_the_start(later):
         assert d.launches_started() == before + 1
         time.sleep(0.5)
         assert d.status()["generation"] == ["1"], "nothing was left for a next zygote"
+
+
+def test_its_prepared_child_is_due_until_the_next_zygote(later):
+    """What a benchmark waits on before it measures a launch (`prepared_pending`): a later program's
+    child is still to come while the first zygote serves, not refused."""
+    with private_daemon([TRUE], ["--app-later", str(later), "--prepare-display", str(later)]) as d:
+        line = d.prepared_line(str(later))
+        assert line is not None and prepared_pending(line) and "--app-later" in line, line
+        assert "--prepare-display" not in d.log_text(), "no warning for a program the next zygote prepares"
+        assert run_served(d, [str(TRUE)]).returncode == 0
+        wait_generation(d, 2, timeout=30)
+        line = d.prepared_line(str(later))
+        assert line is not None and line.startswith("refused "), line  # it links no toolkit

@@ -561,7 +561,8 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         p->toolkit = prepare_judge(image, scheduled, &p->terms, p->refusal, sizeof p->refusal);
                 } else if (!p->refusal[0])
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
-                if (p->refusal[0] && !(reg && reg->later)) /* the next zygote prepares it: nothing to warn of */
+                p->later = reg && reg->later;
+                if (p->refusal[0] && !p->later) /* the next zygote prepares it: nothing to warn of */
                         log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
                                     names->items[i], p->refusal);
         }
@@ -700,6 +701,8 @@ void prepared_done(struct server *s) {
 
 const char *prepared_state(const struct prepared_program *p, const char **ret_why) {
         *ret_why = NULL;
+        if (p->later) /* one is to come, as for a program whose child waits for a CPU to spare */
+                return *ret_why = "--app-later: the next zygote prepares it once the start is over", "due";
         if (p->refusal[0])
                 return *ret_why = p->refusal, "refused";
         if (p->failed[0])
