@@ -154,7 +154,8 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 for (size_t k = 0; !problem && !unloadable && k < closure.n; k++)
                         if (string_list_add_new(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
-                if (!problem && !unloadable && string_list_contains(resolved, path)) {
+                bool already = string_list_contains(resolved, path) || string_list_contains(deferred, path);
+                if (!problem && !unloadable && already) {
                         log_warning("%s %s: %s is registered already (--app ones first, then --app-later, then "
                                     "--warm); once is enough",
                                     option, name, path);
