@@ -76,15 +76,13 @@ static int parse_warm_up(struct daemon_options *o, const char *value) {
 /* One setting, the same for `--key value` and `key = value`. */
 static int apply_setting(struct daemon_options *o, const char *key, const char *value) {
         int r;
-        static const char *const named[] = { "app",    "app-later", "warm",   "preload",   "terminal",
+        static const char *const named[] = { "app",    "warm",   "preload",   "terminal",
                                              "prepare-display", "schedule", "socket", "cache-dir" };
         for (size_t i = 0; i < ELEMENTSOF(named); i++)
                 if (strcmp(key, named[i]) == 0 && !*value)
                         return log_error("%s%s: empty: name a file", setting_origin, key), -EINVAL;
         if (strcmp(key, "app") == 0)
                 r = string_list_add(&o->apps, value);
-        else if (strcmp(key, "app-later") == 0)
-                r = string_list_add(&o->apps_later, value);
         else if (strcmp(key, "warm") == 0)
                 r = string_list_add(&o->warm, value);
         else if (strcmp(key, "preload") == 0)
@@ -225,10 +223,6 @@ static void help(void) {
                 "Usage: headstartd [OPTIONS]\n"
                 "Starts programs by fork and dlopen instead of exec, with their libraries loaded once.\n\n"
                 "  --app PROGRAM        register PROGRAM: preload its libraries (repeatable)\n"
-                "  --app-later PROGRAM  register PROGRAM, but load its libraries only once the start is\n"
-                "                       over (the first launch settled and a CPU spare): a fresh zygote\n"
-                "                       loads them, and its clients exec it until then; for apps not\n"
-                "                       opened as a device boots (repeatable)\n"
                 "  --warm PROGRAM       register PROGRAM and load the program itself too: a launch is then\n"
                 "                       fork and main; its constructors run once, here (repeatable)\n"
                 "  --preload LIB        also preload LIB (repeatable)\n"
@@ -292,7 +286,7 @@ struct long_option {
 };
 
 static const struct long_option long_options[] = {
-        { "app", true },           { "app-later", true },     { "warm", true },          { "preload", true },
+        { "app", true },           { "warm", true },          { "preload", true },
         { "config", true },        { "socket", true },        { "cache-dir", true },
         { "max-children", true },  { "pool", true },          { "refresh-launches", true },
         { "refresh-seconds", true }, { "zygote", true } /* internal */,
@@ -377,7 +371,6 @@ void options_done(struct daemon_options *o) {
         free(o->zygote.reason);
         string_list_done(&o->zygote.leave_out);
         string_list_done(&o->apps);
-        string_list_done(&o->apps_later);
         string_list_done(&o->check);
         string_list_done(&o->warm);
         string_list_done(&o->preloads);

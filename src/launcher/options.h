@@ -12,7 +12,6 @@ struct daemon_options {
         char *socket_path;  /* NULL: $XDG_RUNTIME_DIR/headstart/socket */
         char *cache_dir;    /* NULL: next to the socket, in cache/ */
         struct string_list apps;
-        struct string_list apps_later; /* registered too; the first zygote leaves them out (later-apps.h) */
         struct string_list check; /* --check PROGRAM...: report how each would be served, then exit */
         struct string_list warm; /* registered too, and loaded into the daemon itself */
         struct string_list preloads;

@@ -19,7 +19,6 @@
 #include "conn.h"
 #include "launch-counts.h"
 #include "launch-report-send.h"
-#include "later-apps.h"
 #include "loader-env.h"
 #include "log.h"
 #include "macro.h"
@@ -198,7 +197,6 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         launch_counts_launched(s->counts, source);
         launch_report_send(s->report_fd, launch_report_socket(s->options), ch->program ? ch->program : req->path);
         prepared_note_launch(s, c, image, ch->pid);
-        later_apps_note_launch(s, ch->pid);
         if (s->options->verbose)
                 log_info("started %s as %d (%s%s)", req->path, (int) ch->pid, image->warm ? "warm" : "preload",
                          source == LAUNCH_PREPARED ? ", prepared ahead"

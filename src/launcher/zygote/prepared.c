@@ -488,10 +488,6 @@ static char *directory_path(int fd) {
 /* Writes each program's last launch to the store (prepared-store.h), for the zygotes that come after. */
 static void save_shapes(const struct server *s) {
         static bool warned; /* once: a launcher whose launches all differ would have us say it at each */
-        /* The file also keeps the launches of the --app-later programs this zygote left out: the
-         * next zygote, which prepares them, writes it. */
-        if (s->later.deferred)
-                return;
         size_t n = 0, most = 0;
         for (const struct prepared_program *p = s->prepared; p; p = p->next)
                 most++;
@@ -561,8 +557,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
                         p->toolkit = prepare_judge(image, scheduled, &p->terms, p->refusal, sizeof p->refusal);
                 } else if (!p->refusal[0])
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
-                p->later = reg && reg->later;
-                if (p->refusal[0] && !p->later) /* the next zygote prepares it: nothing to warn of */
+                if (p->refusal[0])
                         log_warning("--prepare-display %s: its toolkit is not prepared ahead of launches: %s",
                                     names->items[i], p->refusal);
         }
@@ -701,8 +696,6 @@ void prepared_done(struct server *s) {
 
 const char *prepared_state(const struct prepared_program *p, const char **ret_why) {
         *ret_why = NULL;
-        if (p->later) /* one is to come, as for a program whose child waits for a CPU to spare */
-                return *ret_why = "--app-later: the next zygote prepares it once the start is over", "due";
         if (p->refusal[0])
                 return *ret_why = p->refusal, "refused";
         if (p->failed[0])

@@ -31,7 +31,6 @@ struct prepared_program {
         enum toolkit toolkit; /* the one it links; TOOLKIT_NONE: none */
         struct prepare_terms terms; /* what its launches must be like besides */
         char refusal[HS_MAX_TEXT]; /* why it is never prepared; "": it is */
-        bool later; /* an --app-later program this zygote left out (refused here): the next one prepares it */
         void *payload; /* its last launch's request as received, and parsed (shape): what a child is
                         * prepared with */
         size_t payload_size;

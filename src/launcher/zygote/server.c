@@ -19,7 +19,6 @@
 #include "clock.h"
 #include "signals.h"
 #include "launch-report-send.h"
-#include "later-apps.h"
 #include "learn-watch.h"
 #include "loader-env.h"
 #include "log.h"
@@ -246,9 +245,6 @@ int server_run(struct server *s) {
                 int scan_in = learn_scan_in_ms(s);
                 if (scan_in >= 0 && (timeout < 0 || scan_in < timeout))
                         timeout = scan_in;
-                int later_in = later_apps_in_ms(s);
-                if (later_in >= 0 && (timeout < 0 || later_in < timeout))
-                        timeout = later_in;
                 int accept_in = conn_resume_accepting_in(s);
                 if (accept_in >= 0 && (timeout < 0 || accept_in < timeout))
                         timeout = accept_in;
@@ -259,10 +255,6 @@ int server_run(struct server *s) {
                 }
                 if (n == 0 && prepared_fill_in_ms(s) == 0) {
                         prepared_fill(s);
-                        continue;
-                }
-                if (n == 0 && later_apps_in_ms(s) == 0) {
-                        later_apps_check(s);
                         continue;
                 }
                 if (n == 0 && learn_scan_in_ms(s) == 0) {

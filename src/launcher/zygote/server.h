@@ -17,7 +17,6 @@
 #include "file-watch.h"
 #include "image-cache.h"
 #include "launch-counts.h"
-#include "later-apps.h"
 #include "learn.h"
 #include "warm-up.h"
 #include "options.h"
@@ -34,7 +33,6 @@ struct registered_file {
         char *path;
         enum program_mode mode;
         char *reason; /* why not served (MODE_EXEC), or why not warm as asked (MODE_PRELOAD); or NULL */
-        bool later;   /* --app-later, left to the next zygote (later-apps.h) */
 };
 
 /* What the supervisor told this zygote about itself (see supervisor.h); zero without one. */
@@ -67,7 +65,6 @@ struct server {
         struct prepared_program *prepared; /* --prepare-display, by program */
         char prepared_file[PATH_MAX + 16]; /* where the launches prepared for are kept (prepared-store.h) */
         struct cpu_spare prepare_cpu; /* the CPUs' last look, while prepared children wait for a spare one */
-        struct later_apps later; /* --app-later: when this zygote asks for the one that loads them */
         uint64_t accept_paused_until; /* out of fds: the socket is not watched until then (ms); 0: it is */
         uint64_t signal_logged_ms;    /* when an ignored signal was last logged (ms) */
         uint64_t dropped_logged_ms;   /* when connections over the cap were last logged (ms) */

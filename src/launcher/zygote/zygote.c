@@ -18,7 +18,6 @@
 
 #include "clock.h"
 #include "closure-cache.h"
-#include "later-apps.h"
 #include "learn.h"
 #include "log.h"
 #include "macro.h"
@@ -82,39 +81,7 @@ static int resolve_closure(struct closure_cache *cache, const char *interp, cons
         return r;
 }
 
-/* The i-th registered program's name, of --app, --app-later then --warm, and the option. */
-static const char *registered_name(const struct daemon_options *o, size_t i, const char **ret_option) {
-        const struct string_list *lists[] = { &o->apps, &o->apps_later, &o->warm };
-        static const char *const options[] = { "--app", "--app-later", "--warm" };
-        for (size_t k = 0; k < ELEMENTSOF(lists); i -= lists[k]->n, k++)
-                if (i < lists[k]->n)
-                        return *ret_option = options[k], lists[k]->items[i];
-        return NULL;
-}
-
-/* The first zygote leaves the --app-later programs out (later-apps.h): each is registered to be
- * exec'd, with why, and named in deferred, so that the answers the loader gave for it are kept for
- * the zygote that loads it. */
-static int defer(const char *name, const struct string_list *resolved, struct string_list *left_out,
-                 struct string_list *left_out_why, struct string_list *deferred) {
-        char path[PATH_MAX];
-        if (preload_find_program(name, path) < 0 || access(path, F_OK) < 0) {
-                log_warning("--app-later %s: cannot find the program; its clients will exec it", name);
-                return 0;
-        }
-        if (string_list_contains(resolved, path) || string_list_contains(deferred, path)) {
-                log_warning("--app-later %s: %s is registered already; once is enough", name, path);
-                return 0;
-        }
-        if (string_list_add(left_out, path) < 0 ||
-            string_list_add(left_out_why, "--app-later: exec'd until the next zygote, which loads its libraries once the "
-                                          "start is over") < 0 ||
-            string_list_add(deferred, path) < 0)
-                return log_error("out of memory");
-        return 0;
-}
-
-/* Resolves --app, --app-later and then --warm programs into one list; the warm ones are its last *ret_nwarm.
+/* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
  * served. So is one that needs a library this zygote could not preload before (*left_out, with why
@@ -125,18 +92,11 @@ static int defer(const char *name, const struct string_list *resolved, struct st
 static int register_apps(const struct daemon_options *o, const char *interp, struct closure_cache *cache,
                          struct string_list *resolved,
                          struct app_closure *closures, struct string_list *libs, struct string_list *missing,
-                         size_t *ret_nwarm, struct string_list *left_out, struct string_list *left_out_why,
-                         struct string_list *deferred) {
+                         size_t *ret_nwarm, struct string_list *left_out, struct string_list *left_out_why) {
         size_t nwarm = 0;
-        const char *option;
-        for (size_t i = 0; registered_name(o, i, &option); i++) {
-                const char *name = registered_name(o, i, &option);
-                bool warm = strcmp(option, "--warm") == 0;
-                if (strcmp(option, "--app-later") == 0 && o->zygote.generation <= 1) {
-                        if (defer(name, resolved, left_out, left_out_why, deferred) < 0)
-                                return -ENOMEM;
-                        continue;
-                }
+        for (size_t i = 0; i < o->apps.n + o->warm.n; i++) {
+                bool warm = i >= o->apps.n;
+                const char *name = warm ? o->warm.items[i - o->apps.n] : o->apps.items[i];
                 char path[PATH_MAX], why[PATH_MAX + 128];
                 const char *problem = preload_find_program(name, path) < 0 ? "cannot find the program"
                                                                           : preload_program_problem(path);
@@ -154,17 +114,15 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 for (size_t k = 0; !problem && !unloadable && k < closure.n; k++)
                         if (string_list_add_new(libs, closure.items[k]) < 0)
                                 problem = "out of memory";
-                bool already = string_list_contains(resolved, path) || string_list_contains(deferred, path);
-                if (!problem && !unloadable && already) {
-                        log_warning("%s %s: %s is registered already (--app ones first, then --app-later, then "
-                                    "--warm); once is enough",
-                                    option, name, path);
+                if (!problem && !unloadable && string_list_contains(resolved, path)) {
+                        log_warning("%s %s: %s is registered already (--app ones first, then --warm); once is enough",
+                                    warm ? "--warm" : "--app", name, path);
                         string_list_done(&closure);
                         continue;
                 }
                 if (unloadable || problem) {
-                        log_warning("%s %s: %s; its clients will exec it, the other programs are served", option, name,
-                                    unloadable ? unloadable : problem);
+                        log_warning("%s %s: %s; its clients will exec it, the other programs are served",
+                                    warm ? "--warm" : "--app", name, unloadable ? unloadable : problem);
                         string_list_done(&closure);
                         if (unloadable &&
                             (string_list_add(left_out, path) < 0 || string_list_add(left_out_why, unloadable) < 0))
@@ -178,21 +136,6 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
         }
         *ret_nwarm = nwarm;
         return 0;
-}
-
-/* Writes the loader's answers back: the registered programs', and the deferred ones' as the file
- * had them, for the zygote that loads those. */
-static void save_closures(const struct closure_cache *cache, const char *file, const struct string_list *apps,
-                          const struct string_list *deferred) {
-        struct string_list kept = { 0 };
-        int r = 0;
-        for (size_t i = 0; i < apps->n + deferred->n && r >= 0; i++)
-                r = string_list_add(&kept, i < apps->n ? apps->items[i] : deferred->items[i - apps->n]);
-        if (r < 0)
-                log_warning("out of memory: the dynamic loader will be asked again at the next start");
-        else
-                closure_cache_save(cache, file, &kept);
-        string_list_done(&kept);
 }
 
 /* A library of a registered program could not be preloaded: this process may now have a thread it
@@ -364,7 +307,7 @@ static struct registered_file *register_file(struct server *s, const char *path,
  * `nwarm` of apps) into the daemon. The left_out ones are registered to be exec'd, with their why. */
 static int check_apps(struct server *s, const struct string_list *apps, const struct app_closure *closures,
                       size_t nwarm, const struct string_list *left_out, const struct string_list *left_out_why,
-                      const struct string_list *deferred, char *const argv[]) {
+                      char *const argv[]) {
         s->registered = calloc(apps->n + left_out->n ? apps->n + left_out->n : 1, sizeof *s->registered);
         if (!s->registered)
                 return log_error("out of memory");
@@ -375,7 +318,6 @@ static int check_apps(struct server *s, const struct string_list *apps, const st
                 struct registered_file *reg = register_file(s, left_out->items[i], &st);
                 if (!reg || !(reg->reason = strdup(left_out_why->items[i])))
                         return log_error("out of memory");
-                reg->later = string_list_contains(deferred, left_out->items[i]);
         }
         for (size_t i = 0; i < apps->n; i++) {
                 struct stat st;
@@ -446,8 +388,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 return log_error_errno(r, "cannot find the daemon's own dynamic loader");
 
         struct string_list apps = { 0 }, libs = { 0 }, learned_loaded = { 0 }, refused_preloads = { 0 };
-        struct string_list left_out = { 0 }, left_out_why = { 0 }, missing = { 0 }, deferred = { 0 };
-        size_t nwarm = 0, nclosures = o->apps.n + o->apps_later.n + o->warm.n;
+        struct string_list left_out = { 0 }, left_out_why = { 0 }, missing = { 0 };
+        size_t nwarm = 0, nclosures = o->apps.n + o->warm.n;
         struct app_closure *closures = NULL;
         struct learned learned = { 0 };
         struct closure_cache closure_cache;
@@ -479,11 +421,11 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         closure_cache_load(&closure_cache, closures_file, interp);
         if (r >= 0)
                 r = register_apps(o, interp, &closure_cache, &apps, closures, &libs, &missing, &nwarm, &left_out,
-                                  &left_out_why, &deferred);
+                                  &left_out_why);
         if (r >= 0) {
                 log_info("resolved the libraries of %zu programs in %llu us (%zu as at the last start)", apps.n,
                          (unsigned long long) (now_us() - start), closure_cache.taken);
-                save_closures(&closure_cache, closures_file, &apps, &deferred);
+                closure_cache_save(&closure_cache, closures_file, &apps);
         }
         closure_cache_done(&closure_cache);
         if (r < 0 || (r = preload_all(o, argv, &apps, &libs, npreloads)) < 0)
@@ -513,7 +455,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         const char *tls = tls_reserve_problem();
         if (tls)
                 log_info("programs with thread-local storage in the executable will be exec'd: %s", tls);
-        if ((r = check_apps(&s, &apps, closures, nwarm, &left_out, &left_out_why, &deferred, argv)) < 0 ||
+        if ((r = check_apps(&s, &apps, closures, nwarm, &left_out, &left_out_why, argv)) < 0 ||
             (r = find_programs("terminal", &o->terminal, &s.terminal_ok, &s.nterminal_ok)) < 0 ||
             (r = schedules_load(&o->schedules, false, &s.schedules, &s.nschedules)) < 0)
                 goto out;
@@ -537,7 +479,6 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         zygote_stop_at_once(false);
         pool_fill(&s);
         server_ready(&s);
-        later_apps_start(&s, (unsigned) deferred.n);
         r = server_run(&s);
 out:
         if (signal_fd >= 0)
@@ -550,7 +491,6 @@ out:
         string_list_done(&left_out);
         string_list_done(&left_out_why);
         string_list_done(&missing);
-        string_list_done(&deferred);
         string_list_done(&learned_loaded);
         string_list_done(&libs);
         string_list_done(&refused_preloads);
