@@ -269,6 +269,19 @@ def test_analyze_this_machines_dmesg(tmp_path):
             one_line_error(done, "no boot phase found in dmesg.txt: the kernel")
 
 
+def test_a_wrapped_dmesg_says_so_whatever_else_it_holds(tmp_path):
+    """Hours after boot, a machine's dmesg holds an image's loop mount (an ext4 mount line, the root
+    mount's pattern) after a line the ready pattern matches: the reason given must still be the
+    wrapped buffer, not that the ready line came before "the root mount" (this machine's dmesg, one day)."""
+    log = tmp_path / "dmesg.txt"
+    log.write_text(
+        "[ 1146.793824] python (30779): drop_caches: 3\n"
+        "[ 1395.236995] app[26413]: segfault at 8 ip 00007f3d854a7975 sp 00007fff7dc70e40 error 4\n"
+        "[11486.727001] EXT4-fs (loop0): mounted filesystem with ordered data mode. Quota mode: none.\n"
+    )
+    one_line_error(headstart("boot", "analyze", str(log), "--ready", "segfault"), "its ring buffer has wrapped")
+
+
 def test_analyze_malformed_and_truncated_logs(tmp_path):
     junk = tmp_path / "junk.log"
     junk.write_text("hello\nthis is not a boot log\n")

@@ -145,7 +145,9 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
         module_initcalls=[c for c in calls if c.module is not None],
     )
     timeline.phases = _phases(timeline, log)
-    timeline.warnings = dropped + _warnings(timeline, log, ready)
+    # What is wrong with the log as a whole (a wrapped ring buffer, a panic) before the moments it
+    # left out: it is often why (a wrapped dmesg's first ext4 mount is a loop device's, hours later).
+    timeline.warnings = _warnings(timeline, log, ready) + dropped
     return timeline
 
 
