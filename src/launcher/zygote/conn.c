@@ -32,7 +32,8 @@
  * whatever the requests were; the served programs, forked from the zygote, inherit its heap. */
 #define PAYLOAD_MAPPED_FROM (64u * 1024u)
 
-/* Each request is bounded (HS_MAX_PAYLOAD), and so are they together: a process of our user holding
+/* Each request is bounded (HS_MAX_PAYLOAD), and so are they together, for as long as their connections
+ * hold them (a launch's, until its program ends): a process of our user holding
  * thousands of nearly complete ones until their deadlines would otherwise make the zygote hold
  * gigabytes (a red team's finding, 2026-11-30). Sixteen of the largest, or any number of real ones. */
 #define MAX_PAYLOAD_BYTES (16u * HS_MAX_PAYLOAD)

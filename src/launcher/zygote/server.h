@@ -43,7 +43,7 @@ struct zygote_info {
 
 struct server {
         const struct daemon_options *options;
-        size_t payload_bytes; /* of the requests being read, together (conn.c) */
+        size_t payload_bytes; /* of the requests the open connections hold, together (conn.c) */
         struct image_cache cache;
         char interp[256];
         char **loader_env; /* the daemon's own LD_*, GLIBC_TUNABLES and MALLOC_* variables, sorted */
