@@ -212,6 +212,34 @@ def test_prefetch_reads_the_ranges_within_the_budget_and_locks_nothing(tmp_path)
     assert set(range(size // PAGE)) <= resident and not resident & set(range((size + MIB) // PAGE, 2 * size // PAGE))
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_prefetch_copies_out_only_pages_the_cache_lacks(tmp_path):
+    """The second pass reads (pread) only what the first one's readahead left uncached: a file cached
+    whole costs no copy, one cached in its first half costs reads of the second half alone."""
+    data = data_file(tmp_path / "data.bin", 4 * MIB)
+    plan = write_plan(tmp_path / "plan", [f"file {4 * MIB} {data}", f"range 0 {4 * MIB} 0"])
+
+    def preads() -> list[str]:
+        trace = tmp_path / "strace"
+        argv = [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "64M", "--prefetch"]
+        traced = ["strace", "-y", "-e", "trace=pread64", "-o", str(trace), *argv]
+        done = subprocess.run(traced, capture_output=True, text=True)
+        assert done.returncode == 0 and "prefetched 4096 KiB from 1 files" in done.stderr, done.stderr
+        return [line for line in trace.read_text().splitlines() if line.startswith("pread64(") and str(data) in line]
+
+    data.read_bytes()
+    assert preads() == []
+    files.evict([str(data)])
+    with open(data, "rb") as f:  # the first half cached again, the second not: no readahead
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+        f.read(2 * MIB)
+    cached = files.resident_pages(str(data))
+    assert set(range(2 * MIB // PAGE)) <= cached and len(cached) < 4 * MIB // PAGE
+    offsets = [int(m[1]) for call in preads() if (m := re.search(r", (\d+)\) = \d+$", call))]
+    assert all(offset >= 2 * MIB for offset in offsets), offsets  # none, if the readahead ended first
+    assert set(range(4 * MIB // PAGE)) <= files.resident_pages(str(data))
+
+
 def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinned(tmp_path):
     data = data_file(tmp_path / "data.bin", 2 * MIB)
     # A range under a malformed file line is that line's, not the file's above it (it once was).

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,10 +38,7 @@ static int file_fd(const struct pin_file *f, int *fd) {
         return *fd;
 }
 
-/* readahead(2) is a hint: under memory or I/O pressure the kernel may read less than asked, and a
- * test on a busy machine found a range never read. This second pass reads what the first left out
- * (a page already cached costs a copy) and waits for the reads in flight, so what the log counts
- * is in the page cache when we exit. */
+/* Reads [offset, offset + length) with pread: what the kernel then caches is the point, not the bytes. */
 static int read_into_cache(int fd, uint64_t offset, uint64_t length) {
         static char buffer[64 * 1024];
         for (uint64_t done = 0; done < length;) {
@@ -53,6 +51,37 @@ static int read_into_cache(int fd, uint64_t offset, uint64_t length) {
                 if (got == 0) /* past the file's end */
                         break;
                 done += (uint64_t) got;
+        }
+        return 0;
+}
+
+/* readahead(2) is a hint: under memory or I/O pressure the kernel may read less than asked, and a
+ * test on a busy machine found a range never read. This second pass reads what the first left out,
+ * and only that: mincore(2) says which pages the cache holds (a page still being read is not yet one,
+ * and pread waits for it), and copying the others
+ * out too cost a device's boot CPU time for nothing (38 MiB of its plan, under emulation). */
+static int read_missing(int fd, uint64_t offset, uint64_t length) {
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+        uint64_t start = offset / page * page, span = offset + length - start;
+        size_t npages = (size_t) ((span + page - 1) / page);
+        void *map = mmap(NULL, (size_t) span, PROT_READ, MAP_SHARED, fd, (off_t) start);
+        _cleanup_free_ unsigned char *cached = malloc(npages ? npages : 1);
+        if (map == MAP_FAILED || !cached || mincore(map, (size_t) span, cached) < 0) {
+                if (map != MAP_FAILED)
+                        munmap(map, (size_t) span);
+                return read_into_cache(fd, offset, length); /* cannot tell: read it all */
+        }
+        munmap(map, (size_t) span);
+        for (size_t i = 0; i < npages;) {
+                size_t run = 0;
+                while (i + run < npages && !(cached[i + run] & 1))
+                        run++;
+                if (run > 0) {
+                        int err = read_into_cache(fd, start + i * page, run * page);
+                        if (err < 0)
+                                return err;
+                }
+                i += run > 0 ? run : 1;
         }
         return 0;
 }
@@ -86,7 +115,7 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
         for (size_t i = 0; i < n; i++) {
                 const struct pin_file *f = &plan->files[ranked[i].file];
                 const struct pin_range *r = &f->ranges[ranked[i].range];
-                int err = asked[i] ? read_into_cache(fds[ranked[i].file], r->offset, r->length) : 0;
+                int err = asked[i] ? read_missing(fds[ranked[i].file], r->offset, r->length) : 0;
                 if (err < 0)
                         log_warning_errno(-err, "%s: cannot read it; partly prefetched", f->path);
         }
