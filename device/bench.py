@@ -146,6 +146,8 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
                 waits.setdefault(key, []).append(launch.get("waited_for_child_s", 0.0))
         out[arm] = {
             "boots": len(mine),
+            # Boots whose display showed the compositor's output once the boot was over.
+            "home_screen_shown": sum(1 for b in mine if b.get("home_screen_shown")),
             "home_frame_s": stats([b["home_frame_s"] for b in mine]),
             "phases_s": {k: stats(v) for k, v in phases.items()},
             "app_ms": {k: stats(v) for k, v in launches.items()},
@@ -202,7 +204,8 @@ def main() -> int:
                     mine = applied if arm == "headstart+advice" else NOTHING
                     b = one_boot(args.arch, out, accel, arm, n, args.warm_runs, mine)
                     boots.append(b)
-                    print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s", flush=True)
+                    shown = "" if b["home_screen_shown"] else f" (NOT on the screen: {b['screen_colours']} colours)"
+                    print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s{shown}", flush=True)
                     _save(out, args, accel, advised, boots, applied)
     except DeviceError as e:
         print(f"device-bench: {e}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """make test-device: the cached images booted and checked, slow and opt-in.
 
 - a good boot of the headstart image: every phase from power-on to the home screen's first frame
-  in `headstart boot analyze`, the second app's frames, headstartd having served the home screen
+  in `headstart boot analyze`, the home screen on the emulated display (QEMU's screendump), the
+  second app's frames, headstartd having served the home screen
   (its --status, read over the console), a served and an exec'd second app ending alike;
 - broken devices end in one line naming what failed, within a timeout: a kernel that is missing,
   and a compositor that cannot start (masked), whose home screen therefore never shows.
@@ -48,6 +49,12 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
             failures.append(f"no phase ends or starts at {moment!r}: phases are {names}")
     print("phases:", "; ".join(f"{p.name} {p.duration_s:.2f} s" for p in a.timeline.phases))
     print(f"home screen frame at {result.home_frame_s:.2f} s; slowest units:", a.timeline.services[:3])
+    print(f"the screen shows {result.screen_colours} colours")
+    if not result.home_screen_shown:
+        failures.append(
+            f"the home screen is not on the screen ({result.screen_colours} colours, as a text console's):"
+            " the compositor drew nothing, though its clients' frames were committed"
+        )
     cpu = a.timeline.cpu
     top = [(u, round(s, 2)) for u, s, _ in cpu.units[:3]]
     print(f"CPU time by the home screen's frame: {top}, machine busy {cpu.busy_s} s, idle {cpu.idle_s} s")

@@ -135,8 +135,9 @@ def qemu_argv(arch: str, files: BootFiles, accel: str, kernel_args: list[str], t
 class Boot:
     """A running boot: its console log (as the recorder writes it) and its command port."""
 
-    def __init__(self, log: Path, commands: Path, qemu: subprocess.Popen[str], recorder: subprocess.Popen[str]) -> None:
-        self.log, self.commands_path, self.qemu, self.recorder = log, commands, qemu, recorder
+    def __init__(self, log: Path, tmp: Path, qemu: subprocess.Popen[str], recorder: subprocess.Popen[str]) -> None:
+        self.log, self.tmp, self.qemu, self.recorder = log, tmp, qemu, recorder
+        self.commands_path = tmp / "cmd.sock"
         self._commands: socket.socket | None = None
 
     def lines(self) -> list[tuple[float, str]]:
@@ -183,6 +184,15 @@ class Boot:
         self._commands.sendall(command.encode() + b"\n")
         return before
 
+    def screen_colours(self) -> int:
+        """How many colours the emulated display shows now (QEMU's screendump). Linux's text console
+        draws with at most 16, so more means a compositor's output is on the screen: a compositor
+        can run, and its clients commit frames, without being allowed to show any."""
+        path = self.tmp / "screen.ppm"
+        path.unlink(missing_ok=True)
+        _qmp(self.tmp / "qmp.sock", "screendump", {"filename": str(path)})
+        return len(_ppm_colours(path.read_bytes()))
+
     def close(self) -> None:
         if self._commands is not None:
             self._commands.close()
@@ -221,7 +231,7 @@ def booted(
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             _wait(lambda: log.exists() and log.stat().st_size > 0, 30, "the recorder did not start")
-            boot = Boot(log, tmp / "cmd.sock", qemu, recorder)
+            boot = Boot(log, tmp, qemu, recorder)
             boot.connect()  # before the device boots: its agent reads end of file while nobody is connected
             _qmp(tmp / "qmp.sock", "cont")
             try:
@@ -256,16 +266,31 @@ def _wait(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
         time.sleep(0.01)
 
 
-def _qmp(path: Path, command: str) -> None:
+def _qmp(path: Path, command: str, arguments: dict[str, str] | None = None) -> None:
     _wait(path.exists, 30, "QEMU's QMP socket did not appear")
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(path))
         f = s.makefile("rw")
         f.readline()
-        for c in ("qmp_capabilities", command):
-            f.write(json.dumps({"execute": c}) + "\n")
+        for c, a in (("qmp_capabilities", {}), (command, arguments or {})):
+            f.write(json.dumps({"execute": c, "arguments": a}) + "\n")
             f.flush()
-            f.readline()
+            # Events (a line without "return" or "error") may come before the answer.
+            while not ((answer := json.loads(f.readline() or "{}")).keys() & {"return", "error"}):
+                if not answer:
+                    raise DeviceError(f"QEMU closed its QMP socket at {c}")
+            if "error" in answer:
+                raise DeviceError(f"QEMU refused {c}: {answer['error'].get('desc', answer['error'])}")
+
+
+def _ppm_colours(ppm: bytes) -> set[bytes]:
+    """The distinct pixels of a binary PPM (P6, 8 bits a channel), QEMU's screendump format."""
+    header = re.match(rb"P6\s+(\d+)\s+(\d+)\s+255\s", ppm)  # one whitespace byte, then the pixels
+    if header is None:
+        raise DeviceError(f"QEMU's screendump is not an 8-bit PPM: {ppm[:20]!r}")
+    width, height = int(header[1]), int(header[2])
+    pixels = ppm[header.end() : header.end() + width * height * 3]
+    return {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
 
 
 def require(arch: str) -> None:

@@ -19,6 +19,9 @@ def _ms(s: dict[str, float] | None, scale: float = 1.0, unit: str = "ms") -> str
     return f"{s['median'] * scale:,.0f} {unit} ({s['p10'] * scale:,.0f}-{s['p90'] * scale:,.0f})"
 
 
+BOOT_HEADERS = ["arm", "boots", "median (p10-p90)", "ratio to stock", "home screen on the display"]
+
+
 def boot_rows(data: dict[str, Any]) -> list[list[str]]:
     summary = data["summary"]
     stock = summary.get("stock", {}).get("home_frame_s", {}).get("median")
@@ -26,7 +29,9 @@ def boot_rows(data: dict[str, Any]) -> list[list[str]]:
     for arm, s in summary.items():
         median = s["home_frame_s"]["median"]
         ratio = f"{median / stock:.2f}" if stock else "-"
-        rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio])
+        shown = s.get("home_screen_shown")  # not in runs from before it was read
+        on_screen = "-" if shown is None else f"{shown} of {s['boots']}"
+        rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio, on_screen])
     return rows
 
 
@@ -86,7 +91,7 @@ def _seconds(s: dict[str, float] | None) -> str:
 def print_tables(data: dict[str, Any]) -> None:
     console = Console()
     title = f"Power-on to the home screen's first frame ({data['arch']}, {data['accelerator']})"
-    console.print(_table(title, ["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data)))
+    console.print(_table(title, BOOT_HEADERS, boot_rows(data)))
     console.print(_table("Phases", *phase_rows(data)))
     console.print(_table("CPU time until the home screen's frame, by unit", *cpu_rows(data)))
     console.print(_table("The second app, open to first frame", APP_HEADERS, app_rows(data)))
@@ -133,7 +138,7 @@ def page(data: dict[str, Any]) -> str:
         "QEMU's CPUs started. Medians with p10-p90." + _board_args(data)
     )
     p.heading("Power-on to the home screen's first frame")
-    p.table(["arm", "boots", "median (p10-p90)", "ratio to stock"], boot_rows(data))
+    p.table(BOOT_HEADERS, boot_rows(data))
     if data["summary"]:
         p.chart(_chart(data), "Where the time went: each arm's phases (medians), end to end")
     headers, rows = phase_rows(data)

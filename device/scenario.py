@@ -17,6 +17,8 @@ from qemu import MARK, Boot, BootFiles, DeviceError, booted
 HOME_FRAME = "home screen frame"
 COMPOSITOR = "compositor ready"
 READY_REGEX = re.escape(MARK + HOME_FRAME) + "$"
+# Linux's text console draws with 16 colours at most: a screen with more shows a compositor's output.
+TEXT_CONSOLE_COLOURS = 16
 MARKS = [("compositor ready", re.escape(MARK + COMPOSITOR) + "$")]
 
 
@@ -40,6 +42,11 @@ class BootResult:
     home_frame_s: float
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
+    screen_colours: int = 0  # on the emulated display once the boot is over
+
+    @property
+    def home_screen_shown(self) -> bool:
+        return self.screen_colours > TEXT_CONSOLE_COLOURS
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +55,8 @@ class BootResult:
             "home_frame_s": self.home_frame_s,
             "launches": self.launches,
             "status": self.status,
+            "screen_colours": self.screen_colours,
+            "home_screen_shown": self.home_screen_shown,
         }
 
 
@@ -57,6 +66,8 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
         analyze = _lines(boot, "analyze", plan.timeout_s)
         result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
         result.systemd_log.write_text("".join(line + "\n" for line in analyze))
+        # After the analysis, which takes seconds: the compositor has drawn the frame by then.
+        result.screen_colours = boot.screen_colours()
         daemon = "served" in {plan.cold_mode, *plan.warm_modes}
         result.launches.append(_launch(boot, plan.cold_mode, cold=True, daemon=daemon))
         for i in range(plan.warm_runs):

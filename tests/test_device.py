@@ -85,3 +85,39 @@ def test_an_emulated_board_boots_without_what_tcg_makes_dear(arch, accel, expect
     assert args[-1] == "quiet"
     assert all(a in qemu.describe(arch, accel) for a in expected)
     assert ("norandmaps" in qemu.describe(arch, accel)) == bool(expected)
+
+
+def test_a_screendumps_colours_are_its_pixels_not_its_header(monkeypatch):
+    """A pixel whose bytes are whitespace (10, 32, 9) right after the header stays a pixel."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import qemu
+
+    pixels = bytes([10, 32, 9]) + bytes([0, 0, 0]) * 4 + bytes([255, 255, 255])
+    colours = qemu._ppm_colours(b"P6\n3 2\n255\n" + pixels)
+    assert colours == {bytes([10, 32, 9]), bytes([0, 0, 0]), bytes([255, 255, 255])}
+    with pytest.raises(qemu.DeviceError, match="not an 8-bit PPM"):
+        qemu._ppm_colours(b"P5\n3 2\n255\n" + pixels)
+    sys.modules.pop("qemu")
+
+
+@pytest.mark.skipif(shutil.which("qemu-system-aarch64") is None, reason="needs QEMU (make device installs it)")
+def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_path):
+    """The board's display read through QEMU's QMP, as each device boot reads it once the home screen's
+    frame is committed: before anything drew (QEMU's CPUs never started), its text is a few colours,
+    which the scenario counts as the home screen not shown."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import qemu
+    import scenario
+
+    argv = ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-S", "-nographic", "-monitor", "none"]
+    argv += ["-serial", "none", "-device", "virtio-gpu-pci", "-qmp", f"unix:{tmp_path / 'qmp.sock'},server=on,wait=off"]
+    vm = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    try:
+        boot = qemu.Boot(tmp_path / "console.log", tmp_path, vm, vm)
+        colours = boot.screen_colours()
+        assert 1 <= colours <= scenario.TEXT_CONSOLE_COLOURS
+        assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen_colours=colours).home_screen_shown
+    finally:
+        vm.kill()
+        vm.wait()
+    sys.modules.pop("qemu"), sys.modules.pop("scenario")

@@ -114,3 +114,25 @@ def test_the_advice_is_the_analysis_boots_not_a_timed_boots(monkeypatch):
     page = report.page(data)
     assert "from the analysis boot" in page and "cryptomgr.notests" in page
     sys.modules.pop("bench"), sys.modules.pop("report")
+
+
+def test_the_boot_table_says_in_how_many_boots_the_home_screen_was_on_the_display(monkeypatch):
+    """A boot whose compositor could not show its clients' frames is counted apart, and a run from
+    before the display was read says nothing of it."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import report
+
+    import bench
+
+    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
+    boots = [
+        {"arm": "stock", "analysis": a, "home_frame_s": 40.0, "launches": [], "home_screen_shown": True},
+        {"arm": "stock", "analysis": a, "home_frame_s": 42.0, "launches": [], "home_screen_shown": False},
+        {"arm": "headstart", "analysis": a, "home_frame_s": 30.0, "launches": []},
+    ]
+    summary = bench.summary(boots)
+    rows = report.boot_rows({"summary": summary})
+    assert [r[-1] for r in rows] == ["1 of 2", "0 of 1"]
+    del summary["stock"]["home_screen_shown"]
+    assert report.boot_rows({"summary": summary})[0][-1] == "-"
+    sys.modules.pop("bench"), sys.modules.pop("report")
