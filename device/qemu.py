@@ -185,9 +185,8 @@ class Boot:
         return before
 
     def screen_colours(self) -> int:
-        """How many colours the emulated display shows now (QEMU's screendump). Linux's text console
-        draws with at most 16, so more means a compositor's output is on the screen: a compositor
-        can run, and its clients commit frames, without being allowed to show any."""
+        """How many colours the emulated display shows now (QEMU's screendump): what tells a text
+        console from a compositor's output (scenario.TEXT_CONSOLE_COLOURS)."""
         path = self.tmp / "screen.ppm"
         path.unlink(missing_ok=True)
         _qmp(self.tmp / "qmp.sock", "screendump", {"filename": str(path)})

@@ -18,6 +18,7 @@ HOME_FRAME = "home screen frame"
 COMPOSITOR = "compositor ready"
 READY_REGEX = re.escape(MARK + HOME_FRAME) + "$"
 # Linux's text console draws with 16 colours at most: a screen with more shows a compositor's output.
+# A compositor can run, and its clients commit frames, without being allowed to show any.
 TEXT_CONSOLE_COLOURS = 16
 MARKS = [("compositor ready", re.escape(MARK + COMPOSITOR) + "$")]
 
@@ -42,7 +43,7 @@ class BootResult:
     home_frame_s: float
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
-    screen_colours: int = 0  # on the emulated display once the boot is over
+    screen_colours: int = 0  # on the emulated display after the home screen's frame and the analysis
 
     @property
     def home_screen_shown(self) -> bool:
