@@ -144,10 +144,11 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
                 key = f"{'cold' if launch['cold'] else 'warm'} {launch['mode']}"
                 launches.setdefault(key, []).append(launch["ms"])
                 waits.setdefault(key, []).append(launch.get("waited_for_child_s", 0.0))
+        # Whether each boot's display showed the compositor's output (not read in older runs).
+        shown = [b["home_screen_shown"] for b in mine if "home_screen_shown" in b]
         out[arm] = {
             "boots": len(mine),
-            # Boots whose display showed the compositor's output once the boot was over.
-            "home_screen_shown": sum(1 for b in mine if b.get("home_screen_shown")),
+            "home_screen_shown": sum(shown) if shown else None,
             "home_frame_s": stats([b["home_frame_s"] for b in mine]),
             "phases_s": {k: stats(v) for k, v in phases.items()},
             "app_ms": {k: stats(v) for k, v in launches.items()},

@@ -267,19 +267,23 @@ def _wait(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
 
 def _qmp(path: Path, command: str, arguments: dict[str, str] | None = None) -> None:
     _wait(path.exists, 30, "QEMU's QMP socket did not appear")
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(path))
-        f = s.makefile("rw")
-        f.readline()
-        for c, a in (("qmp_capabilities", {}), (command, arguments or {})):
-            f.write(json.dumps({"execute": c, "arguments": a}) + "\n")
-            f.flush()
-            # Events (a line without "return" or "error") may come before the answer.
-            while not ((answer := json.loads(f.readline() or "{}")).keys() & {"return", "error"}):
-                if not answer:
-                    raise DeviceError(f"QEMU closed its QMP socket at {c}")
-            if "error" in answer:
-                raise DeviceError(f"QEMU refused {c}: {answer['error'].get('desc', answer['error'])}")
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)  # a QEMU that stopped answering ends the run, not the host's patience
+            s.connect(str(path))
+            f = s.makefile("rw")
+            f.readline()
+            for c, a in (("qmp_capabilities", {}), (command, arguments or {})):
+                f.write(json.dumps({"execute": c, "arguments": a}) + "\n")
+                f.flush()
+                # Events (a line without "return" or "error") may come before the answer.
+                while not ((answer := json.loads(f.readline() or "{}")).keys() & {"return", "error"}):
+                    if not answer:
+                        raise DeviceError(f"QEMU closed its QMP socket at {c}")
+                if "error" in answer:
+                    raise DeviceError(f"QEMU refused {c}: {answer['error'].get('desc', answer['error'])}")
+    except (OSError, ValueError) as e:  # a timeout is an OSError; a line that is not JSON a ValueError
+        raise DeviceError(f"QEMU's QMP socket failed at {command}: {e}") from e
 
 
 def _ppm_colours(ppm: bytes) -> set[bytes]:
@@ -289,6 +293,8 @@ def _ppm_colours(ppm: bytes) -> set[bytes]:
         raise DeviceError(f"QEMU's screendump is not an 8-bit PPM: {ppm[:20]!r}")
     width, height = int(header[1]), int(header[2])
     pixels = ppm[header.end() : header.end() + width * height * 3]
+    if len(pixels) != width * height * 3:
+        raise DeviceError(f"QEMU's screendump is cut short: {len(pixels)} bytes of {width}x{height} pixels")
     return {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
 
 

@@ -29,7 +29,7 @@ def boot_rows(data: dict[str, Any]) -> list[list[str]]:
     for arm, s in summary.items():
         median = s["home_frame_s"]["median"]
         ratio = f"{median / stock:.2f}" if stock else "-"
-        shown = s.get("home_screen_shown")  # not in runs from before it was read
+        shown = s.get("home_screen_shown")  # None or absent: not read (runs from before it was)
         on_screen = "-" if shown is None else f"{shown} of {s['boots']}"
         rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio, on_screen])
     return rows

@@ -67,8 +67,7 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
         analyze = _lines(boot, "analyze", plan.timeout_s)
         result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
         result.systemd_log.write_text("".join(line + "\n" for line in analyze))
-        # After the analysis, which takes seconds: the compositor has drawn the frame by then.
-        result.screen_colours = boot.screen_colours()
+        result.screen_colours = _screen_colours(boot)
         daemon = "served" in {plan.cold_mode, *plan.warm_modes}
         result.launches.append(_launch(boot, plan.cold_mode, cold=True, daemon=daemon))
         for i in range(plan.warm_runs):
@@ -82,6 +81,15 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
             log.with_suffix(".daemon.txt").write_text("".join(line + "\n" for line in daemon_log))
         boot.wait_for("^done$", 60, after=boot.send("done"))
     return result
+
+
+def _screen_colours(boot: Boot, timeout_s: float = 10.0) -> int:
+    """The display's colours once it shows more than a text console, or as it is after timeout_s:
+    the compositor draws a committed frame at its next repaint, which under emulation can lag."""
+    deadline = time.monotonic() + timeout_s
+    while (colours := boot.screen_colours()) <= TEXT_CONSOLE_COLOURS and time.monotonic() < deadline:
+        time.sleep(1.0)
+    return colours
 
 
 def _launch(boot: Boot, mode: str, cold: bool, daemon: bool) -> dict[str, Any]:

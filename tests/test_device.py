@@ -97,6 +97,8 @@ def test_a_screendumps_colours_are_its_pixels_not_its_header(monkeypatch):
     assert colours == {bytes([10, 32, 9]), bytes([0, 0, 0]), bytes([255, 255, 255])}
     with pytest.raises(qemu.DeviceError, match="not an 8-bit PPM"):
         qemu._ppm_colours(b"P5\n3 2\n255\n" + pixels)
+    with pytest.raises(qemu.DeviceError, match="cut short"):
+        qemu._ppm_colours(b"P6\n3 2\n255\n" + pixels[:-1])
     sys.modules.pop("qemu")
 
 
@@ -117,6 +119,8 @@ def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_pat
         colours = boot.screen_colours()
         assert 1 <= colours <= scenario.TEXT_CONSOLE_COLOURS
         assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen_colours=colours).home_screen_shown
+        with pytest.raises(qemu.DeviceError, match=r"QEMU refused screendump: .*No such file"):
+            qemu._qmp(tmp_path / "qmp.sock", "screendump", {"filename": str(tmp_path / "no" / "screen.ppm")})
     finally:
         vm.kill()
         vm.wait()

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -238,6 +239,35 @@ def test_prefetch_copies_out_only_pages_the_cache_lacks(tmp_path):
     offsets = [int(m[1]) for call in preads() if (m := re.search(r", (\d+)\) = \d+$", call))]
     assert all(offset >= 2 * MIB for offset in offsets), offsets  # none, if the readahead ended first
     assert set(range(4 * MIB // PAGE)) <= files.resident_pages(str(data))
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("strace") is None or shutil.which("setpriv") is None,
+    reason="needs root, strace and setpriv",
+)
+def test_prefetch_by_a_user_mincore_lies_to_reads_every_range_again():
+    """Linux tells a file's page cache through mincore only to its owner, a writer or CAP_FOWNER, and
+    tells anyone else every page is cached: pind run as another user, on root's files, cannot skip
+    the second pass's reads on its word."""
+    folder = Path(tempfile.mkdtemp(prefix="headstart-pind-"))  # under /tmp, where nobody may look
+    try:
+        folder.chmod(0o755)
+        data = data_file(folder / "data.bin", 2 * MIB)
+        data.chmod(0o644)
+        plan = write_plan(folder / "plan", [f"file {2 * MIB} {data}", f"range 0 {2 * MIB} 0"])
+        plan.chmod(0o644)
+        data.read_bytes()  # all cached, which mincore would say to anyone anyway
+        trace = folder / "strace"
+        argv = [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "64M", "--prefetch"]
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        done = subprocess.run(["strace", "-f", "-y", "-e", "trace=pread64", "-o", str(trace), *nobody],
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 0 and "prefetched 2048 KiB from 1 files" in done.stderr, done.stderr
+        calls = [line for line in trace.read_text().splitlines() if "pread64(" in line and str(data) in line]
+        read = sum(int(m[1]) for call in calls if (m := re.search(r"\) = (\d+)$", call)))
+        assert read == 2 * MIB, calls
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_bad_plan_lines_and_missing_files_are_one_line_each_and_the_rest_is_pinned(tmp_path):
