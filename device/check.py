@@ -2,7 +2,7 @@
 
 - a good boot of the headstart image: every phase from power-on to the home screen's first frame
   in `headstart boot analyze`, the home screen on the emulated display (QEMU's screendump), the
-  second app's frames, headstartd having served the home screen
+  second app's frames, each on the display over the home screen, headstartd having served the home screen
   (its --status, read over the console), a served and an exec'd second app ending alike;
 - broken devices end in one line naming what failed, within a timeout: a kernel that is missing,
   and a compositor that cannot start (masked), whose home screen therefore never shows.
@@ -63,8 +63,12 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
     for launch in result.launches:
         waited = f" (after {launch['waited_for_child_s']:.0f} s waiting for the prepared child to start)"
         print(f"app {'cold' if launch['cold'] else 'warm'} {launch['mode']}: {launch['ms']:.0f} ms, "
-              f"status {launch['status']}, output {launch['output'][:12]}"
+              f"status {launch['status']}, output {launch['output'][:12]}, on the screen {launch['on_screen']}"
               f"{waited if launch['waited_for_child_s'] >= 1 else ''}")  # fmt: skip
+    hidden = [f"{launch['mode']} ({'cold' if launch['cold'] else 'warm'})" for launch in result.launches
+              if not launch["on_screen"]]  # fmt: skip
+    if hidden:
+        failures.append(f"the second app's frame was committed but the screen still showed the home screen: {hidden}")
     ends = {(launch["status"], launch["output"]) for launch in result.launches}
     if len(ends) != 1:
         failures.append(f"served and exec'd launches of the second app ended differently: {sorted(ends)}")

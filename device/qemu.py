@@ -11,6 +11,7 @@ the image was made, unless provisioning writes to it on purpose.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -132,6 +133,15 @@ def qemu_argv(arch: str, files: BootFiles, accel: str, kernel_args: list[str], t
     return argv + (["-snapshot"] if snapshot else [])
 
 
+@dataclass(frozen=True)
+class Screen:
+    """The emulated display at one moment: how many colours it shows (what tells a text console from
+    a compositor's output: scenario.TEXT_CONSOLE_COLOURS) and a digest of its pixels."""
+
+    colours: int
+    digest: str
+
+
 class Boot:
     """A running boot: its console log (as the recorder writes it) and its command port."""
 
@@ -184,13 +194,14 @@ class Boot:
         self._commands.sendall(command.encode() + b"\n")
         return before
 
-    def screen_colours(self) -> int:
-        """How many colours the emulated display shows now (QEMU's screendump): what tells a text
-        console from a compositor's output (scenario.TEXT_CONSOLE_COLOURS)."""
+    def screen(self) -> Screen:
+        """What the emulated display shows now (QEMU's screendump)."""
         path = self.tmp / "screen.ppm"
         path.unlink(missing_ok=True)
         _qmp(self.tmp / "qmp.sock", "screendump", {"filename": str(path)})
-        return len(_ppm_colours(path.read_bytes()))
+        pixels = _ppm_pixels(path.read_bytes())
+        colours = {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
+        return Screen(len(colours), hashlib.sha256(pixels).hexdigest())
 
     def close(self) -> None:
         if self._commands is not None:
@@ -286,8 +297,8 @@ def _qmp(path: Path, command: str, arguments: dict[str, str] | None = None) -> N
         raise DeviceError(f"QEMU's QMP socket failed at {command}: {e}") from e
 
 
-def _ppm_colours(ppm: bytes) -> set[bytes]:
-    """The distinct pixels of a binary PPM (P6, 8 bits a channel), QEMU's screendump format."""
+def _ppm_pixels(ppm: bytes) -> bytes:
+    """The pixels of a binary PPM (P6, 8 bits a channel, 3 bytes a pixel), QEMU's screendump format."""
     header = re.match(rb"P6\s+(\d+)\s+(\d+)\s+255\s", ppm)  # one whitespace byte, then the pixels
     if header is None:
         raise DeviceError(f"QEMU's screendump is not an 8-bit PPM: {ppm[:20]!r}")
@@ -295,7 +306,7 @@ def _ppm_colours(ppm: bytes) -> set[bytes]:
     pixels = ppm[header.end() : header.end() + width * height * 3]
     if len(pixels) != width * height * 3:
         raise DeviceError(f"QEMU's screendump is cut short: {len(pixels)} bytes of {width}x{height} pixels")
-    return {pixels[i : i + 3] for i in range(0, len(pixels), 3)}
+    return pixels
 
 
 def require(arch: str) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from headstart.daemon import prepared_pending
-from qemu import MARK, Boot, BootFiles, DeviceError, booted
+from qemu import MARK, Boot, BootFiles, DeviceError, Screen, booted
 
 HOME_FRAME = "home screen frame"
 COMPOSITOR = "compositor ready"
@@ -44,6 +45,7 @@ class BootResult:
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
     screen_colours: int = 0  # on the emulated display after the home screen's frame and the analysis
+    screen_digest: str = ""  # of its pixels then: an app shown over the home screen changes it
 
     @property
     def home_screen_shown(self) -> bool:
@@ -67,14 +69,15 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
         analyze = _lines(boot, "analyze", plan.timeout_s)
         result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
         result.systemd_log.write_text("".join(line + "\n" for line in analyze))
-        result.screen_colours = _screen_colours(boot)
+        home = _screen_once(boot, lambda s: s.colours > TEXT_CONSOLE_COLOURS)
+        result.screen_colours, result.screen_digest = home.colours, home.digest
         daemon = "served" in {plan.cold_mode, *plan.warm_modes}
-        result.launches.append(_launch(boot, plan.cold_mode, cold=True, daemon=daemon))
+        result.launches.append(_launch(boot, plan.cold_mode, cold=True, daemon=daemon, home=home))
         for i in range(plan.warm_runs):
             modes = plan.warm_modes if i % 2 == 0 else plan.warm_modes[::-1]
             for mode in modes:
                 time.sleep(plan.pause_s)
-                result.launches.append(_launch(boot, mode, cold=False, daemon=daemon))
+                result.launches.append(_launch(boot, mode, cold=False, daemon=daemon, home=home))
         if daemon:
             result.status = _lines(boot, "status", 120)
             daemon_log = _lines(boot, "daemon-log", 120)
@@ -83,20 +86,22 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
     return result
 
 
-def _screen_colours(boot: Boot, timeout_s: float = 10.0) -> int:
-    """The display's colours once it shows more than a text console, or as it is after timeout_s:
-    the compositor draws a committed frame at its next repaint, which under emulation can lag."""
+def _screen_once(boot: Boot, shown: Callable[[Screen], bool], timeout_s: float = 10.0) -> Screen:
+    """The display once shown() says it shows what was committed, or as it is after timeout_s: the
+    compositor draws a committed frame at its next repaint, which under emulation can lag."""
     deadline = time.monotonic() + timeout_s
-    while (colours := boot.screen_colours()) <= TEXT_CONSOLE_COLOURS and time.monotonic() < deadline:
+    while not shown(screen := boot.screen()) and time.monotonic() < deadline:
         time.sleep(1.0)
-    return colours
+    return screen
 
 
-def _launch(boot: Boot, mode: str, cold: bool, daemon: bool) -> dict[str, Any]:
+def _launch(boot: Boot, mode: str, cold: bool, daemon: bool, home: Screen) -> dict[str, Any]:
     waited_s = _wait_for_prepared_child(boot) if daemon else 0.0
     i = boot.send(f"open {mode}")
     start, _ = boot.wait_for(f"^app start {mode}$", 300, after=i)
     frame, _ = boot.wait_for(f"^app frame {mode}$", 300, after=i)
+    # After the timed frame: the app over the home screen (the kiosk shell shows it full screen).
+    app = _screen_once(boot, lambda s: s.digest != home.digest and s.colours > TEXT_CONSOLE_COLOURS)
     _, closed = boot.wait_for("^app closed", 120, after=boot.send("close"))
     m = re.search(r"status=(\d+) output=(\w+)", closed)
     if m is None:
@@ -108,6 +113,7 @@ def _launch(boot: Boot, mode: str, cold: bool, daemon: bool) -> dict[str, Any]:
         "status": int(m[1]),
         "output": m[2],
         "waited_for_child_s": waited_s,
+        "on_screen": app.digest != home.digest and app.colours > TEXT_CONSOLE_COLOURS,
     }
 
 

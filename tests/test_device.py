@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,18 +88,17 @@ def test_an_emulated_board_boots_without_what_tcg_makes_dear(arch, accel, expect
     assert ("norandmaps" in qemu.describe(arch, accel)) == bool(expected)
 
 
-def test_a_screendumps_colours_are_its_pixels_not_its_header(monkeypatch):
+def test_a_screendumps_pixels_start_after_its_header(monkeypatch):
     """A pixel whose bytes are whitespace (10, 32, 9) right after the header stays a pixel."""
     monkeypatch.syspath_prepend(str(DEVICE))
     import qemu
 
     pixels = bytes([10, 32, 9]) + bytes([0, 0, 0]) * 4 + bytes([255, 255, 255])
-    colours = qemu._ppm_colours(b"P6\n3 2\n255\n" + pixels)
-    assert colours == {bytes([10, 32, 9]), bytes([0, 0, 0]), bytes([255, 255, 255])}
+    assert qemu._ppm_pixels(b"P6\n3 2\n255\n" + pixels) == pixels
     with pytest.raises(qemu.DeviceError, match="not an 8-bit PPM"):
-        qemu._ppm_colours(b"P5\n3 2\n255\n" + pixels)
+        qemu._ppm_pixels(b"P5\n3 2\n255\n" + pixels)
     with pytest.raises(qemu.DeviceError, match="cut short"):
-        qemu._ppm_colours(b"P6\n3 2\n255\n" + pixels[:-1])
+        qemu._ppm_pixels(b"P6\n3 2\n255\n" + pixels[:-1])
     sys.modules.pop("qemu")
 
 
@@ -106,7 +106,8 @@ def test_a_screendumps_colours_are_its_pixels_not_its_header(monkeypatch):
 def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_path):
     """The board's display read through QEMU's QMP, as each device boot reads it once the home screen's
     frame is committed: before anything drew (QEMU's CPUs never started), its text is a few colours,
-    which the scenario counts as the home screen not shown."""
+    which the scenario counts as the home screen not shown, and an unchanged display has the same
+    digest, which it counts as an app not shown over the home screen."""
     monkeypatch.syspath_prepend(str(DEVICE))
     import qemu
     import scenario
@@ -116,9 +117,12 @@ def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_pat
     vm = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     try:
         boot = qemu.Boot(tmp_path / "console.log", tmp_path, vm, vm)
-        colours = boot.screen_colours()
-        assert 1 <= colours <= scenario.TEXT_CONSOLE_COLOURS
-        assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen_colours=colours).home_screen_shown
+        screen = boot.screen()
+        assert 1 <= screen.colours <= scenario.TEXT_CONSOLE_COLOURS
+        assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen_colours=screen.colours).home_screen_shown
+        started = time.monotonic()
+        again = scenario._screen_once(boot, lambda s: s.digest != screen.digest, timeout_s=1.5)
+        assert again == screen and time.monotonic() - started >= 1.5  # read again until the bound
         with pytest.raises(qemu.DeviceError, match=r"QEMU refused screendump: .*No such file"):
             qemu._qmp(tmp_path / "qmp.sock", "screendump", {"filename": str(tmp_path / "no" / "screen.ppm")})
     finally:
