@@ -49,10 +49,10 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
             failures.append(f"no phase ends or starts at {moment!r}: phases are {names}")
     print("phases:", "; ".join(f"{p.name} {p.duration_s:.2f} s" for p in a.timeline.phases))
     print(f"home screen frame at {result.home_frame_s:.2f} s; slowest units:", a.timeline.services[:3])
-    print(f"the screen shows {result.screen_colours} colours")
+    print(f"the screen shows {result.screen.colours} colours")
     if not result.home_screen_shown:
         failures.append(
-            f"the home screen is not on the screen ({result.screen_colours} colours, as a text console's):"
+            f"the home screen is not on the screen ({result.screen.colours} colours, as a text console's):"
             " the compositor drew nothing, though its clients' frames were committed"
         )
     cpu = a.timeline.cpu

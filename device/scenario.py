@@ -18,10 +18,20 @@ from qemu import MARK, Boot, BootFiles, DeviceError, Screen, booted
 HOME_FRAME = "home screen frame"
 COMPOSITOR = "compositor ready"
 READY_REGEX = re.escape(MARK + HOME_FRAME) + "$"
+MARKS = [("compositor ready", re.escape(MARK + COMPOSITOR) + "$")]
 # Linux's text console draws with 16 colours at most: a screen with more shows a compositor's output.
 # A compositor can run, and its clients commit frames, without being allowed to show any.
 TEXT_CONSOLE_COLOURS = 16
-MARKS = [("compositor ready", re.escape(MARK + COMPOSITOR) + "$")]
+NOT_READ = Screen(0, "")
+
+
+def shows_compositor(screen: Screen) -> bool:
+    return screen.colours > TEXT_CONSOLE_COLOURS
+
+
+def shows_app_over(screen: Screen, home: Screen) -> bool:
+    """An app opened from the home screen is on the display: the kiosk shell shows it full screen."""
+    return shows_compositor(screen) and screen.digest != home.digest
 
 
 @dataclass
@@ -44,12 +54,11 @@ class BootResult:
     home_frame_s: float
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
-    screen_colours: int = 0  # on the emulated display after the home screen's frame and the analysis
-    screen_digest: str = ""  # of its pixels then: an app shown over the home screen changes it
+    screen: Screen = NOT_READ  # the emulated display after the home screen's frame and the analysis
 
     @property
     def home_screen_shown(self) -> bool:
-        return self.screen_colours > TEXT_CONSOLE_COLOURS
+        return shows_compositor(self.screen)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,7 +67,7 @@ class BootResult:
             "home_frame_s": self.home_frame_s,
             "launches": self.launches,
             "status": self.status,
-            "screen_colours": self.screen_colours,
+            "screen_colours": self.screen.colours,
             "home_screen_shown": self.home_screen_shown,
         }
 
@@ -69,8 +78,7 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
         analyze = _lines(boot, "analyze", plan.timeout_s)
         result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
         result.systemd_log.write_text("".join(line + "\n" for line in analyze))
-        home = _screen_once(boot, lambda s: s.colours > TEXT_CONSOLE_COLOURS)
-        result.screen_colours, result.screen_digest = home.colours, home.digest
+        home = result.screen = _screen_once(boot, shows_compositor)
         daemon = "served" in {plan.cold_mode, *plan.warm_modes}
         result.launches.append(_launch(boot, plan.cold_mode, cold=True, daemon=daemon, home=home))
         for i in range(plan.warm_runs):
@@ -100,8 +108,7 @@ def _launch(boot: Boot, mode: str, cold: bool, daemon: bool, home: Screen) -> di
     i = boot.send(f"open {mode}")
     start, _ = boot.wait_for(f"^app start {mode}$", 300, after=i)
     frame, _ = boot.wait_for(f"^app frame {mode}$", 300, after=i)
-    # After the timed frame: the app over the home screen (the kiosk shell shows it full screen).
-    app = _screen_once(boot, lambda s: s.digest != home.digest and s.colours > TEXT_CONSOLE_COLOURS)
+    app = _screen_once(boot, lambda s: shows_app_over(s, home))  # after the timed frame
     _, closed = boot.wait_for("^app closed", 120, after=boot.send("close"))
     m = re.search(r"status=(\d+) output=(\w+)", closed)
     if m is None:
@@ -113,7 +120,7 @@ def _launch(boot: Boot, mode: str, cold: bool, daemon: bool, home: Screen) -> di
         "status": int(m[1]),
         "output": m[2],
         "waited_for_child_s": waited_s,
-        "on_screen": app.digest != home.digest and app.colours > TEXT_CONSOLE_COLOURS,
+        "on_screen": shows_app_over(app, home),
     }
 
 

@@ -119,7 +119,7 @@ def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_pat
         boot = qemu.Boot(tmp_path / "console.log", tmp_path, vm, vm)
         screen = boot.screen()
         assert 1 <= screen.colours <= scenario.TEXT_CONSOLE_COLOURS
-        assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen_colours=screen.colours).home_screen_shown
+        assert not scenario.BootResult(tmp_path, tmp_path, 0.0, screen=screen).home_screen_shown
         started = time.monotonic()
         again = scenario._screen_once(boot, lambda s: s.digest != screen.digest, timeout_s=1.5)
         assert again == screen and time.monotonic() - started >= 1.5  # read again until the bound

@@ -213,30 +213,33 @@ def test_prefetch_reads_the_ranges_within_the_budget_and_locks_nothing(tmp_path)
     assert set(range(size // PAGE)) <= resident and not resident & set(range((size + MIB) // PAGE, 2 * size // PAGE))
 
 
+def prefetch_preads(plan: Path, data: Path, trace: Path, as_user: list[str] | None = None) -> list[tuple[int, int]]:
+    """headstart-pind --prefetch run under strace (as_user: the command that runs it as another user):
+    each pread of data, as its offset and the bytes it read."""
+    argv = [*(as_user or []), str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "64M", "--prefetch"]
+    done = subprocess.run(["strace", "-f", "-y", "-e", "trace=pread64", "-o", str(trace), *argv],
+                          capture_output=True, text=True)  # fmt: skip
+    size = data.stat().st_size
+    assert done.returncode == 0 and f"prefetched {size // 1024} KiB from 1 files" in done.stderr, done.stderr
+    calls = [line for line in trace.read_text().splitlines() if "pread64(" in line and str(data) in line]
+    return [(int(m[1]), int(m[2])) for call in calls if (m := re.search(r", (\d+)\) = (\d+)$", call))]
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_prefetch_copies_out_only_pages_the_cache_lacks(tmp_path):
     """The second pass reads (pread) only what the first one's readahead left uncached: a file cached
     whole costs no copy, one cached in its first half costs reads of the second half alone."""
     data = data_file(tmp_path / "data.bin", 4 * MIB)
     plan = write_plan(tmp_path / "plan", [f"file {4 * MIB} {data}", f"range 0 {4 * MIB} 0"])
-
-    def preads() -> list[str]:
-        trace = tmp_path / "strace"
-        argv = [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "64M", "--prefetch"]
-        traced = ["strace", "-y", "-e", "trace=pread64", "-o", str(trace), *argv]
-        done = subprocess.run(traced, capture_output=True, text=True)
-        assert done.returncode == 0 and "prefetched 4096 KiB from 1 files" in done.stderr, done.stderr
-        return [line for line in trace.read_text().splitlines() if line.startswith("pread64(") and str(data) in line]
-
     data.read_bytes()
-    assert preads() == []
+    assert prefetch_preads(plan, data, tmp_path / "strace") == []
     files.evict([str(data)])
     with open(data, "rb") as f:  # the first half cached again, the second not: no readahead
         os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
         f.read(2 * MIB)
     cached = files.resident_pages(str(data))
     assert set(range(2 * MIB // PAGE)) <= cached and len(cached) < 4 * MIB // PAGE
-    offsets = [int(m[1]) for call in preads() if (m := re.search(r", (\d+)\) = \d+$", call))]
+    offsets = [offset for offset, _ in prefetch_preads(plan, data, tmp_path / "strace")]
     assert all(offset >= 2 * MIB for offset in offsets), offsets  # none, if the readahead ended first
     assert set(range(4 * MIB // PAGE)) <= files.resident_pages(str(data))
 
@@ -257,15 +260,9 @@ def test_prefetch_by_a_user_mincore_lies_to_reads_every_range_again():
         plan = write_plan(folder / "plan", [f"file {2 * MIB} {data}", f"range 0 {2 * MIB} 0"])
         plan.chmod(0o644)
         data.read_bytes()  # all cached, which mincore would say to anyone anyway
-        trace = folder / "strace"
-        argv = [str(bin_path("headstart-pind")), "--plan", str(plan), "--budget", "64M", "--prefetch"]
-        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-        done = subprocess.run(["strace", "-f", "-y", "-e", "trace=pread64", "-o", str(trace), *nobody],
-                              capture_output=True, text=True)  # fmt: skip
-        assert done.returncode == 0 and "prefetched 2048 KiB from 1 files" in done.stderr, done.stderr
-        calls = [line for line in trace.read_text().splitlines() if "pread64(" in line and str(data) in line]
-        read = sum(int(m[1]) for call in calls if (m := re.search(r"\) = (\d+)$", call)))
-        assert read == 2 * MIB, calls
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        reads = prefetch_preads(plan, data, folder / "strace", as_user=nobody)
+        assert sum(read for _, read in reads) == 2 * MIB, reads
     finally:
         shutil.rmtree(folder)
 

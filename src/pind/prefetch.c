@@ -57,20 +57,16 @@ static int read_into_cache(int fd, uint64_t offset, uint64_t length) {
         return 0;
 }
 
-/* Whether mincore(2) tells the truth about fd's pages: Linux (since 5.0) reveals a file's page cache
- * only to its owner, to a process that may write it, or to one holding CAP_FOWNER; to anyone else
- * it answers that every page is cached. */
 static bool holds_cap_fowner(void) {
-        static int holds = -1;
-        if (holds < 0) {
-                struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
-                struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { 0 };
-                holds = syscall(SYS_capget, &header, caps) == 0 &&
-                        (caps[CAP_FOWNER / 32].effective & (1u << (CAP_FOWNER % 32)));
-        }
-        return holds;
+        struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { 0 };
+        return syscall(SYS_capget, &header, caps) == 0 &&
+               (caps[CAP_FOWNER / 32].effective & (1u << (CAP_FOWNER % 32)));
 }
 
+/* Whether mincore(2) tells the truth about fd's pages: Linux (since 5.0) reveals a file's page cache
+ * only to its owner, to a process that may write it, or to one holding CAP_FOWNER; to anyone else
+ * it answers that every page is cached. Asked once a file. */
 static bool mincore_tells(int fd) {
         struct stat st;
         if (fstat(fd, &st) < 0)
@@ -87,10 +83,10 @@ static bool mincore_tells(int fd) {
  * and only that where mincore(2) can say which pages the cache holds (a page still being read is not
  * yet one, and pread waits for it): copying the others out too cost a device's boot CPU time for
  * nothing (38 MiB of its plan, under emulation). The plan's ranges are whole pages (split_file). */
-static int read_missing(int fd, uint64_t offset, uint64_t length) {
+static int read_missing(int fd, bool mincore_truthful, uint64_t offset, uint64_t length) {
         if (length == 0)
                 return 0;
-        if (!mincore_tells(fd))
+        if (!mincore_truthful)
                 return read_into_cache(fd, offset, length);
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
         size_t npages = (size_t) ((length + page - 1) / page);
@@ -121,8 +117,9 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
                 log_warning_errno(errno, "cannot lower the I/O priority to idle; prefetching at the usual one");
         int *fds = malloc((plan->nfiles ? plan->nfiles : 1) * sizeof *fds);
         bool *asked = calloc(n ? n : 1, sizeof *asked);
-        if (!fds || !asked)
-                return free(fds), free(asked), log_error("out of memory"), -ENOMEM;
+        bool *truthful = calloc(plan->nfiles ? plan->nfiles : 1, sizeof *truthful); /* mincore_tells, a file */
+        if (!fds || !asked || !truthful)
+                return free(fds), free(asked), free(truthful), log_error("out of memory"), -ENOMEM;
         for (size_t i = 0; i < plan->nfiles; i++)
                 fds[i] = -1;
         uint64_t total = 0;
@@ -136,7 +133,10 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
                 int fd = file_fd(f, &fds[ranked[i].file]);
                 if (fd < 0)
                         continue;
-                nfiles += !opened;
+                if (!opened) {
+                        nfiles++;
+                        truthful[ranked[i].file] = mincore_tells(fd);
+                }
                 /* Starts the reads and returns, so that the disk gets them all at once; a range past a
                  * file's end reads nothing. */
                 asked[i] = read_ahead_file(fd, r->offset, r->length) == 0;
@@ -145,7 +145,8 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
         for (size_t i = 0; i < n; i++) {
                 const struct pin_file *f = &plan->files[ranked[i].file];
                 const struct pin_range *r = &f->ranges[ranked[i].range];
-                int err = asked[i] ? read_missing(fds[ranked[i].file], r->offset, r->length) : 0;
+                size_t file = ranked[i].file;
+                int err = asked[i] ? read_missing(fds[file], truthful[file], r->offset, r->length) : 0;
                 if (err < 0)
                         log_warning_errno(-err, "%s: cannot read it; partly prefetched", f->path);
         }
@@ -154,6 +155,7 @@ int prefetch(const struct pin_plan *plan, const struct ranked *ranked, size_t n,
                         close(fds[i]);
         free(fds);
         free(asked);
+        free(truthful);
         log_info("prefetched %llu KiB from %zu files at idle I/O priority", (unsigned long long) (total / 1024), nfiles);
         return total > 0 || n == 0 ? 0 : -ENOENT;
 }
