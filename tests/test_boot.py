@@ -658,16 +658,19 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
     blame.write_text(
         "  1.200s e2scrub_reap.service\n  2.500s systemd-udev-settle.service\n  10ms getty@tty1.service\n"
         "  1.116s systemd-binfmt.service\n  2.990s systemd-logind.service\n  724ms modprobe@efi_pstore.service\n"
+        "  689ms user@1000.service\n  454ms systemd-sysusers.service\n  114ms user-runtime-dir@1000.service\n"
     )
     data = analyze_json(str(VERBOSE), str(blame), "--ready", READY)
     by_topic = {r["topic"]: r for r in data["recommendations"]}
     assert by_topic["quiet"]["kernel_args"] == ["quiet"]
     units = [r for r in data["recommendations"] if r["topic"] == "unit"]
-    # getty: too fast to matter; udev-settle and logind: not known to be optional
+    # getty: too fast to matter; udev-settle, logind and the runtime folder's unit: not known to be optional
     assert sorted(a for r in units for a in r["kernel_args"]) == [
         "systemd.mask=e2scrub_reap.service",
         "systemd.mask=modprobe@efi_pstore.service",
         "systemd.mask=systemd-binfmt.service",
+        "systemd.mask=systemd-sysusers.service",
+        "systemd.mask=user@1000.service",
     ]
     assert {r["kernel_args"][0]: r["seconds"] for r in units}["systemd.mask=e2scrub_reap.service"] == pytest.approx(1.2)
     assert all(r["initramfs_conf"] == [] for r in units)

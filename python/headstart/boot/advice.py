@@ -490,6 +490,15 @@ KIOSK_OPTIONAL = {
     "whose root is a plain partition has no mapped devices.",
     "modprobe@efi_pstore.service": "It loads efi_pstore, which keeps crash logs in UEFI variables; a board "
     "booted without UEFI has none.",
+    "user@": "It runs the user's own service manager (`systemd --user`: user units, and the session bus where "
+    "dbus-user-session is installed). logind starts it for the user's first session, which waits for it; a "
+    "masked one logind takes as chosen and goes on without. A kiosk whose programs run as system units and "
+    "use no session bus from it does without.",
+    "systemd-sysusers.service": "It creates the system users and groups that sysusers.d declares and that do "
+    "not exist yet. Debian runs it at every boot (it ships no systemd-update-done.service, so the unit's "
+    "condition that /etc needs an update always holds), while its packages create their users as they are "
+    "installed: on an image built whole from packages it has nothing to do (`systemd-sysusers --dry-run` "
+    "prints nothing).",
 }
 
 
