@@ -4,8 +4,9 @@
   2. headstart: headstartd serving the home screen with what it learned at provisioning;
   3. headstart + advice: arm 2 booted with what `headstart boot analyze` advises for an analysis
      boot of arm 2 (the only boot with initcall_debug, not timed), applied on the kernel command
-     line, and with the device's small initramfs when the advice is to keep only the root's drivers
-     in it (docs/device.md says which advice and why).
+     line, with the device's small initramfs when the advice is to keep only the root's drivers
+     in it, and from a copy of arm 2's image with the advice's unit drop-ins written into it
+     (docs/device.md says which advice and why).
 
 Each boot: power-on to the home screen's first frame (the phases by `headstart boot analyze`), then
 the second app opened cold (first after boot: served and exec'd in turn across the boots of arms 2
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import re
 import statistics
@@ -31,11 +33,13 @@ from typing import Any
 import report
 import scenario
 from headstart.boot import analysis
+from image import with_files
 from provision import provision
 from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, board_args, describe, require
 
 REPO = Path(__file__).resolve().parent.parent
 ARMS = ["stock", "headstart", "headstart+advice"]
+ADVICE_IMAGE = "headstart+advice.img"  # arm 2's image with the advice's drop-ins, made by each run
 
 
 def analyze(result: scenario.BootResult) -> analysis.Analysis:
@@ -51,19 +55,26 @@ def files_for(out: Path, arm: str, small_initrd: bool = False) -> BootFiles:
 
 @dataclass
 class Applied:
-    """What arm 3 applies of the advice: kernel arguments, and the small initramfs."""
+    """What arm 3 applies of the advice: kernel arguments, the small initramfs, unit drop-ins."""
 
     kernel_args: list[str]
     small_initrd: bool
+    drop_ins: dict[str, str] = dataclasses.field(default_factory=dict)  # path on the device -> text
 
     @staticmethod
     def of(recommendations: list[dict[str, Any]]) -> Applied:
         args = [a for r in recommendations for a in r["kernel_args"]]
-        return Applied(args, any(r["initramfs_conf"] for r in recommendations))
+        drop_ins = {path: text for r in recommendations for path, text in r.get("drop_ins", {}).items()}
+        return Applied(args, any(r["initramfs_conf"] for r in recommendations), drop_ins)
 
     def describe(self) -> str:
         initrd = "; the initramfs with the root's drivers alone (MODULES=list)" if self.small_initrd else ""
-        return (" ".join(self.kernel_args) or "nothing on the command line") + initrd
+        drop_ins = f"; drop-ins {', '.join(self.drop_ins)}" if self.drop_ins else ""
+        return (" ".join(self.kernel_args) or "nothing on the command line") + initrd + drop_ins
+
+    def files(self, out: Path, arm: str) -> BootFiles:
+        files = files_for(out, arm, self.small_initrd)
+        return dataclasses.replace(files, image=out / ADVICE_IMAGE) if self.drop_ins else files
 
 
 NOTHING = Applied([], False)
@@ -93,7 +104,7 @@ def _booted(
     arch: str, out: Path, accel: str, arm: str, name: str, n: int, plan: scenario.Plan, applied: Applied
 ) -> dict[str, Any]:
     log = out / "bench" / f"{name}.log"
-    result = scenario.run(arch, files_for(out, arm, applied.small_initrd), accel, plan, log)
+    result = scenario.run(arch, applied.files(out, arm), accel, plan, log)
     a = analyze(result)
     return {
         "arm": arm,
@@ -192,11 +203,17 @@ def main() -> int:
         (out / "bench").mkdir(parents=True, exist_ok=True)
         provision(args.arch, files_for(out, "headstart"), accel, out / "bench" / "provision.log")
         boots: list[dict[str, Any]] = []
-        with host_cache_locked([*(out / "boot").glob("*"), out / "stock.img", out / "headstart.img"]):
+        with contextlib.ExitStack() as locked:
+            locked.enter_context(
+                host_cache_locked([*(out / "boot").glob("*"), out / "stock.img", out / "headstart.img"])
+            )
             advised = analysis_boot(args.arch, out, accel)
             applied = Applied.of(advised["analysis"]["recommendations"])
             print(f"analysis boot: home screen frame at {advised['home_frame_s']:.2f} s (not timed with the arms)")
             print(f"advice applied: {applied.describe()}")
+            if applied.drop_ins:
+                with_files(out / "headstart.img", out / ADVICE_IMAGE, applied.drop_ins)
+                locked.enter_context(host_cache_locked([out / ADVICE_IMAGE]))
             for n in range(args.boots):
                 # Each arm takes each place in turn (1 2 3, 2 3 1, 3 1 2): a boot slowed by the one
                 # before it, or by the host at that point of a round, is not always the same arm's.
@@ -231,6 +248,7 @@ def _save(
         "board_args": board_args(args.arch, accel),
         "advice_args": applied.kernel_args,
         "advice_small_initrd": applied.small_initrd,
+        "advice_drop_ins": applied.drop_ins,
         "analysis_boot": advised,
         "summary": summary(boots),
         "boots": boots,

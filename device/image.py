@@ -206,6 +206,32 @@ def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
     return {**images, "kernel": boot / "vmlinuz", "initrd": boot / "initrd.img", **small}
 
 
+def with_files(image: Path, copy: Path, files: dict[str, str]) -> None:
+    """COPY: IMAGE with FILES (path on the device -> text) written into it, as a product's image would
+    carry them (the boot advice's drop-ins). The copy's journal is replayed first: a provisioned image
+    ends with QEMU killed after a sync, and its next boot would replay the journal over what debugfs
+    wrote. Each file is read back, since debugfs goes on past a command that fails."""
+    run(["cp", "--sparse=always", str(image), str(copy)])
+    fsck = subprocess.run(["e2fsck", "-fy", str(copy)], capture_output=True, text=True)
+    if fsck.returncode > 1:  # 1: errors corrected, the journal's replay among them
+        raise SystemExit(f"e2fsck {copy}: exit status {fsck.returncode}: {fsck.stdout.strip()[-300:]}")
+    with _tmpdir(copy.parent) as tmp:
+        commands = []
+        for i, (path, text) in enumerate(files.items()):
+            (Path(tmp) / str(i)).write_text(text)
+            folder = Path(path).parent
+            # mkdir of a folder that exists fails, and debugfs goes on; rm of a missing file too
+            commands += [f"mkdir {p}" for p in reversed(folder.parents) if p != Path("/")] + [f"mkdir {folder}"]
+            commands += [f"cd {folder}", f"rm {Path(path).name}", f"write {tmp}/{i} {Path(path).name}", "cd /"]
+        script = Path(tmp) / "commands"
+        script.write_text("\n".join(commands) + "\n")
+        subprocess.run(["debugfs", "-w", "-f", str(script), str(copy)], check=True, capture_output=True)
+    for path, text in files.items():
+        read = subprocess.run(["debugfs", "-R", f"cat {path}", str(copy)], capture_output=True, text=True)
+        if read.stdout != text:
+            raise SystemExit(f"{copy}: {path} could not be written (debugfs: {read.stderr.strip()[-200:]})")
+
+
 def _copy_tree(src: Path, dst: Path) -> None:
     shutil.rmtree(dst, ignore_errors=True)
     run(["cp", "-a", str(src), str(dst)])

@@ -172,7 +172,8 @@ def page(data: dict[str, Any]) -> str:
 
 def _applied_as(recommendation: dict[str, Any]) -> str:
     initramfs = ["the device's initramfs with the root's drivers alone"] if recommendation.get("initramfs_conf") else []
-    return " ".join(recommendation["kernel_args"] + initramfs) or "-"
+    drop_ins = [f"the drop-in {path}" for path in recommendation.get("drop_ins", {})]
+    return " ".join(recommendation["kernel_args"] + initramfs + drop_ins) or "-"
 
 
 def _cut_rows(data: dict[str, Any]) -> list[list[str]]:

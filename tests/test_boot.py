@@ -710,6 +710,32 @@ def test_a_boot_of_the_virtual_device(arch):
     assert all("kpti=0" in r["message"] and r["kernel_args"] == [] for r in isolation)
 
 
+def test_coldplug_advice_replays_the_devices_alone_through_a_drop_in(tmp_path):
+    """A slow coldplug is advised to replay the devices' events alone, through a drop-in whose
+    command is printed whole and names no other type; udevd's CPU, when the account has it, is part
+    of the evidence. A fast or absent coldplug gets no such advice."""
+    data = analyze_json(str(FIXTURES / "device-arm64.systemd.txt"), str(FIXTURES / "device-arm64.cpu.txt"))
+    advice = next(r for r in data["recommendations"] if r["topic"] == "coldplug")
+    assert advice["seconds"] == pytest.approx(8.344) and advice["kernel_args"] == []
+    assert "udevd had used 12.9 s of CPU" in advice["message"]
+    assert [e.rsplit(": ", 1)[1] for e in advice["evidence"]] == [
+        "systemd-udev-trigger.service 8.344s",
+        "systemd-udevd.service 12.894s of CPU",
+    ]
+    ((path, text),) = advice["drop_ins"].items()
+    assert path == "/etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf"
+    lines = text.splitlines()
+    assert lines[:2] == ["[Service]", "ExecStart="] and len(lines) == 3
+    assert "--type=devices" in lines[2] and "--type=all" not in lines[2] and "module" not in lines[2]
+    printed = headstart("boot", "analyze", str(FIXTURES / "device-arm64.systemd.txt"))
+    assert printed.returncode == 0 and f"{path}:" in printed.stdout and "--type=devices" in printed.stdout
+
+    for blame in ("  40ms systemd-udev-trigger.service\n", "  1.200s e2scrub_reap.service\n"):
+        (tmp_path / "blame.txt").write_text(blame)
+        data = analyze_json(str(tmp_path / "blame.txt"))
+        assert not [r for r in data["recommendations"] if r["topic"] == "coldplug"], blame
+
+
 def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
     """systemctl show's CPUUsageNSec per unit and /proc/stat's cpu line: units by CPU time (no slice,
     which sums others; no unit without a cgroup), the machine's busy share, and the advice that

@@ -129,3 +129,30 @@ def test_a_display_no_compositor_drew_on_reads_as_not_shown(monkeypatch, tmp_pat
         vm.kill()
         vm.wait()
     sys.modules.pop("qemu"), sys.modules.pop("scenario")
+
+
+@pytest.mark.skipif(shutil.which("debugfs") is None or shutil.which("mkfs.ext4") is None, reason="needs e2fsprogs")
+def test_the_advices_drop_ins_are_written_into_a_copy_of_the_image(monkeypatch, tmp_path):
+    """device-bench's arm 3 image: a copy of arm 2's with each drop-in written (new folders made, a
+    file there before replaced), read back as written; the original is left as it was."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import image
+
+    root = tmp_path / "root"
+    (root / "etc/systemd/system/x.service.d").mkdir(parents=True)
+    (root / "etc/systemd/system/x.service.d/a.conf").write_text("old\n")
+    original = tmp_path / "original.img"
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-d", str(root), str(original), "16M"], check=True)
+    before = original.read_bytes()
+    files = {
+        "/etc/systemd/system/x.service.d/a.conf": "[Service]\nExecStart=\nExecStart=-/bin/true\n",
+        "/etc/systemd/system/new.service.d/deep/b.conf": "[Unit]\n",
+    }
+    copy = tmp_path / "copy.img"
+    image.with_files(original, copy, files)
+    for path, text in files.items():
+        read = subprocess.run(["debugfs", "-R", f"cat {path}", str(copy)], capture_output=True, text=True)
+        assert read.stdout == text
+    assert original.read_bytes() == before
+    assert subprocess.run(["e2fsck", "-fn", str(copy)], capture_output=True).returncode == 0
+    sys.modules.pop("image")

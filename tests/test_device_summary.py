@@ -116,6 +116,26 @@ def test_the_advice_is_the_analysis_boots_not_a_timed_boots(monkeypatch):
     sys.modules.pop("bench"), sys.modules.pop("report")
 
 
+def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, monkeypatch):
+    """The coldplug's drop-in (advised from the device's own account): arm 3 boots its own copy of
+    arm 2's image, with the small initramfs; the other arms boot theirs."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import bench
+
+    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
+    applied = bench.Applied.of(a["recommendations"] + [{"kernel_args": [], "initramfs_conf": ["MODULES=dep"]}])
+    assert list(applied.drop_ins) == ["/etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf"]
+    assert "--type=devices" in applied.drop_ins[next(iter(applied.drop_ins))]
+    files = applied.files(tmp_path, "headstart+advice")
+    assert files.image == tmp_path / bench.ADVICE_IMAGE and files.initrd == tmp_path / "boot/initrd-small.img"
+    assert "drop-ins /etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf" in applied.describe()
+    assert bench.NOTHING.files(tmp_path, "headstart").image == tmp_path / "headstart.img"
+    assert bench.NOTHING.files(tmp_path, "stock").image == tmp_path / "stock.img"
+    no_drop_ins = bench.Applied(["quiet"], True)
+    assert no_drop_ins.files(tmp_path, "headstart+advice").image == tmp_path / "headstart.img"
+    sys.modules.pop("bench")
+
+
 def test_the_boot_table_says_in_how_many_boots_the_home_screen_was_on_the_display(monkeypatch):
     """A boot whose compositor could not show its clients' frames is counted apart, and boots from
     before the display was read say nothing of it."""

@@ -33,6 +33,9 @@ class Advice:
     # The initramfs-tools settings of an initramfs that carries it out (device/bench.py boots the
     # device's own initramfs made so).
     initramfs_conf: list[str] = field(default_factory=list)
+    # Unit drop-ins that carry it out: path on the device -> content (device/bench.py writes them
+    # into a copy of the image).
+    drop_ins: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +45,7 @@ class Advice:
             "seconds": self.seconds,
             "kernel_args": self.kernel_args,
             "initramfs_conf": self.initramfs_conf,
+            "drop_ins": self.drop_ins,
         }
 
 
@@ -56,6 +60,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_initramfs(t),
         *_display_driver(t, log),
         *_units(t),
+        *_coldplug(t),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -390,6 +395,48 @@ def _units(t: Timeline) -> list[Advice]:
             )
         )
     return out
+
+
+COLDPLUG_UNIT = "systemd-udev-trigger.service"
+COLDPLUG_DROP_IN = f"/etc/systemd/system/{COLDPLUG_UNIT}.d/devices-only.conf"
+# systemd 251 and later: the unit's own command less --type=all and the module subsystem.
+COLDPLUG_DEVICES_ONLY = (
+    "[Service]\nExecStart=\n"
+    "ExecStart=-udevadm trigger --type=devices --action=add --prioritized-subsystem=block,tpmrm,net,tty,input\n"
+)
+
+
+def _coldplug(t: Timeline) -> list[Advice]:
+    """udev's coldplug replays the kernel's add events of every device, and also of every module,
+    bus and driver, whose events a kiosk's rules hardly use: each event costs udevd a worker's pass
+    through every rule, which under a slow CPU adds up."""
+    trigger = next(((s, src) for u, s, src in t.services if u == COLDPLUG_UNIT), None)
+    if trigger is None or trigger[0] < SLOW_UNIT_S:
+        return []
+    seconds, source = trigger
+    evidence = [f"{source}: {COLDPLUG_UNIT} {seconds:.3f}s"]
+    udevd = next(((s, src) for u, s, src in t.cpu.units if u == "systemd-udevd.service"), None)
+    used = ""
+    if udevd:
+        used = f", and udevd had used {udevd[0]:.1f} s of CPU by the capture"
+        evidence.append(f"{udevd[1]}: systemd-udevd.service {udevd[0]:.3f}s of CPU")
+    return [
+        Advice(
+            "coldplug",
+            f"udev's coldplug ({COLDPLUG_UNIT}) took {seconds * 1000:,.0f} ms{used}. The coldplug replays the "
+            "kernel's add event of every device and, with `--type=all`, of every module, bus and driver too, "
+            "and udevd runs each event through every rule. On Debian 12 those other events serve only the "
+            "FUSE and configfs control mounts (which a kiosk masks), the kernel's polling for media in drives "
+            "that need it (CD drives, some USB card readers: 60-block.rules) and ppdev on a parallel port; on "
+            "the virtual device they cost udevd 1.25 s of CPU against 1.6-1.9 s for the devices "
+            "(docs/device.md). A kiosk with no such drive replays the devices alone: a drop-in, "
+            f"{COLDPLUG_DROP_IN}, with `ExecStart=` and then the unit's command with `--type=devices` "
+            "(systemd 251 and later).",
+            evidence,
+            seconds,
+            drop_ins={COLDPLUG_DROP_IN: COLDPLUG_DEVICES_ONLY},
+        )
+    ]
 
 
 BUSY_SHARE = 0.8  # at or above it, the CPUs were the boot's bottleneck

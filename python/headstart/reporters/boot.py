@@ -42,6 +42,14 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
         console.print(f"[bold]{x.topic}[/]: {x.message}", highlight=False)
         for e in x.evidence:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
+        for path, text in x.drop_ins.items():
+            console.print(
+                f"    {path}:\n" + "".join(f"        {line}\n" for line in text.splitlines()),
+                end="",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,  # a file's lines, to be copied whole
+            )
     for w in t.warnings:
         console.print(f"warning: {w}", style="yellow", markup=False)
 

@@ -87,6 +87,9 @@ def page(a: Analysis) -> Page:
         p.text(f"{x.topic}: {x.message}")
         for e in x.evidence:
             p.text(f"evidence: {e}")
+        for path, text in x.drop_ins.items():
+            p.text(f"{path}:")
+            p.preformatted(text)
     for w in t.warnings:
         p.text(f"warning: {w}")
     return p

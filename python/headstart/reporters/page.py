@@ -39,6 +39,9 @@ class Page:
     def text(self, text: str) -> None:
         self.parts.append(f"<p>{html.escape(text)}</p>")
 
+    def preformatted(self, text: str) -> None:
+        self.parts.append(f"<pre>{html.escape(text)}</pre>")
+
     def chart(self, fig: Figure, caption: str) -> None:
         self.parts.append(
             f'<figure><img class="chart" alt="{html.escape(caption)}" src="{svg_data(fig)}">'
