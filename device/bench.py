@@ -63,7 +63,7 @@ class Applied:
 
     @staticmethod
     def of(recommendations: list[dict[str, Any]]) -> Applied:
-        args = [a for r in recommendations for a in r["kernel_args"]]
+        args = list(dict.fromkeys(a for r in recommendations for a in r["kernel_args"]))  # a unit masked twice
         drop_ins = {path: text for r in recommendations for path, text in r.get("drop_ins", {}).items()}
         return Applied(args, any(r["initramfs_conf"] for r in recommendations), drop_ins)
 
@@ -157,9 +157,11 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
                 waits.setdefault(key, []).append(launch.get("waited_for_child_s", 0.0))
         # Whether each boot's display showed the compositor's output (not read in older runs).
         shown = [b["home_screen_shown"] for b in mine if "home_screen_shown" in b]
+        failed = [bool(b["failed_units"]) for b in mine if "failed_units" in b]  # not read in older runs
         out[arm] = {
             "boots": len(mine),
             "home_screen_shown": sum(shown) if shown else None,
+            "boots_with_failed_units": sum(failed) if failed else None,
             "home_frame_s": stats([b["home_frame_s"] for b in mine]),
             "phases_s": {k: stats(v) for k, v in phases.items()},
             "app_ms": {k: stats(v) for k, v in launches.items()},
@@ -223,7 +225,8 @@ def main() -> int:
                     b = one_boot(args.arch, out, accel, arm, n, args.warm_runs, mine)
                     boots.append(b)
                     shown = "" if b["home_screen_shown"] else f" (NOT on the screen: {b['screen_colours']} colours)"
-                    print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s{shown}", flush=True)
+                    failed = f" (failed units: {' '.join(b['failed_units'])})" if b["failed_units"] else ""
+                    print(f"{arm} boot {n}: home screen frame at {b['home_frame_s']:.2f} s{shown}{failed}", flush=True)
                     _save(out, args, accel, advised, boots, applied)
     except DeviceError as e:
         print(f"device-bench: {e}", file=sys.stderr)

@@ -19,7 +19,7 @@ def _ms(s: dict[str, float] | None, scale: float = 1.0, unit: str = "ms") -> str
     return f"{s['median'] * scale:,.0f} {unit} ({s['p10'] * scale:,.0f}-{s['p90'] * scale:,.0f})"
 
 
-BOOT_HEADERS = ["arm", "boots", "median (p10-p90)", "ratio to stock", "home screen on the display"]
+BOOT_HEADERS = ["arm", "boots", "median (p10-p90)", "ratio to stock", "home screen on the display", "failed units"]
 
 
 def boot_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -31,7 +31,9 @@ def boot_rows(data: dict[str, Any]) -> list[list[str]]:
         ratio = f"{median / stock:.2f}" if stock else "-"
         shown = s.get("home_screen_shown")  # None or absent: not read (runs from before it was)
         on_screen = "-" if shown is None else f"{shown} of {s['boots']}"
-        rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio, on_screen])
+        failed = s.get("boots_with_failed_units")
+        failed_in = "-" if failed is None else f"in {failed} of {s['boots']}" if failed else "none"
+        rows.append([arm, str(s["boots"]), _ms(s["home_frame_s"], 1000), ratio, on_screen, failed_in])
     return rows
 
 

@@ -55,6 +55,7 @@ class BootResult:
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
     screen: Screen = NOT_READ  # the emulated display after the home screen's frame and the analysis
+    failed_units: list[str] = field(default_factory=list)  # systemctl --failed once the boot was over
 
     @property
     def home_screen_shown(self) -> bool:
@@ -69,6 +70,7 @@ class BootResult:
             "status": self.status,
             "screen_colours": self.screen.colours,
             "home_screen_shown": self.home_screen_shown,
+            "failed_units": self.failed_units,
         }
 
 
@@ -76,7 +78,7 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
     with booted(arch, files, accel, plan.kernel_args, plan.timeout_s, log=log) as boot:
         frame_s, _ = boot.wait_for(f"^{re.escape(HOME_FRAME)}$", plan.timeout_s)
         analyze = _lines(boot, "analyze", plan.timeout_s)
-        result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s)
+        result = BootResult(log, log.with_suffix(".systemd.txt"), frame_s, failed_units=failed_units(analyze))
         result.systemd_log.write_text("".join(line + "\n" for line in analyze))
         home = result.screen = _screen_once(boot, shows_compositor)
         daemon = "served" in {plan.cold_mode, *plan.warm_modes}
@@ -92,6 +94,12 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
             log.with_suffix(".daemon.txt").write_text("".join(line + "\n" for line in daemon_log))
         boot.wait_for("^done$", 60, after=boot.send("done"))
     return result
+
+
+def failed_units(analyze: list[str]) -> list[str]:
+    """The units `systemctl --failed` listed in the agent's analysis (each line: unit, load, active...)."""
+    key = "failed unit: "
+    return [line[len(key) :].split()[0] for line in analyze if line.startswith(key) and line[len(key) :].strip()]
 
 
 def _screen_once(boot: Boot, shown: Callable[[Screen], bool], timeout_s: float = 10.0) -> Screen:

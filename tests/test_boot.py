@@ -659,6 +659,7 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
         "  1.200s e2scrub_reap.service\n  2.500s systemd-udev-settle.service\n  10ms getty@tty1.service\n"
         "  1.116s systemd-binfmt.service\n  2.990s systemd-logind.service\n  724ms modprobe@efi_pstore.service\n"
         "  689ms user@1000.service\n  454ms systemd-sysusers.service\n  114ms user-runtime-dir@1000.service\n"
+        "  184ms proc-sys-fs-binfmt_misc.mount\n"
     )
     data = analyze_json(str(VERBOSE), str(blame), "--ready", READY)
     by_topic = {r["topic"]: r for r in data["recommendations"]}
@@ -668,6 +669,8 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
     assert sorted(a for r in units for a in r["kernel_args"]) == [
         "systemd.mask=e2scrub_reap.service",
         "systemd.mask=modprobe@efi_pstore.service",
+        "systemd.mask=proc-sys-fs-binfmt_misc.automount",  # with its mount: it fails to set up without it
+        "systemd.mask=proc-sys-fs-binfmt_misc.mount",
         "systemd.mask=systemd-binfmt.service",
         "systemd.mask=systemd-sysusers.service",
         "systemd.mask=user@1000.service",

@@ -131,6 +131,8 @@ def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, 
     assert "drop-ins /etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf" in applied.describe()
     assert bench.NOTHING.files(tmp_path, "headstart").image == tmp_path / "headstart.img"
     assert bench.NOTHING.files(tmp_path, "stock").image == tmp_path / "stock.img"
+    twice = [{"kernel_args": ["quiet", "systemd.mask=a.automount"], "initramfs_conf": []}] * 2
+    assert bench.Applied.of(twice).kernel_args == ["quiet", "systemd.mask=a.automount"]
     no_drop_ins = bench.Applied(["quiet"], True)
     assert no_drop_ins.files(tmp_path, "headstart+advice").image == tmp_path / "headstart.img"
     sys.modules.pop("bench")
@@ -152,7 +154,37 @@ def test_the_boot_table_says_in_how_many_boots_the_home_screen_was_on_the_displa
     ]
     summary = bench.summary(boots)
     rows = report.boot_rows({"summary": summary})
-    assert [r[-1] for r in rows] == ["1 of 2", "-"]
+    assert [r[-2] for r in rows] == ["1 of 2", "-"]
     del summary["stock"]["home_screen_shown"]  # a summary written before the count was
-    assert report.boot_rows({"summary": summary})[0][-1] == "-"
+    assert report.boot_rows({"summary": summary})[0][-2] == "-"
     sys.modules.pop("bench"), sys.modules.pop("report")
+
+
+def test_the_boot_table_says_in_how_many_boots_a_unit_failed(monkeypatch):
+    """Advice that breaks a unit is a bug in the advice: the units `systemctl --failed` lists, read
+    from the agent's analysis, are counted per arm; runs from before they were read say nothing."""
+    monkeypatch.syspath_prepend(str(DEVICE))
+    import report
+    import scenario
+
+    import bench
+
+    analyze = [
+        "system state: degraded",
+        "failed unit: proc-sys-fs-binfmt_misc.automount loaded failed failed Arbitrary Executable File Formats",
+        "failed unit: ",
+        "Startup finished in 3.257s (kernel) + 7.071s (userspace) = 10.329s",
+    ]
+    assert scenario.failed_units(analyze) == ["proc-sys-fs-binfmt_misc.automount"]
+    assert scenario.failed_units(["system state: running"]) == []
+    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
+    boot = {"analysis": a, "home_frame_s": 40.0, "launches": []}
+    boots = [
+        {**boot, "arm": "stock", "failed_units": []},
+        {**boot, "arm": "headstart+advice", "failed_units": ["proc-sys-fs-binfmt_misc.automount"]},
+        {**boot, "arm": "headstart+advice", "failed_units": []},
+        {**boot, "arm": "headstart"},
+    ]
+    rows = report.boot_rows({"summary": bench.summary(boots)})
+    assert [(r[0], r[-1]) for r in rows] == [("stock", "none"), ("headstart", "-"), ("headstart+advice", "in 1 of 2")]
+    sys.modules.pop("bench"), sys.modules.pop("report"), sys.modules.pop("scenario")

@@ -383,18 +383,26 @@ def _units(t: Timeline) -> list[Advice]:
         why = kiosk_optional(unit)
         if why is None or seconds < SLOW_UNIT_S:
             continue
+        units = [unit, *MASKED_WITH.get(unit, [])]
+        also = f" with {', '.join(units[1:])}, which would fail without it" if len(units) > 1 else ""
         out.append(
             Advice(
                 "unit",
                 f"{unit} took {seconds * 1000:,.0f} ms to start (systemd-analyze blame: its own activation, which "
-                f"other units may have run beside). {why} On such a device, mask it "
-                f"(`systemctl mask {unit}`, or `systemd.mask={unit}` on the kernel command line).",
+                f"other units may have run beside). {why} On such a device, mask it{also} "
+                f"(`systemctl mask {' '.join(units)}`, or {', '.join(f'`systemd.mask={u}`' for u in units)} "
+                "on the kernel command line).",
                 [f"{source}: {unit} {seconds:.3f}s"],
                 seconds,
-                [f"systemd.mask={unit}"],
+                [f"systemd.mask={u}" for u in units],
             )
         )
     return out
+
+
+# Units masked with the one advised: an automount whose mount is masked fails to set up ("unit ...
+# to trigger not loaded"), which leaves the system degraded (seen on the virtual device, 2026-11-30).
+MASKED_WITH = {"proc-sys-fs-binfmt_misc.mount": ["proc-sys-fs-binfmt_misc.automount"]}
 
 
 COLDPLUG_UNIT = "systemd-udev-trigger.service"
