@@ -157,7 +157,7 @@ def summary(boots: list[dict[str, Any]]) -> dict[str, Any]:
                 waits.setdefault(key, []).append(launch.get("waited_for_child_s", 0.0))
         # Whether each boot's display showed the compositor's output (not read in older runs).
         shown = [b["home_screen_shown"] for b in mine if "home_screen_shown" in b]
-        failed = [bool(b["failed_units"]) for b in mine if "failed_units" in b]  # not read in older runs
+        failed = [bool(b["failed_units"]) for b in mine if b.get("failed_units") is not None]  # None: not read
         out[arm] = {
             "boots": len(mine),
             "home_screen_shown": sum(shown) if shown else None,

@@ -55,7 +55,9 @@ def check_good_boot(arch: str, out: Path, accel: str) -> list[str]:
             f"the home screen is not on the screen ({result.screen.colours} colours, as a text console's):"
             " the compositor drew nothing, though its clients' frames were committed"
         )
-    if result.failed_units:
+    if result.failed_units is None:
+        failures.append("the device's agent did not say which units failed: its image is older than device/")
+    elif result.failed_units:
         failures.append(f"units failed in the boot: {' '.join(result.failed_units)}")
     cpu = a.timeline.cpu
     top = [(u, round(s, 2)) for u, s, _ in cpu.units[:3]]

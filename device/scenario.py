@@ -55,7 +55,8 @@ class BootResult:
     launches: list[dict[str, Any]] = field(default_factory=list)  # mode, cold, ms, status, output
     status: list[str] = field(default_factory=list)
     screen: Screen = NOT_READ  # the emulated display after the home screen's frame and the analysis
-    failed_units: list[str] = field(default_factory=list)  # systemctl --failed once the boot was over
+    # systemctl --failed once the boot was over; None: not read (an image whose agent does not say)
+    failed_units: list[str] | None = None
 
     @property
     def home_screen_shown(self) -> bool:
@@ -96,8 +97,11 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
     return result
 
 
-def failed_units(analyze: list[str]) -> list[str]:
-    """The units `systemctl --failed` listed in the agent's analysis (each line: unit, load, active...)."""
+def failed_units(analyze: list[str]) -> list[str] | None:
+    """The units `systemctl --failed` listed in the agent's analysis (each line: unit, load, active...),
+    or None when the analysis does not say (no "system state" line before them)."""
+    if not any(line.startswith("system state: ") for line in analyze):
+        return None
     key = "failed unit: "
     return [line[len(key) :].split()[0] for line in analyze if line.startswith(key) and line[len(key) :].strip()]
 

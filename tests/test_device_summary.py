@@ -177,6 +177,7 @@ def test_the_boot_table_says_in_how_many_boots_a_unit_failed(monkeypatch):
     ]
     assert scenario.failed_units(analyze) == ["proc-sys-fs-binfmt_misc.automount"]
     assert scenario.failed_units(["system state: running"]) == []
+    assert scenario.failed_units(["Startup finished in 3.257s (kernel)"]) is None  # an older image's agent
     a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
     boot = {"analysis": a, "home_frame_s": 40.0, "launches": []}
     boots = [
@@ -184,6 +185,7 @@ def test_the_boot_table_says_in_how_many_boots_a_unit_failed(monkeypatch):
         {**boot, "arm": "headstart+advice", "failed_units": ["proc-sys-fs-binfmt_misc.automount"]},
         {**boot, "arm": "headstart+advice", "failed_units": []},
         {**boot, "arm": "headstart"},
+        {**boot, "arm": "headstart", "failed_units": None},
     ]
     rows = report.boot_rows({"summary": bench.summary(boots)})
     assert [(r[0], r[-1]) for r in rows] == [("stock", "none"), ("headstart", "-"), ("headstart+advice", "in 1 of 2")]
