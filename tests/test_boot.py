@@ -713,6 +713,30 @@ def test_a_boot_of_the_virtual_device(arch):
     assert all("kpti=0" in r["message"] and r["kernel_args"] == [] for r in isolation)
 
 
+def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tmp_path):
+    """The phase from the initramfs's /init to the root mounted, with the initramfs's own udevd
+    starting inside it: advised (reported, not applied), with both as evidence, on the device and on
+    an x86 QEMU boot of Debian's own initrd. Without udevd's line in that phase, or with no such
+    phase (init the initramfs's own, no root mounted after it), nothing is said."""
+    verbose = FIXTURES / "device-arm64-initcall-debug.log"
+    data = analyze_json(str(verbose))
+    (advice,) = [r for r in data["recommendations"] if r["topic"] == "initramfs udev"]
+    assert advice["seconds"] == pytest.approx(3.210173)
+    assert "started udev 781 ms after /init" in advice["message"] and "tiny-initramfs" in advice["message"]
+    assert advice["evidence"][-1].endswith("Starting systemd-udevd version 252.39-1~deb12u2")
+    assert advice["kernel_args"] == [] and advice["initramfs_conf"] == [] and advice["drop_ins"] == {}
+
+    without = tmp_path / "no-udev.log"
+    without.write_text("".join(line for line in verbose.open() if "Starting systemd-udevd" not in line))
+    assert not [r for r in analyze_json(str(without))["recommendations"] if r["topic"] == "initramfs udev"]
+    x86 = analyze_json(str(INITRD_ROOT))
+    (advice,) = [r for r in x86["recommendations"] if r["topic"] == "initramfs udev"]
+    assert advice["seconds"] == pytest.approx(7.667182 - 3.846223)  # kernel times of /init and the mount
+    no_root = analyze_json(str(VERBOSE))  # its initramfs never mounts a root
+    assert "init started to root file system mounted by init" not in [p["name"] for p in no_root["phases"]]
+    assert not [r for r in no_root["recommendations"] if r["topic"] == "initramfs udev"]
+
+
 def test_coldplug_advice_replays_the_devices_alone_through_a_drop_in(tmp_path):
     """A slow coldplug is advised to replay the devices' events alone, through a drop-in whose
     command is printed whole and names no other type; udevd's CPU, when the account has it, is part
