@@ -102,8 +102,8 @@ def failed_units(analyze: list[str]) -> list[str] | None:
     or None when the analysis does not say (no "system state" line before them)."""
     if not any(line.startswith("system state: ") for line in analyze):
         return None
-    key = "failed unit: "
-    return [line[len(key) :].split()[0] for line in analyze if line.startswith(key) and line[len(key) :].strip()]
+    listed = [line.removeprefix("failed unit: ").split() for line in analyze if line.startswith("failed unit: ")]
+    return [words[0] for words in listed if words]
 
 
 def _screen_once(boot: Boot, shown: Callable[[Screen], bool], timeout_s: float = 10.0) -> Screen:

@@ -263,7 +263,7 @@ _SELF_DECOMPRESSING = re.compile(
 
 
 def _decompression(t: Timeline, log: BootLog) -> list[Advice]:
-    phase = next((p for p in t.phases if p.name == "kernel setup to kernel start"), None)
+    phase = t.phase("kernel_setup", "kernel_start")
     if phase is None or phase.duration_s < 0.010:
         return []
     if any(_ARM64.search(line.text) for line in log.lines) or not any(
@@ -288,7 +288,7 @@ def _decompression(t: Timeline, log: BootLog) -> list[Advice]:
 
 
 def _initramfs(t: Timeline) -> list[Advice]:
-    phase = next((p for p in t.phases if p.name == "initramfs unpacking to initramfs unpacked"), None)
+    phase = t.phase("initramfs_unpack", "initramfs_done")
     if phase is None or phase.duration_s < 0.005:
         return []
     return [
@@ -316,8 +316,7 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
     """An initramfs that starts udev and replays every device's events before it loads the root's
     drivers and mounts the root: most of its time under a slow CPU, which an initramfs that only
     loads the named drivers and mounts the root does not spend."""
-    name = f"{t.chain['init']} to {t.chain['init_root_mounted']}"
-    phase = next((p for p in t.phases if p.name == name), None)
+    phase = t.phase("init", "init_root_mounted")
     if phase is None or phase.duration_s < SLOW_INITRAMFS_S:
         return []
     udevd = next((line for line in log.lines if _in_phase(t, line, phase) and _UDEVD_STARTS.search(line.text)), None)
@@ -458,12 +457,12 @@ def _coldplug(t: Timeline) -> list[Advice]:
     """udev's coldplug replays the kernel's add events of every device, and also of every module,
     bus and driver, whose events a kiosk's rules hardly use: each event costs udevd a worker's pass
     through every rule, which under a slow CPU adds up."""
-    trigger = next(((s, src) for u, s, src in t.services if u == COLDPLUG_UNIT), None)
+    trigger = _unit(t.services, COLDPLUG_UNIT)
     if trigger is None or trigger[0] < SLOW_UNIT_S:
         return []
     seconds, source = trigger
     evidence = [f"{source}: {COLDPLUG_UNIT} {seconds:.3f}s"]
-    udevd = next(((s, src) for u, s, src in t.cpu.units if u == "systemd-udevd.service"), None)
+    udevd = _unit(t.cpu.units, "systemd-udevd.service")
     used = ""
     if udevd:
         used = f", and udevd had used {udevd[0]:.1f} s of CPU by the capture"
@@ -485,6 +484,11 @@ def _coldplug(t: Timeline) -> list[Advice]:
             drop_ins={COLDPLUG_DROP_IN: COLDPLUG_DEVICES_ONLY},
         )
     ]
+
+
+def _unit(units: list[tuple[str, float, str]], name: str) -> tuple[float, str] | None:
+    """A unit's seconds and their source, from blame or the CPU account."""
+    return next(((s, src) for u, s, src in units if u == name), None)
 
 
 BUSY_SHARE = 0.8  # at or above it, the CPUs were the boot's bottleneck

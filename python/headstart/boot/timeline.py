@@ -79,6 +79,11 @@ class Timeline:
         m = self.moments.get(name)
         return m.at_s if m else None
 
+    def phase(self, start: str, end: str) -> Phase | None:
+        """The phase between two moments of the chain (by their keys), when the logs show both."""
+        name = f"{self.chain[start]} to {self.chain[end]}"
+        return next((p for p in self.phases if p.name == name), None)
+
     def time_of(self, line: Line) -> float | None:
         """A line's time on this timeline's axis."""
         return _time(line, self.axis, self.kernel_offset_s)
