@@ -4,8 +4,8 @@
   2. headstart: headstartd serving the home screen with what it learned at provisioning;
   3. headstart + advice: arm 2 booted with what `headstart boot analyze` advises for an analysis
      boot of arm 2 (the only boot with initcall_debug, not timed), applied on the kernel command
-     line, with the device's small initramfs when the advice is to keep only the root's drivers
-     in it, and from a copy of arm 2's image with the advice's unit drop-ins written into it
+     line, with the device's initramfs that the advice names (the root's drivers alone, or
+     tiny-initramfs: no udev), and from a copy of arm 2's image with the advice's unit drop-ins written into it
      (docs/device.md says which advice and why).
 
 Each boot: power-on to the home screen's first frame (the phases by `headstart boot analyze`), then
@@ -33,6 +33,7 @@ from typing import Any
 import report
 import scenario
 from headstart.boot import analysis
+from headstart.boot.advice import INITRAMFS_KINDS
 from image import with_files
 from provision import provision
 from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, board_args, describe, require
@@ -47,37 +48,42 @@ def analyze(result: scenario.BootResult) -> analysis.Analysis:
     return analysis.analyze([result.log, result.systemd_log], re.compile(scenario.READY_REGEX), None, marks)
 
 
-def files_for(out: Path, arm: str, small_initrd: bool = False) -> BootFiles:
+def files_for(out: Path, arm: str, initramfs: str = "") -> BootFiles:
     image = out / ("stock.img" if arm == "stock" else "headstart.img")
-    initrd = out / "boot" / ("initrd-small.img" if small_initrd else "initrd.img")
-    return BootFiles(out / "boot/vmlinuz", initrd, image)
+    return BootFiles(out / "boot/vmlinuz", out / "boot" / INITRDS[initramfs], image)
+
+
+# The device's initramfs for each kind the advice names (device/image.py builds them), the one that
+# does most first: tiny-initramfs keeps the root's drivers alone too, and starts no udev.
+INITRDS = {"tiny": "initrd-tiny.img", "modules-dep": "initrd-small.img", "": "initrd.img"}
 
 
 @dataclass
 class Applied:
-    """What arm 3 applies of the advice: kernel arguments, the small initramfs, unit drop-ins."""
+    """What arm 3 applies of the advice: kernel arguments, one of the device's initramfs, unit drop-ins."""
 
     kernel_args: list[str]
-    small_initrd: bool
+    initramfs: str  # a key of INITRDS
     drop_ins: dict[str, str] = dataclasses.field(default_factory=dict)  # path on the device -> text
 
     @staticmethod
     def of(recommendations: list[dict[str, Any]]) -> Applied:
         args = list(dict.fromkeys(a for r in recommendations for a in r["kernel_args"]))  # a unit masked twice
         drop_ins = {path: text for r in recommendations for path, text in r.get("drop_ins", {}).items()}
-        return Applied(args, any(r["initramfs_conf"] for r in recommendations), drop_ins)
+        named = {r["initramfs"] for r in recommendations}
+        return Applied(args, next(kind for kind in INITRDS if kind in named or not kind), drop_ins)
 
     def describe(self) -> str:
-        initrd = "; the initramfs with the root's drivers alone (MODULES=list)" if self.small_initrd else ""
+        initrd = f"; the device's {INITRAMFS_KINDS[self.initramfs]}" if self.initramfs else ""
         drop_ins = f"; drop-ins {', '.join(self.drop_ins)}" if self.drop_ins else ""
         return (" ".join(self.kernel_args) or "nothing on the command line") + initrd + drop_ins
 
     def files(self, out: Path, arm: str) -> BootFiles:
-        files = files_for(out, arm, self.small_initrd)
+        files = files_for(out, arm, self.initramfs)
         return dataclasses.replace(files, image=out / ADVICE_IMAGE) if self.drop_ins else files
 
 
-NOTHING = Applied([], False)
+NOTHING = Applied([], "")
 
 
 def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int, applied: Applied) -> dict[str, Any]:
@@ -110,7 +116,7 @@ def _booted(
         "arm": arm,
         "boot": n,
         "kernel_args": plan.kernel_args,
-        "small_initrd": applied.small_initrd,
+        "initramfs": applied.initramfs,
         **result.as_dict(),
         "analysis": analysis.as_dict(a),
     }
@@ -250,7 +256,7 @@ def _save(
         "accelerator": accel,
         "board_args": board_args(args.arch, accel),
         "advice_args": applied.kernel_args,
-        "advice_small_initrd": applied.small_initrd,
+        "advice_initramfs": applied.initramfs,
         "advice_drop_ins": applied.drop_ins,
         "analysis_boot": advised,
         "summary": summary(boots),

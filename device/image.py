@@ -108,6 +108,33 @@ def small_initramfs(root: Path, out: Path) -> None:
         shutil.rmtree(conf, ignore_errors=True)
 
 
+def tiny_initramfs(arch: str, root: Path, out: Path) -> None:
+    """Debian's tiny-initramfs with the root's drivers alone (ROOT_MODULES), for the advice's arm of
+    the benchmark when its advice is an initramfs without udev. mktirfs runs in the build root (its
+    kernel's modules) from the package unpacked into the root's /tmp, so that the images do not
+    carry it."""
+    unpacked = root / "tmp/tiny-initramfs"
+    shutil.rmtree(unpacked, ignore_errors=True)
+    unpacked.mkdir(parents=True)
+    try:
+        # apt-get as root downloads into a folder its sandbox user cannot write, and says so
+        subprocess.run(["apt-get", "download", "-q", f"tiny-initramfs-core:{arch}"], cwd=unpacked, check=True)
+        run(["dpkg-deb", "-x", str(next(unpacked.glob("tiny-initramfs-core_*.deb"))), str(unpacked)])
+        mktirfs = unpacked / "usr/sbin/mktirfs"
+        # its own files from where they were unpacked, not where the package would install them
+        share = "/usr/share/tiny-initramfs/"
+        script = mktirfs.read_text().replace(share, "/tmp/tiny-initramfs" + share)
+        mktirfs.write_text(script.replace('PKGLIBEXECDIR="/usr/lib/', 'PKGLIBEXECDIR="/tmp/tiny-initramfs/usr/lib/'))
+        version = next((root / "boot").glob("vmlinuz-*")).name.removeprefix("vmlinuz-")
+        modules = "--include-modules=" + ",".join(ROOT_MODULES)
+        mktirfs_argv = ["sh", "/tmp/tiny-initramfs/usr/sbin/mktirfs", "-o", "/tmp/initrd-tiny.img", "-m", "no"]
+        run(["chroot", str(root), *mktirfs_argv, modules, version])
+        shutil.move(root / "tmp/initrd-tiny.img", out)
+        out.chmod(0o644)  # mktirfs's temporary file's mode, as the other initramfs
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)
+
+
 def device_files(root: Path, observer: Path) -> None:
     """The device's own units and scripts (overlay/), the first-frame observer, the units enabled."""
     shutil.copytree(HERE / "overlay", root, dirs_exist_ok=True)
@@ -186,10 +213,13 @@ def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
     if _stamp(out / "base.stamp") != base_key or not (base / "etc").exists():
         base_root(arch, base, boot)
         (out / "base.stamp").write_text(base_key)
-    small_key = digest(base_key, " ".join(ROOT_MODULES))
-    if not (boot / "initrd-small.img").exists() or _stamp(out / "initrd-small.stamp") != small_key:
+    initramfs_key = digest(base_key, " ".join(ROOT_MODULES), Path(__file__))
+    if not (boot / "initrd-small.img").exists() or _stamp(out / "initrd-small.stamp") != initramfs_key:
         small_initramfs(base, boot / "initrd-small.img")
-        (out / "initrd-small.stamp").write_text(small_key)
+        (out / "initrd-small.stamp").write_text(initramfs_key)
+    if not (boot / "initrd-tiny.img").exists() or _stamp(out / "initrd-tiny.stamp") != initramfs_key:
+        tiny_initramfs(arch, base, boot / "initrd-tiny.img")
+        (out / "initrd-tiny.stamp").write_text(initramfs_key)
     if not images["stock"].exists() or _stamp(out / "stock.stamp") != stock_key:
         _copy_tree(base, work)
         device_files(work, window_shown(debs, out / "window-shown"))
@@ -202,8 +232,8 @@ def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
         ext4(work, images["headstart"])
         (out / "headstart.stamp").write_text(headstart_key)
     shutil.rmtree(work, ignore_errors=True)
-    small = {"small initrd": boot / "initrd-small.img"}
-    return {**images, "kernel": boot / "vmlinuz", "initrd": boot / "initrd.img", **small}
+    initrds = {"small initrd": boot / "initrd-small.img", "tiny initrd": boot / "initrd-tiny.img"}
+    return {**images, "kernel": boot / "vmlinuz", "initrd": boot / "initrd.img", **initrds}
 
 
 def with_files(image: Path, copy: Path, files: dict[str, str]) -> None:

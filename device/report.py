@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from headstart.boot.advice import INITRAMFS_KINDS
 from headstart.reporters.page import Page
 from matplotlib.figure import Figure
 from rich.console import Console
@@ -173,7 +174,7 @@ def page(data: dict[str, Any]) -> str:
 
 
 def _applied_as(recommendation: dict[str, Any]) -> str:
-    initramfs = ["the device's initramfs with the root's drivers alone"] if recommendation.get("initramfs_conf") else []
+    initramfs = [f"the device's {INITRAMFS_KINDS[kind]}"] if (kind := recommendation.get("initramfs")) else []
     drop_ins = [f"the drop-in {path}" for path in recommendation.get("drop_ins", {})]
     return " ".join(recommendation["kernel_args"] + initramfs + drop_ins) or "-"
 

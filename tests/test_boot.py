@@ -676,10 +676,10 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
         "systemd.mask=user@1000.service",
     ]
     assert {r["kernel_args"][0]: r["seconds"] for r in units}["systemd.mask=e2scrub_reap.service"] == pytest.approx(1.2)
-    assert all(r["initramfs_conf"] == [] for r in units)
+    assert all(r["initramfs"] == "" for r in units)
     # A new initramfs: nothing on the command line; the initramfs-tools setting that makes it.
     assert by_topic["initramfs"]["kernel_args"] == []
-    assert by_topic["initramfs"]["initramfs_conf"] == ["MODULES=dep"]
+    assert by_topic["initramfs"]["initramfs"] == "modules-dep"
     assert "MODULES=dep" in by_topic["initramfs"]["message"]
 
 
@@ -715,20 +715,32 @@ def test_a_boot_of_the_virtual_device(arch):
 
 def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tmp_path):
     """The phase from the initramfs's /init to the root mounted, with the initramfs's own udevd
-    starting inside it: advised (reported, not applied), with both as evidence, on the device and on
-    an x86 QEMU boot of Debian's own initrd. Without udevd's line in that phase, or with no such
-    phase (init the initramfs's own, no root mounted after it), nothing is said."""
+    starting inside it: advised, with both as evidence, on the device and on an x86 QEMU boot of
+    Debian's own initrd, as tiny-initramfs when the root is one it finds without udev (its kernel
+    name here). A root named by its label is not advised it; a log without the command line is
+    advised it with the condition, and not as something to apply. Without udevd's line in that
+    phase, or with no such phase (init the initramfs's own, no root mounted after it), nothing is said."""
     verbose = FIXTURES / "device-arm64-initcall-debug.log"
     data = analyze_json(str(verbose))
     (advice,) = [r for r in data["recommendations"] if r["topic"] == "initramfs udev"]
     assert advice["seconds"] == pytest.approx(3.210173)
     assert "started udev 781 ms after /init" in advice["message"] and "tiny-initramfs" in advice["message"]
+    assert "`root=/dev/vda`, which it finds" in advice["message"]
     assert advice["evidence"][-1].endswith("Starting systemd-udevd version 252.39-1~deb12u2")
-    assert advice["kernel_args"] == [] and advice["initramfs_conf"] == [] and advice["drop_ins"] == {}
+    assert advice["initramfs"] == "tiny" and advice["kernel_args"] == [] and advice["drop_ins"] == {}
 
-    without = tmp_path / "no-udev.log"
-    without.write_text("".join(line for line in verbose.open() if "Starting systemd-udevd" not in line))
-    assert not [r for r in analyze_json(str(without))["recommendations"] if r["topic"] == "initramfs udev"]
+    def udev_advice(name: str, edit) -> list[dict]:
+        changed = tmp_path / name
+        changed.write_text("".join(edit(line) for line in verbose.open()))
+        return [r for r in analyze_json(str(changed))["recommendations"] if r["topic"] == "initramfs udev"]
+
+    assert not udev_advice("label.log", lambda line: line.replace("root=/dev/vda", "root=LABEL=root"))
+    assert not udev_advice("mapper.log", lambda line: line.replace("root=/dev/vda", "root=/dev/mapper/vg-root"))
+    (by_uuid,) = udev_advice("uuid.log", lambda line: line.replace("root=/dev/vda", "root=UUID=0f3a-77c1"))
+    assert by_uuid["initramfs"] == "tiny"
+    (unknown,) = udev_advice("no-command-line.log", lambda line: "" if "ommand line:" in line else line)
+    assert unknown["initramfs"] == "" and "not in this log" in unknown["message"]
+    assert not udev_advice("no-udev.log", lambda line: "" if "Starting systemd-udevd" in line else line)
     x86 = analyze_json(str(INITRD_ROOT))
     (advice,) = [r for r in x86["recommendations"] if r["topic"] == "initramfs udev"]
     assert advice["seconds"] == pytest.approx(7.667182 - 3.846223)  # kernel times of /init and the mount

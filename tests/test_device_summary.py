@@ -118,12 +118,14 @@ def test_the_advice_is_the_analysis_boots_not_a_timed_boots(monkeypatch):
 
 def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, monkeypatch):
     """The coldplug's drop-in (advised from the device's own account): arm 3 boots its own copy of
-    arm 2's image, with the small initramfs; the other arms boot theirs."""
+    arm 2's image, with the initramfs the advice names (tiny-initramfs before the small one when
+    both are advised); the other arms boot theirs."""
     monkeypatch.syspath_prepend(str(DEVICE))
     import bench
 
     a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
-    applied = bench.Applied.of(a["recommendations"] + [{"kernel_args": [], "initramfs_conf": ["MODULES=dep"]}])
+    small = {"kernel_args": [], "initramfs": "modules-dep"}
+    applied = bench.Applied.of(a["recommendations"] + [small])
     assert list(applied.drop_ins) == ["/etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf"]
     assert "--type=devices" in applied.drop_ins[next(iter(applied.drop_ins))]
     files = applied.files(tmp_path, "headstart+advice")
@@ -131,9 +133,13 @@ def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, 
     assert "drop-ins /etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf" in applied.describe()
     assert bench.NOTHING.files(tmp_path, "headstart").image == tmp_path / "headstart.img"
     assert bench.NOTHING.files(tmp_path, "stock").image == tmp_path / "stock.img"
-    twice = [{"kernel_args": ["quiet", "systemd.mask=a.automount"], "initramfs_conf": []}] * 2
+    tiny = bench.Applied.of([small, {"kernel_args": [], "initramfs": "tiny"}, small])
+    assert tiny.files(tmp_path, "headstart+advice").initrd == tmp_path / "boot/initrd-tiny.img"
+    assert "tiny-initramfs" in tiny.describe()
+    twice = [{"kernel_args": ["quiet", "systemd.mask=a.automount"], "initramfs": ""}] * 2
     assert bench.Applied.of(twice).kernel_args == ["quiet", "systemd.mask=a.automount"]
-    no_drop_ins = bench.Applied(["quiet"], True)
+    assert bench.Applied.of(twice).files(tmp_path, "headstart+advice").initrd == tmp_path / "boot/initrd.img"
+    no_drop_ins = bench.Applied(["quiet"], "modules-dep")
     assert no_drop_ins.files(tmp_path, "headstart+advice").image == tmp_path / "headstart.img"
     sys.modules.pop("bench")
 

@@ -21,6 +21,14 @@ _QUIET = re.compile(r"(^|\s)(quiet|loglevel=[0-4])(\s|$)")
 _COMMAND_LINE = re.compile(r"[Cc]ommand line: (.*)$")
 
 
+# The initramfs an advice can name: initramfs-tools with the root's drivers alone (MODULES=dep), and
+# Debian's tiny-initramfs, which loads them and mounts the root without udev.
+INITRAMFS_KINDS = {
+    "modules-dep": "initramfs with the root's drivers alone (initramfs-tools, MODULES=dep)",
+    "tiny": "tiny-initramfs with the root's drivers alone (no udev)",
+}
+
+
 @dataclass
 class Advice:
     topic: str
@@ -30,9 +38,9 @@ class Advice:
     # The kernel command-line arguments that carry it out, when it needs no rebuild of the kernel,
     # the initramfs or the image (device/bench.py applies them).
     kernel_args: list[str] = field(default_factory=list)
-    # The initramfs-tools settings of an initramfs that carries it out (device/bench.py boots the
-    # device's own initramfs made so).
-    initramfs_conf: list[str] = field(default_factory=list)
+    # The initramfs that carries it out, one of INITRAMFS_KINDS (device/bench.py boots the device's
+    # own initramfs made so).
+    initramfs: str = ""
     # Unit drop-ins that carry it out: path on the device -> content (device/bench.py writes them
     # into a copy of the image).
     drop_ins: dict[str, str] = field(default_factory=dict)
@@ -44,7 +52,7 @@ class Advice:
             "evidence": self.evidence,
             "seconds": self.seconds,
             "kernel_args": self.kernel_args,
-            "initramfs_conf": self.initramfs_conf,
+            "initramfs": self.initramfs,
             "drop_ins": self.drop_ins,
         }
 
@@ -302,7 +310,7 @@ def _initramfs(t: Timeline) -> list[Advice]:
             "building it elsewhere). Store it uncompressed if the boot medium is fast.",
             phase.evidence,
             phase.duration_s,
-            initramfs_conf=["MODULES=dep"],
+            initramfs="modules-dep",
         )
     ]
 
@@ -323,21 +331,42 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
     if udevd is None:
         return []
     started = (t.time_of(udevd) or phase.start_s) - phase.start_s
+    command_line = _command_line(log)
+    root = _root_argument(command_line or "")
+    if root is not None and not _TINY_INITRAMFS_ROOT.fullmatch(root):
+        return []  # a root it cannot find: a label, a partition's UUID, LVM, dm-crypt
+    unknown = "The kernel's command line is not in this log" if command_line is None else "It names no root="
+    condition = (
+        f"The root here is `root={root}`, which it finds."
+        if root is not None
+        else f"{unknown}: the root must be named by its kernel name (`root=/dev/vda`) or `root=UUID=` "
+        "(not PARTUUID=, LABEL=, LVM or dm-crypt) for it to find it."
+    )
     return [
         Advice(
             "initramfs udev",
             f"From the initramfs's /init to the root file system mounted took {phase.duration_s * 1000:,.0f} ms, "
             f"and the initramfs started udev {started * 1000:,.0f} ms after /init: initramfs-tools (as dracut) "
             "starts udevd and replays every device's events before it loads the root's drivers and mounts it. "
-            "A root on a plain device named by its kernel name or UUID= (not PARTUUID=, LABEL=, LVM or "
-            "dm-crypt) needs none of that: Debian's tiny-initramfs (`mktirfs -m no --include-modules=DRIVERS`, "
-            "package tiny-initramfs-core) loads the named drivers and mounts the root, without udev or a shell. "
-            "On the virtual device it took the kernel's part of the boot from 3.2-3.6 s to 1.1-1.2 s "
-            "(docs/results.md). Not applied by the device bench yet.",
+            "A root on a plain device needs none of that: Debian's tiny-initramfs (package "
+            "tiny-initramfs-core: `mktirfs -m no --include-modules=DRIVERS -o /boot/initrd.img-VERSION VERSION`) "
+            f"loads the named drivers and mounts the root, without udev or a shell. {condition} It does not "
+            "check the root file system: with `ro` on the command line systemd-fsck-root does, before "
+            "remounting it as /etc/fstab says.",
             [*phase.evidence, f"{udevd.source}: {udevd.text.strip()}"],
             phase.duration_s,
+            initramfs="tiny" if root is not None else "",
         )
     ]
+
+
+# What tiny-initramfs finds without udev: a kernel device name (not a udev link), a file system's
+# UUID, a device number.
+_TINY_INITRAMFS_ROOT = re.compile(r"/dev/(?!disk/|mapper/)[^/\s]+|UUID=[0-9a-fA-F-]+|0x[0-9a-fA-F]+")
+
+
+def _root_argument(command_line: str) -> str | None:
+    return next((arg.removeprefix("root=") for arg in command_line.split() if arg.startswith("root=")), None)
 
 
 def _in_phase(t: Timeline, line: Line, phase: Phase) -> bool:
