@@ -348,11 +348,13 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
             f"From the initramfs's /init to the root file system mounted took {phase.duration_s * 1000:,.0f} ms, "
             f"and the initramfs started udev {started * 1000:,.0f} ms after /init: initramfs-tools (as dracut) "
             "starts udevd and replays every device's events before it loads the root's drivers and mounts it. "
-            "A root on a plain device needs none of that: Debian's tiny-initramfs (package "
-            "tiny-initramfs-core: `mktirfs -m no --include-modules=DRIVERS -o /boot/initrd.img-VERSION VERSION`) "
-            f"loads the named drivers and mounts the root, without udev or a shell. {condition} It does not "
-            "check the root file system: with `ro` on the command line systemd-fsck-root does, before "
-            "remounting it as /etc/fstab says.",
+            "A root on a plain device needs none of that: Debian's tiny-initramfs loads the root's drivers and "
+            f"mounts it, without udev or a shell. {condition} Try it beside the initramfs you have (package "
+            "tiny-initramfs-core: `mktirfs -o /boot/initrd.img.tiny-VERSION VERSION`, and `-m no "
+            "--include-modules=DRIVERS` when made off the device), then install package tiny-initramfs, "
+            "which takes initramfs-tools' place and makes it at each kernel install. It does not check the "
+            "root file system: with `ro` on the command line systemd-fsck-root does, before remounting it "
+            "as /etc/fstab says.",
             [*phase.evidence, f"{udevd.source}: {udevd.text.strip()}"],
             phase.duration_s,
             initramfs="tiny" if root is not None else "",
