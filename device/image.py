@@ -120,15 +120,16 @@ def tiny_initramfs(arch: str, root: Path, out: Path) -> None:
         # apt-get as root downloads into a folder its sandbox user cannot write, and says so
         subprocess.run(["apt-get", "download", "-q", f"tiny-initramfs-core:{arch}"], cwd=unpacked, check=True)
         run(["dpkg-deb", "-x", str(next(unpacked.glob("tiny-initramfs-core_*.deb"))), str(unpacked)])
-        mktirfs = unpacked / "usr/sbin/mktirfs"
+        script = unpacked / "usr/sbin/mktirfs"
         # its own files from where they were unpacked, not where the package would install them
-        share = "/usr/share/tiny-initramfs/"
-        script = mktirfs.read_text().replace(share, "/tmp/tiny-initramfs" + share)
-        mktirfs.write_text(script.replace('PKGLIBEXECDIR="/usr/lib/', 'PKGLIBEXECDIR="/tmp/tiny-initramfs/usr/lib/'))
+        share, lib = "/usr/share/tiny-initramfs/", 'PKGLIBEXECDIR="/usr/lib/'
+        text = script.read_text().replace(share, "/tmp/tiny-initramfs" + share)
+        script.write_text(text.replace(lib, 'PKGLIBEXECDIR="/tmp/tiny-initramfs/usr/lib/'))
         version = next((root / "boot").glob("vmlinuz-*")).name.removeprefix("vmlinuz-")
         modules = "--include-modules=" + ",".join(ROOT_MODULES)
-        mktirfs_argv = ["sh", "/tmp/tiny-initramfs/usr/sbin/mktirfs", "-o", "/tmp/initrd-tiny.img", "-m", "no"]
-        run(["chroot", str(root), *mktirfs_argv, modules, version])
+        # no microcode: the device's CPU is QEMU's (mktirfs would read the builder's /proc/cpuinfo)
+        mktirfs = ["sh", "/tmp/tiny-initramfs/usr/sbin/mktirfs", "-o", "/tmp/initrd-tiny.img", "-m", "no", "-M", "no"]
+        run(["chroot", str(root), *mktirfs, modules, version])
         shutil.move(root / "tmp/initrd-tiny.img", out)
         out.chmod(0o644)  # mktirfs's temporary file's mode, as the other initramfs
     finally:
