@@ -10,7 +10,7 @@ from typing import Any
 from headstart.boot import initcalls
 from headstart.boot.line import Line
 from headstart.boot.logs import BootLog
-from headstart.boot.timeline import Initcall, Phase, Timeline
+from headstart.boot.timeline import Initcall, Timeline
 
 SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
 TOP_INITCALLS = 5
@@ -327,10 +327,15 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
     phase = t.phase("init", "init_root_mounted")
     if phase is None or phase.duration_s < SLOW_INITRAMFS_S:
         return []
-    udevd = next((line for line in log.lines if _in_phase(t, line, phase) and _UDEVD_STARTS.search(line.text)), None)
-    if udevd is None:
+    between = _printed_between(log, t.moments["init"].evidence, t.moments["init_root_mounted"].evidence)
+    at = next((i for i, line in enumerate(between) if _UDEVD_STARTS.search(line.text)), None)
+    if at is None:
         return []
-    started = (t.time_of(udevd) or phase.start_s) - phase.start_s
+    udevd = between[at]
+    # The host reads a line when the console has printed it, which a console busy with the kernel's
+    # lines delays by seconds: the next line with the kernel's own time bounds when udevd started.
+    bound = next((t.time_of(line) for line in between[at:] if line.kernel_s is not None), None)
+    started = min(x for x in (t.time_of(udevd), bound, phase.end_s) if x is not None) - phase.start_s
     command_line = _command_line(log)
     root = _root_argument(command_line or "")
     if root is not None and not _TINY_INITRAMFS_ROOT.fullmatch(root):
@@ -371,9 +376,12 @@ def _root_argument(command_line: str) -> str | None:
     return next((arg.removeprefix("root=") for arg in command_line.split() if arg.startswith("root=")), None)
 
 
-def _in_phase(t: Timeline, line: Line, phase: Phase) -> bool:
-    at = t.time_of(line)
-    return at is not None and phase.start_s <= at <= phase.end_s
+def _printed_between(log: BootLog, first: Line, last: Line) -> list[Line]:
+    """The lines of the log from FIRST to LAST, in the order the console printed them: a line without
+    the kernel's time (an initramfs's own) is placed by where it was printed."""
+    start = next((i for i, line in enumerate(log.lines) if line is first), None)
+    end = next((i for i, line in enumerate(log.lines) if line is last), None)
+    return log.lines[start : end + 1] if start is not None and end is not None else []
 
 
 # drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c), with the DRM driver's name.
