@@ -154,6 +154,7 @@ def page(data: dict[str, Any]) -> str:
     p.table(*cpu_rows(data))
     p.heading("The advice, and what it cut")
     advised = data.get("analysis_boot")
+    booted = data.get("advice_initramfs", "")
     if advised:
         p.text(
             "The advice comes from one boot of the headstart image with each initcall timed (initcall_debug, "
@@ -163,7 +164,7 @@ def page(data: dict[str, Any]) -> str:
         p.table(
             ["advice (from the analysis boot)", "costs there", "applied as"],
             [
-                [r["message"], f"{r['seconds'] * 1000:,.0f} ms" if r["seconds"] else "-", _applied_as(r)]
+                [r["message"], f"{r['seconds'] * 1000:,.0f} ms" if r["seconds"] else "-", _applied_as(r, booted)]
                 for r in advised["analysis"]["recommendations"]
             ],
         )
@@ -173,8 +174,12 @@ def page(data: dict[str, Any]) -> str:
     return p.render()
 
 
-def _applied_as(recommendation: dict[str, Any]) -> str:
-    initramfs = [f"the device's {INITRAMFS_KINDS[kind]}"] if (kind := recommendation.get("initramfs")) else []
+def _applied_as(recommendation: dict[str, Any], booted: str) -> str:
+    """How arm 3 applied it: of the initramfs advised, it boots the one that does most."""
+    kind = recommendation.get("initramfs")
+    initramfs = [f"the device's {INITRAMFS_KINDS[kind]}"] if kind else []
+    if kind and kind != booted and booted in INITRAMFS_KINDS:
+        initramfs = [f"not applied: arm 3 booted the device's {INITRAMFS_KINDS[booted]}"]
     drop_ins = [f"the drop-in {path}" for path in recommendation.get("drop_ins", {})]
     return " ".join(recommendation["kernel_args"] + initramfs + drop_ins) or "-"
 

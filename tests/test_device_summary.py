@@ -3,6 +3,7 @@ from analyses of the device's own systemd account: no boot here (make test-devic
 
 from __future__ import annotations
 
+import html
 import sys
 from pathlib import Path
 
@@ -108,11 +109,16 @@ def test_the_advice_is_the_analysis_boots_not_a_timed_boots(monkeypatch):
         "arch": "arm64",
         "accelerator": "tcg",
         "analysis_boot": advised,
+        "advice_initramfs": applied.initramfs,
         "summary": bench.summary(timed),
         "boots": timed,
     }
-    page = report.page(data)
+    page = html.unescape(report.page(data))
     assert "from the analysis boot" in page and "cryptomgr.notests" in page
+    # both initramfs advised: arm 3 boots tiny-initramfs, and the page says the other was not applied
+    assert applied.initramfs == "tiny"
+    assert "not applied: arm 3 booted the device's tiny-initramfs" in page
+    assert page.count("the device's tiny-initramfs with the root's drivers alone") == 2
     sys.modules.pop("bench"), sys.modules.pop("report")
 
 
