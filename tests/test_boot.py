@@ -737,6 +737,9 @@ def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tm
 
     assert not udev_advice("label.log", lambda line: line.replace("root=/dev/vda", "root=LABEL=root"))
     assert not udev_advice("mapper.log", lambda line: line.replace("root=/dev/vda", "root=/dev/mapper/vg-root"))
+    assert not udev_advice("nfs.log", lambda line: line.replace("root=/dev/vda", "root=/dev/nfs"))
+    (mmc,) = udev_advice("mmc.log", lambda line: line.replace("root=/dev/vda", "root=/dev/mmcblk0p2"))
+    assert mmc["initramfs"] == "tiny" and "`root=/dev/mmcblk0p2`, which it finds" in mmc["message"]
     (by_uuid,) = udev_advice("uuid.log", lambda line: line.replace("root=/dev/vda", "root=UUID=0f3a-77c1"))
     assert by_uuid["initramfs"] == "tiny"
     (unknown,) = udev_advice("no-command-line.log", lambda line: "" if "ommand line:" in line else line)

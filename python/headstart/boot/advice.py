@@ -367,9 +367,10 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
-# What tiny-initramfs finds without udev: a kernel device name (not a udev link), a file system's
+# What tiny-initramfs finds without udev: a kernel device name (not a udev link; not NFS either: it
+# mounts NFSv4 alone, and the log does not say which version serves the root), a file system's
 # UUID, a device number.
-_TINY_INITRAMFS_ROOT = re.compile(r"/dev/(?!disk/|mapper/)[^/\s]+|UUID=[0-9a-fA-F-]+|0x[0-9a-fA-F]+")
+_TINY_INITRAMFS_ROOT = re.compile(r"/dev/(?!disk/|mapper/|nfs$)[^/\s]+|UUID=[0-9a-fA-F-]+|0x[0-9a-fA-F]+")
 
 
 def _root_argument(command_line: str) -> str | None:
