@@ -34,7 +34,7 @@ import report
 import scenario
 from headstart.boot import analysis
 from headstart.boot.advice import INITRAMFS_KINDS
-from image import with_files
+from image import INITRDS, with_files
 from provision import provision
 from qemu import VERBOSE_ARGS, BootFiles, DeviceError, accelerator, board_args, describe, require
 
@@ -51,11 +51,6 @@ def analyze(result: scenario.BootResult) -> analysis.Analysis:
 def files_for(out: Path, arm: str, initramfs: str = "") -> BootFiles:
     image = out / ("stock.img" if arm == "stock" else "headstart.img")
     return BootFiles(out / "boot/vmlinuz", out / "boot" / INITRDS[initramfs], image)
-
-
-# The device's initramfs for each kind the advice names (device/image.py builds them), the one that
-# does most first: tiny-initramfs keeps the root's drivers alone too, and starts no udev.
-INITRDS = {"tiny": "initrd-tiny.img", "modules-dep": "initrd-small.img", "": "initrd.img"}
 
 
 @dataclass

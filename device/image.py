@@ -33,6 +33,10 @@ KERNEL = {"arm64": "linux-image-arm64", "amd64": "linux-image-amd64"}
 # runs on, which is the builder, not the device.
 ROOT_MODULES = ["virtio_pci", "virtio_blk", "ext4"]
 IMAGE_SIZE = "3G"
+# The device's initramfs in build-device/ARCH/boot/ by the kind the boot advice names (its
+# "initramfs": device/bench.py boots them), the one that does most first: tiny-initramfs keeps the
+# root's drivers alone too, and starts no udev. "": Debian's generic one, made with the kernel.
+INITRDS = {"tiny": "initrd-tiny.img", "modules-dep": "initrd-small.img", "": "initrd.img"}
 
 
 def run(argv: list[str]) -> None:
@@ -100,7 +104,7 @@ def small_initramfs(root: Path, out: Path) -> None:
     (conf / "initramfs.conf").write_text(settings.replace("MODULES=most", "MODULES=list"))
     with (conf / "modules").open("a") as modules:
         modules.write("".join(m + "\n" for m in ROOT_MODULES))
-    version = next((root / "boot").glob("vmlinuz-*")).name.removeprefix("vmlinuz-")
+    version = _kernel_version(root)
     try:
         run(["chroot", str(root), "mkinitramfs", "-d", "/tmp/initramfs-small", "-o", "/tmp/initrd-small.img", version])
         shutil.move(root / "tmp/initrd-small.img", out)
@@ -125,7 +129,7 @@ def tiny_initramfs(arch: str, root: Path, out: Path) -> None:
         share, lib = "/usr/share/tiny-initramfs/", 'PKGLIBEXECDIR="/usr/lib/'
         text = script.read_text().replace(share, "/tmp/tiny-initramfs" + share)
         script.write_text(text.replace(lib, 'PKGLIBEXECDIR="/tmp/tiny-initramfs/usr/lib/'))
-        version = next((root / "boot").glob("vmlinuz-*")).name.removeprefix("vmlinuz-")
+        version = _kernel_version(root)
         modules = "--include-modules=" + ",".join(ROOT_MODULES)
         # no microcode: the device's CPU is QEMU's (mktirfs would read the builder's /proc/cpuinfo)
         mktirfs = ["sh", "/tmp/tiny-initramfs/usr/sbin/mktirfs", "-o", "/tmp/initrd-tiny.img", "-m", "no", "-M", "no"]
@@ -215,12 +219,12 @@ def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
         base_root(arch, base, boot)
         (out / "base.stamp").write_text(base_key)
     initramfs_key = digest(base_key, " ".join(ROOT_MODULES), Path(__file__))
-    if not (boot / "initrd-small.img").exists() or _stamp(out / "initrd-small.stamp") != initramfs_key:
-        small_initramfs(base, boot / "initrd-small.img")
-        (out / "initrd-small.stamp").write_text(initramfs_key)
-    if not (boot / "initrd-tiny.img").exists() or _stamp(out / "initrd-tiny.stamp") != initramfs_key:
-        tiny_initramfs(arch, base, boot / "initrd-tiny.img")
-        (out / "initrd-tiny.stamp").write_text(initramfs_key)
+    makers = {"modules-dep": lambda to: small_initramfs(base, to), "tiny": lambda to: tiny_initramfs(arch, base, to)}
+    for kind, make in makers.items():
+        initrd, stamp = boot / INITRDS[kind], out / INITRDS[kind].replace(".img", ".stamp")
+        if not initrd.exists() or _stamp(stamp) != initramfs_key:
+            make(initrd)
+            stamp.write_text(initramfs_key)
     if not images["stock"].exists() or _stamp(out / "stock.stamp") != stock_key:
         _copy_tree(base, work)
         device_files(work, window_shown(debs, out / "window-shown"))
@@ -233,8 +237,8 @@ def build(arch: str, debs: Path, out: Path) -> dict[str, Path]:
         ext4(work, images["headstart"])
         (out / "headstart.stamp").write_text(headstart_key)
     shutil.rmtree(work, ignore_errors=True)
-    initrds = {"small initrd": boot / "initrd-small.img", "tiny initrd": boot / "initrd-tiny.img"}
-    return {**images, "kernel": boot / "vmlinuz", "initrd": boot / "initrd.img", **initrds}
+    initrds = {f"initrd {kind or 'generic'}": boot / name for kind, name in INITRDS.items()}
+    return {**images, "kernel": boot / "vmlinuz", **initrds}
 
 
 def with_files(image: Path, copy: Path, files: dict[str, str]) -> None:
@@ -261,6 +265,10 @@ def with_files(image: Path, copy: Path, files: dict[str, str]) -> None:
         read = subprocess.run(["debugfs", "-R", f"cat {path}", str(copy)], capture_output=True, text=True)
         if read.stdout != text:
             raise SystemExit(f"{copy}: {path} could not be written (debugfs: {read.stderr.strip()[-200:]})")
+
+
+def _kernel_version(root: Path) -> str:
+    return next((root / "boot").glob("vmlinuz-*")).name.removeprefix("vmlinuz-")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
