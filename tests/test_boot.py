@@ -745,6 +745,11 @@ def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tm
     (unknown,) = udev_advice("no-command-line.log", lambda line: "" if "ommand line:" in line else line)
     assert unknown["initramfs"] == "" and "not in this log" in unknown["message"]
     assert not udev_advice("no-udev.log", lambda line: "" if "Starting systemd-udevd" in line else line)
+    # systemd before 247 (Ubuntu 20.04's initramfs) said it another way
+    old = "systemd-udevd[139]: starting version 245.4-4ubuntu3"
+    new = "Starting systemd-udevd version 252.39-1~deb12u2"
+    (older,) = udev_advice("old-udevd.log", lambda line: line.replace(new, old))
+    assert older["evidence"][-1].endswith(old)
 
     # The amd64 device's console (its analysis boot, the initcalls' lines taken out) printed the
     # kernel's lines seconds late: the host read udevd's line 3.3 s after /init, past the root's

@@ -316,7 +316,9 @@ def _initramfs(t: Timeline) -> list[Advice]:
 
 
 # What systemd-udevd prints as it starts; in an initramfs, initramfs-tools' (or dracut's) udev.
-_UDEVD_STARTS = re.compile(r"Starting systemd-udevd version \S+")
+# systemd 252 (Debian 12); before 247 it said "systemd-udevd[PID]: starting version 245.4-4ubuntu3"
+# (Ubuntu 20.04's initramfs, systemd issue #15656).
+_UDEVD_STARTS = re.compile(r"Starting systemd-udevd version \S+|udevd?\[\d+\]: [Ss]tarting version \S+")
 SLOW_INITRAMFS_S = 0.5  # from /init to the root mounted: below it, little to take
 
 
