@@ -791,6 +791,48 @@ def test_coldplug_advice_replays_the_devices_alone_through_a_drop_in(tmp_path):
         assert not [r for r in data["recommendations"] if r["topic"] == "coldplug"], blame
 
 
+# systemctl show's account of the manager's generators, from a boot of the arm64 device (2026-11-30).
+GENERATORS = "GeneratorsStartTimestampMonotonic=1611736\nGeneratorsFinishTimestampMonotonic=2103536\n"
+
+
+def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
+    """systemd's generators, timed by the manager's own timestamps, are advised away by empty files
+    of their names, the fstab and debug generators never; one whose kernel arguments are on the
+    command line is kept, and gpt-auto when no root= is given. A quick run or one not finished gets
+    no advice."""
+    generators = tmp_path / "generators.txt"
+    generators.write_text(GENERATORS)
+    device_log = FIXTURES / "device-arm64-initcall-debug.log"  # root=/dev/vda, nothing a generator reads
+    data = analyze_json(str(device_log), str(generators))
+    (advice,) = [r for r in data["recommendations"] if r["topic"] == "generators"]
+    assert advice["seconds"] == pytest.approx(0.4918)
+    assert [e.rsplit(": ", 1)[1] for e in advice["evidence"]] == GENERATORS.split()
+    masked = {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
+    assert set(advice["drop_ins"].values()) == {""}
+    assert {"systemd-sysv-generator", "systemd-gpt-auto-generator", "systemd-getty-generator"} <= masked
+    assert not masked & {"systemd-fstab-generator", "systemd-debug-generator"}
+    assert "Kept" not in advice["message"] and "not in these logs" not in advice["message"]
+    printed = headstart("boot", "analyze", str(device_log), str(generators))
+    assert "/etc/systemd/system-generators/systemd-sysv-generator: an empty file" in printed.stdout
+
+    # The same boot given resume= and no root=: those two generators have work.
+    edited = tmp_path / "resume.log"
+    edited.write_text(device_log.read_text().replace("root=/dev/vda rw", "resume=/dev/vda2 rw"))
+    (advice,) = [r for r in analyze_json(str(edited), str(generators))["recommendations"] if r["topic"] == "generators"]
+    kept = {"systemd-hibernate-resume-generator", "systemd-gpt-auto-generator"}
+    assert not kept & {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
+    assert "Kept, as the kernel command line gives them work" in advice["message"]
+    # Without the command line (systemd's account alone), every one is advised, with the condition said.
+    systemd = str(FIXTURES / "device-arm64.systemd.txt")
+    (advice,) = [r for r in analyze_json(systemd, str(generators))["recommendations"] if r["topic"] == "generators"]
+    assert len(advice["drop_ins"]) == len(masked) and "not in these logs" in advice["message"]
+
+    for text in (GENERATORS.replace("2103536", "1631736"), GENERATORS.replace("2103536", "0")):
+        generators.write_text(text)
+        data = analyze_json(str(device_log), str(generators))
+        assert not [r for r in data["recommendations"] if r["topic"] == "generators"], text
+
+
 def test_cpu_time_by_unit_and_whether_the_boot_was_bound_by_its_cpus(tmp_path):
     """systemctl show's CPUUsageNSec per unit and /proc/stat's cpu line: units by CPU time (no slice,
     which sums others; no unit without a cgroup), the machine's busy share, and the advice that

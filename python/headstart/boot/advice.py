@@ -70,6 +70,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_display_driver(t, log),
         *_units(t),
         *_coldplug(t),
+        *_generators(log),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -531,6 +532,79 @@ def _coldplug(t: Timeline) -> list[Advice]:
 def _unit(units: list[tuple[str, float, str]], name: str) -> tuple[float, str] | None:
     """A unit's seconds and their source, from blame or the CPU account."""
     return next(((s, src) for u, s, src in units if u == name), None)
+
+
+GENERATORS_DIR = "/etc/systemd/system-generators"
+# systemd's generators that a kiosk built from packages does without: what each reads, and the kernel
+# arguments that would give it something to do (one of them on the command line keeps it). Never
+# advised away: systemd-fstab-generator (the mounts of /etc/fstab) and systemd-debug-generator
+# (systemd.mask= and systemd.wants= on the command line, which the unit advice uses).
+OPTIONAL_GENERATORS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "systemd-sysv-generator": ("SysV init scripts in /etc/init.d that have no unit of their own", ()),
+    "systemd-gpt-auto-generator": (
+        "partitions found by their GPT type on the root's disk: the root when root= is not given, and "
+        "/home, /srv, /var, swap or the EFI system partition when /etc/fstab does not name them",
+        ("systemd.gpt_auto", "rd.systemd.gpt_auto"),
+    ),
+    "systemd-cryptsetup-generator": ("encrypted volumes: /etc/crypttab", ("luks", "rd.luks")),
+    "systemd-veritysetup-generator": (
+        "verity-protected volumes: /etc/veritytab",
+        ("roothash", "usrhash", "systemd.verity"),
+    ),
+    "systemd-integritysetup-generator": ("dm-integrity volumes: /etc/integritytab", ()),
+    "systemd-hibernate-resume-generator": ("resuming from hibernation", ("resume", "resumeflags")),
+    "systemd-system-update-generator": ("offline updates: a /system-update link, as PackageKit makes", ()),
+    "systemd-rc-local-generator": ("an executable /etc/rc.local", ()),
+    "systemd-run-generator": ("a command to run at boot given on the kernel command line", ("systemd.run",)),
+    "systemd-getty-generator": (
+        "login prompts on the kernel's console and the virtual machine's consoles: a serial login, a "
+        "development aid a product's users never see",
+        (),
+    ),
+}
+
+
+def _generators(log: BootLog) -> list[Advice]:
+    """systemd runs every generator, each a program of its own, before it loads any unit; on a slow
+    CPU their start-up alone adds up, whether or not what they read exists."""
+    run = log.generators_run()
+    if run is None or run[0] < SLOW_UNIT_S:
+        return []
+    seconds, evidence = run
+    command_line = _command_line(log)
+    named = set() if command_line is None else {a.split("=")[0] for a in command_line.split()}
+    kept = [g for g, (_, args) in OPTIONAL_GENERATORS.items() if any(_names(n, a) for n in named for a in args)]
+    if command_line is not None and "root" not in named:
+        kept.append("systemd-gpt-auto-generator")  # it finds the root itself
+    masked = [g for g in OPTIONAL_GENERATORS if g not in kept]
+    listed = "; ".join(f"{g} ({OPTIONAL_GENERATORS[g][0]})" for g in masked)
+    why_kept = f" Kept, as the kernel command line gives them work: {', '.join(kept)}." if kept else ""
+    unseen = (
+        ""
+        if command_line is not None
+        else " (The kernel's command line is not in these logs: keep those it gives work to, such as "
+        "systemd-hibernate-resume-generator for resume=.)"
+    )
+    return [
+        Advice(
+            "generators",
+            f"systemd ran its generators for {seconds * 1000:,.0f} ms before loading any unit: nothing "
+            "starts until the last one ends. Each turns configuration of another kind into units, at every "
+            "boot, and each is a program of its own that starts even when what it reads does not exist. "
+            "A kiosk built from packages has none of what these read; mask each whose input the device does "
+            f"not have, with an empty file of its name in {GENERATORS_DIR}/ (systemd.generator(7)): "
+            f"{listed}.{why_kept}{unseen} Keep systemd-fstab-generator (the mounts) and "
+            "systemd-debug-generator (systemd.mask= on the kernel command line, which other advice here uses).",
+            evidence,
+            seconds,
+            drop_ins={f"{GENERATORS_DIR}/{g}": "" for g in masked},
+        )
+    ]
+
+
+def _names(argument: str, prefix: str) -> bool:
+    """Whether a kernel argument's name is PREFIX or one of its family (luks.uuid, systemd.verity_root_data)."""
+    return argument == prefix or argument.startswith((f"{prefix}.", f"{prefix}_"))
 
 
 BUSY_SHARE = 0.8  # at or above it, the CPUs were the boot's bottleneck

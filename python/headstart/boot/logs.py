@@ -3,8 +3,9 @@
 `journalctl -o short-monotonic` output (printk time), `systemd-analyze` / `systemd-analyze
 blame` output (durations), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
 '*'` per unit, the journal's "UNIT: Consumed ... CPU time" lines for units that ended, the `cpu`
-lines of /proc/stat for the whole machine. Each log must hold one boot, and all of them the same
-boot (boots.py)."""
+lines of /proc/stat for the whole machine, and how long systemd ran its generators (`systemctl show -p
+GeneratorsStartTimestampMonotonic -p GeneratorsFinishTimestampMonotonic`). Each log must hold one boot,
+and all of them the same boot (boots.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ _BLAME = re.compile(r"^\s*((?:[\d.]+(?:h|min|s|ms|us)\s*)+)\s+(\S+)$")
 _UNIT = re.compile(r"([\d.]+)(h|min|ms|us|s)")
 _SECONDS = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 _SHOW = re.compile(r"^(Id|CPUUsageNSec)=(.*)$")
+# The system manager's own moments, in microseconds since boot (0: not reached).
+_GENERATORS = re.compile(r"^Generators(Start|Finish)TimestampMonotonic=(\d+)$")
 # The system manager's account of a unit that has ended (the user managers' units share names with it).
 _CONSUMED = re.compile(r"\bsystemd\[1\]: (\S+): Consumed (.+?) CPU time\b")
 _PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
@@ -62,6 +65,15 @@ class BootLog:
     cpu: CpuAccount = field(default_factory=CpuAccount)
     recorded: bool = False  # a host-timestamped serial log is among the sources
     formats: list[str] = field(default_factory=list)  # the capture format of each source
+    generators: dict[str, tuple[int, str]] = field(default_factory=dict)  # "Start"/"Finish" -> (us, source)
+
+    def generators_run(self) -> tuple[float, list[str]] | None:
+        """How long systemd ran its generators, before it loaded any unit, and the lines it rests on."""
+        start, finish = self.generators.get("Start"), self.generators.get("Finish")
+        if start is None or finish is None or not 0 < start[0] <= finish[0]:
+            return None
+        lines = [f"{source}: Generators{key}TimestampMonotonic={us}" for key, (us, source) in self.generators.items()]
+        return (finish[0] - start[0]) / 1e6, lines
 
 
 def duration_s(text: str) -> float:
@@ -75,12 +87,20 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
     per_file = []
     for path in paths:
         one = _read_one(path.name, _text(path))
-        if not (one.lines or one.systemd_phases or one.systemd_blame or one.cpu.units or one.cpu.busy_s is not None):
+        if not (
+            one.lines
+            or one.systemd_phases
+            or one.systemd_blame
+            or one.cpu.units
+            or one.cpu.busy_s is not None
+            or one.generators
+        ):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
                 "or ts, dmesg output with printk times, `systemd-analyze` or `systemd-analyze blame` output (not "
                 "critical-chain), or `systemctl show -p Id -p "
-                "CPUUsageNSec '*'` output)"
+                "CPUUsageNSec '*'` or `systemctl show -p GeneratorsStartTimestampMonotonic -p "
+                "GeneratorsFinishTimestampMonotonic` output)"
             )
         one.lines = boots.choose(str(path), boots.split(one.lines), boot)
         per_file.append((str(path), one.lines))
@@ -133,6 +153,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
     if one.cpu.busy_s is not None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
+    log.generators |= one.generators
     log.formats += one.formats
 
 
@@ -167,11 +188,13 @@ def _read_one(name: str, text: str) -> BootLog:
 
 
 def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
-    """A line without times: systemd-analyze's, systemctl show's or /proc/stat's."""
+    """A line without times: systemd-analyze's, systemctl show's (units' or the manager's) or /proc/stat's."""
     if not text.strip():
         shown.clear()  # the end of a unit's block in systemctl show's output
     elif show := _SHOW.match(text.strip()):
         _unit_cpu(source, show.group(1), show.group(2), log, shown)
+    elif generators := _GENERATORS.match(text.strip()):
+        log.generators[generators.group(1)] = (int(generators.group(2)), source)
     elif _PROC_STAT_ONE_CPU.match(text):
         log.cpu.cpus += 1
     elif stat := _PROC_STAT_CPU.match(text):

@@ -44,7 +44,9 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
         for path, text in x.drop_ins.items():
             console.print(
-                f"    {path}:\n" + "".join(f"        {line}\n" for line in text.splitlines()),
+                f"    {path}: an empty file\n"
+                if not text
+                else f"    {path}:\n" + "".join(f"        {line}\n" for line in text.splitlines()),
                 end="",
                 markup=False,
                 highlight=False,

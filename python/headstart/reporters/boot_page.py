@@ -88,8 +88,11 @@ def page(a: Analysis) -> Page:
         for e in x.evidence:
             p.text(f"evidence: {e}")
         for path, text in x.drop_ins.items():
-            p.text(f"{path}:")
-            p.preformatted(text)
+            if text:
+                p.text(f"{path}:")
+                p.preformatted(text)
+            else:
+                p.text(f"{path}: an empty file")
     for w in t.warnings:
         p.text(f"warning: {w}")
     return p
