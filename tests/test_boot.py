@@ -815,13 +815,15 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
     printed = headstart("boot", "analyze", str(device_log), str(generators))
     assert "/etc/systemd/system-generators/systemd-sysv-generator: an empty file" in printed.stdout
 
-    # The same boot given resume= and no root=: those two generators have work.
+    # The same boot given resume= and no root= (and gpt-auto asked for by name): those have work.
     edited = tmp_path / "resume.log"
-    edited.write_text(device_log.read_text().replace("root=/dev/vda rw", "resume=/dev/vda2 rw"))
+    edited.write_text(device_log.read_text().replace("root=/dev/vda rw", "resume=/dev/vda2 systemd.gpt_auto=1 rw"))
     (advice,) = [r for r in analyze_json(str(edited), str(generators))["recommendations"] if r["topic"] == "generators"]
     kept = {"systemd-hibernate-resume-generator", "systemd-gpt-auto-generator"}
     assert not kept & {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
+    assert len(advice["drop_ins"]) == len(masked) - 2
     assert "Kept, as the kernel command line gives them work" in advice["message"]
+    assert advice["message"].count("systemd-gpt-auto-generator") == 1
     # Without the command line (systemd's account alone), every one is advised, with the condition said.
     systemd = str(FIXTURES / "device-arm64.systemd.txt")
     (advice,) = [r for r in analyze_json(systemd, str(generators))["recommendations"] if r["topic"] == "generators"]
