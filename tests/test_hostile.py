@@ -268,8 +268,10 @@ def test_a_client_that_reads_nothing_while_its_program_stops_a_thousand_times_st
             assert time.monotonic() < deadline
             try:
                 stopped = proc_fields(pid)[0] == "T"
-            except FileNotFoundError:
-                continue  # it ended and was reaped since the look at its pidfd, which now says so
+            except (FileNotFoundError, ProcessLookupError):
+                # It ended since the look at its pidfd, which now says so: reaped before /proc's file
+                # was opened, or between the open and the read (ESRCH).
+                continue
             if stopped:
                 os.kill(pid, signal.SIGCONT)
         os.close(pidfd)
