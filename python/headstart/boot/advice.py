@@ -574,7 +574,7 @@ def _generators(log: BootLog) -> list[Advice]:
     command_line = _command_line(log)
     named = set() if command_line is None else {a.split("=")[0] for a in command_line.split()}
     kept = [g for g, (_, args) in OPTIONAL_GENERATORS.items() if any(_names(n, a) for n in named for a in args)]
-    if command_line is not None and "root" not in named and "systemd-gpt-auto-generator" not in kept:
+    if command_line is not None and _root_argument(command_line) is None and "systemd-gpt-auto-generator" not in kept:
         kept.append("systemd-gpt-auto-generator")  # it finds the root itself
     masked = [g for g in OPTIONAL_GENERATORS if g not in kept]
     listed = "; ".join(f"{g} ({OPTIONAL_GENERATORS[g][0]})" for g in masked)
