@@ -294,6 +294,23 @@ def test_analyze_malformed_and_truncated_logs(tmp_path):
     assert [p["name"] for p in data["phases"]] == ["power-on to kernel setup", "kernel setup to kernel start"]
 
 
+def test_a_quiet_console_says_how_to_split_the_kernels_phases(tmp_path):
+    """A console booted with `quiet` (advised here) prints nothing of the kernel's start: the phases up
+    to init are one, and the tool says which file of the same boot splits them again."""
+    data = analyze_json(str(QUIET), "--ready", READY)
+    assert "init" not in data["moments"]
+    assert any("printed no line of the kernel's start" in w for w in data["warnings"])
+    # The kernel's own messages of that boot, as `dmesg` saved on the device prints them.
+    dmesg = tmp_path / "dmesg.txt"
+    dmesg.write_text(
+        "[    0.000000] Linux version 6.1.0-56-amd64\n[    1.650495] Freeing unused kernel image\n"
+        "[    1.700000] Run /init as init process\n"
+    )
+    data = analyze_json(str(QUIET), str(dmesg), "--ready", READY)
+    assert data["moments"]["init"]["at_s"] < data["moments"]["ready"]["at_s"]
+    assert not any("printed no line of the kernel's start" in w for w in data["warnings"])
+
+
 # --- compare ---
 
 

@@ -328,6 +328,14 @@ def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[
         out.append(f"the kernel panicked{f' at {at:.3f} s' if at is not None else ''}: {panic.text.strip()}")
     if {"kernel_setup", "kernel_start"} & set(t.moments) and not {"init", "ready"} & set(t.moments) and t.end_s:
         out.append(f"the log ends at {t.end_s:.3f} s before init started: truncated, or the console went quiet")
+    elif "ready" in t.moments and "init" not in t.moments and log.recorded:
+        # A console booted with `quiet` (which this tool advises) prints nothing of the kernel's after
+        # its first lines: the phases up to init are one.
+        out.append(
+            "the console printed no line of the kernel's start (quiet, or a low loglevel=): its phases up "
+            "to init are one here. Give the kernel's messages of the same boot as another file "
+            "(`journalctl -b -o short-monotonic` or `dmesg`, saved on the device) to split them"
+        )
     out += [f"no line matches the mark {name}" for name in t.chain if name not in CHAIN and name not in t.moments]
     if ready is not None and "ready" not in t.moments and log.lines:
         out.append(f"no line matches the ready marker {ready.pattern!r}")
