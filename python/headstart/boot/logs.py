@@ -1,7 +1,8 @@
 """Boot logs read into lines with their times: a serial console captured with host times (by
 `headstart boot record`, grabserial or moreutils' ts: see formats.py), `dmesg` or
 `journalctl -o short-monotonic` output (printk time), `systemd-analyze` / `systemd-analyze
-blame` output (durations), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
+blame` output (durations), `systemd-analyze critical-chain` output (when sysinit.target and
+basic.target were reached), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
 '*'` per unit, the journal's "UNIT: Consumed ... CPU time" lines for units that ended, the `cpu`
 lines of /proc/stat for the whole machine, and how long systemd ran its generators (`systemctl show -p
 GeneratorsStartTimestampMonotonic -p GeneratorsFinishTimestampMonotonic`). Each log must hold one boot,
@@ -33,6 +34,9 @@ _GENERATORS = re.compile(r"^Generators(Start|Finish)TimestampMonotonic=(\d+)$")
 _CONSUMED = re.compile(r"\bsystemd\[1\]: (\S+): Consumed (.+?) CPU time\b")
 _PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
 _PROC_STAT_ONE_CPU = re.compile(r"^cpu\d+\s+\d")
+# systemd-analyze critical-chain: when a target of systemd's early boot was reached, after user space
+# started ("└─basic.target @4.541s"; "`-" where the terminal has no box drawing).
+_CHAIN_TARGET = re.compile(r"(?:^|[\s─`|-])((?:sysinit|basic)\.target) @((?:[\d.]+(?:h|min|ms|us|s)\s?)+)")
 _USER_HZ = 100  # /proc/stat's unit on every architecture Debian builds for (Alpha's is 1024)
 
 
@@ -66,6 +70,8 @@ class BootLog:
     recorded: bool = False  # a host-timestamped serial log is among the sources
     formats: list[str] = field(default_factory=list)  # the capture format of each source
     generators: dict[str, tuple[int, str]] = field(default_factory=dict)  # "Start"/"Finish" -> (us, source)
+    # From the critical chain: target -> (seconds after user space started, source)
+    chain_targets: dict[str, tuple[float, str]] = field(default_factory=dict)
 
     def generators_run(self) -> tuple[float, list[str]] | None:
         """How long systemd ran its generators, before it loaded any unit, and the lines it rests on."""
@@ -94,11 +100,12 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
             or one.cpu.units
             or one.cpu.busy_s is not None
             or one.generators
+            or one.chain_targets
         ):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
-                "or ts, dmesg output with printk times, `systemd-analyze` or `systemd-analyze blame` output (not "
-                "critical-chain), or `systemctl show -p Id -p "
+                "or ts, dmesg output with printk times, `systemd-analyze`, `systemd-analyze blame` or "
+                "`systemd-analyze critical-chain` output, or `systemctl show -p Id -p "
                 "CPUUsageNSec '*'` or `systemctl show -p GeneratorsStartTimestampMonotonic -p "
                 "GeneratorsFinishTimestampMonotonic` output)"
             )
@@ -154,6 +161,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
     log.generators |= one.generators
+    log.chain_targets = one.chain_targets | log.chain_targets
     log.formats += one.formats
 
 
@@ -176,10 +184,14 @@ def _read_one(name: str, text: str) -> BootLog:
     for s in stamped:
         source = f"{name}:{s.number}"
         before, kernel_s, after = console.split_printk(console.clean(s.text))
-        if f is not None and before.strip():
+        prefixed = f is not None and bool(before.strip())
+        if prefixed:
             log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
         if kernel_s is not None:
-            log.lines.append(Line(source, after, s.host_s, kernel_s))
+            # A line is stamped at its first byte: after another's text (the firmware's clearing of
+            # the screen, 5.5 s before the kernel's first line on the amd64 device), the kernel's part
+            # came at a moment the capture does not hold, which its printk time and the offset give.
+            log.lines.append(Line(source, after, None if prefixed else s.host_s, kernel_s))
             if consumed := _CONSUMED.search(after):
                 log.cpu.ended.append((consumed.group(1), duration_s(consumed.group(2)), source))
         elif f is None:
@@ -202,6 +214,8 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
         ticks = [int(n) for n in stat.group(1).split()]
         idle = sum(ticks[3:5])
         log.cpu.busy_s, log.cpu.idle_s = (sum(ticks[:8]) - idle) / _USER_HZ, idle / _USER_HZ
+    elif target := _CHAIN_TARGET.search(text):
+        log.chain_targets.setdefault(target.group(1), (duration_s(target.group(2)), source))
     elif finished := _FINISHED.search(text):
         for part in _DURATION_PART.finditer(finished.group(1)):
             log.systemd_phases[part.group(2)] = duration_s(part.group(0))

@@ -26,6 +26,12 @@ _UNPACKED = re.compile(r"Freeing initrd memory")
 _ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
 # systemd's version is "252" or Debian's "252.17-1~deb12u1".
 _INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+\S* running in system mode")
+# systemd's early boot, its console's status lines or its journal (older versions name the target by
+# its description alone).
+_TARGETS = {
+    "sysinit": ("sysinit.target", re.compile(r"Reached target (?:sysinit\.target|System Initialization)\b")),
+    "basic": ("basic.target", re.compile(r"Reached target (?:basic\.target|Basic System)\b")),
+}
 _PANIC = re.compile(r"Kernel panic - not syncing")
 _CONSOLE = re.compile(r"printk: console \[(\w+)\] enabled")
 
@@ -129,6 +135,7 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
     first("root_mounted", _ROOT)
     first("init", _INIT)
     _root_mounted_by_init(log, moments, axis, offset)
+    _systemd_targets(log, moments, axis, offset)
     for name, pattern in marks:
         first(name, pattern)
     if ready is not None:
@@ -192,6 +199,35 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
     moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
 
 
+def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
+    """sysinit.target and basic.target reached by the root's systemd (an initramfs's own systemd
+    reaches them too, before it mounts the root: the first after init and that mount counts). When
+    it happened, by systemd's own clock, from the journal's line or else the critical chain, whose
+    times count from user space's start (the kernel's and the initrd's share of "Startup finished");
+    else when the console printed its status line, which a busy serial console prints late."""
+    since = max((m.at_s for name in ("init", "init_root_mounted") if (m := moments.get(name))), default=None)
+    phases = log.systemd_phases
+    for name, (unit, pattern) in _TARGETS.items():
+        lines = [
+            (t, line)
+            for line in log.lines
+            if (t := _time(line, axis, offset)) is not None
+            and (since is None or t >= since)
+            and pattern.search(line.text)
+        ]
+        chain = log.chain_targets.get(unit)
+        timed = next(((t, line) for t, line in lines if line.kernel_s is not None), None)
+        if timed is None and chain is not None and "kernel" in phases and (axis == "kernel" or offset is not None):
+            user_space = phases["kernel"] + phases.get("initrd", 0.0)
+            text = (
+                f"{unit} @{chain[0]:.3f}s in the critical chain, user space from {user_space:.3f} s (Startup finished)"
+            )
+            line = Line(chain[1], text, kernel_s=user_space + chain[0])
+            timed = (line.kernel_s + (offset or 0.0) if axis == "host" else line.kernel_s, line)
+        if found := timed or (lines[0] if lines else None):
+            moments[name] = Moment(name, *found)
+
+
 def with_marks(marks: list[tuple[str, re.Pattern[str]]]) -> dict[str, str]:
     chain = {k: v for k, v in CHAIN.items() if k != "ready"}
     for name, _ in marks:
@@ -201,34 +237,41 @@ def with_marks(marks: list[tuple[str, re.Pattern[str]]]) -> dict[str, str]:
     return chain | {"ready": CHAIN["ready"]}
 
 
+# Moments this module infers after init, which a user's own mark before them outranks.
+_INFERRED_AFTER_INIT = ("init_root_mounted", "sysinit", "basic")
+
+
 def _in_boot_order(moments: dict[str, Moment], chain: dict[str, str]) -> list[str]:
     """Drops a moment the logs show before the one that must precede it: a phase is never negative."""
-    warnings, last = [], None
+    warnings: list[str] = []
+    kept: list[Moment] = []
+    init = moments.get("init")
     for name in chain:
         m = moments.get(name)
         if m is None:
             continue
-        init = moments.get("init")
-        if (
-            last is not None
-            and m.at_s < last.at_s
+        # The user's own mark wins over what this module inferred after init (the root's remount,
+        # systemd's targets): both follow init.
+        while (
+            kept
+            and m.at_s < kept[-1].at_s
             and name not in CHAIN
-            and last.name == "init_root_mounted"
+            and kept[-1].name in _INFERRED_AFTER_INIT
             and (init is None or m.at_s >= init.at_s)
         ):
-            # The user's own mark wins over the remount this module inferred: both follow init.
+            last = kept.pop()
             del moments[last.name]
             warnings.append(
                 f"{chain[last.name]} at {last.at_s:.3f} s comes after the mark {name} at {m.at_s:.3f} s: left out"
             )
-        elif last is not None and m.at_s < last.at_s:
+        if kept and m.at_s < kept[-1].at_s:
             del moments[name]
             warnings.append(
-                f"{chain[name]} at {m.at_s:.3f} s comes before {chain[last.name]} at {last.at_s:.3f} s: left out "
-                f"({_evidence(m.evidence)})"
+                f"{chain[name]} at {m.at_s:.3f} s comes before {chain[kept[-1].name]} at {kept[-1].at_s:.3f} s: "
+                f"left out ({_evidence(m.evidence)})"
             )
             continue
-        last = m
+        kept.append(m)
     return warnings
 
 
@@ -284,6 +327,8 @@ CHAIN = {
     "root_mounted": "root file system mounted",  # none when the initramfs is the root
     "init": "init started",
     "init_root_mounted": "root file system mounted by init",  # init from the initramfs mounts it
+    "sysinit": "sysinit.target reached",
+    "basic": "basic.target reached",
     "ready": "first program ready",
 }
 
