@@ -129,13 +129,13 @@ def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, 
     monkeypatch.syspath_prepend(str(DEVICE))
     import bench
 
-    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.systemd.txt"], None))
+    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.log", FIXTURES / "device-arm64.systemd.txt"], None))
     small = {"kernel_args": [], "initramfs": "modules-dep"}
     applied = bench.Applied.of(a["recommendations"] + [small])
     assert list(applied.drop_ins) == ["/etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf"]
     assert "--type=devices" in applied.drop_ins[next(iter(applied.drop_ins))]
     files = applied.files(tmp_path, "headstart+advice")
-    assert files.image == tmp_path / bench.ADVICE_IMAGE and files.initrd == tmp_path / "boot/initrd-small.img"
+    assert files.image == tmp_path / bench.ADVICE_IMAGE and files.initrd == tmp_path / "boot/initrd-tiny.img"
     assert "drop-ins /etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf" in applied.describe()
     assert bench.NOTHING.files(tmp_path, "headstart").image == tmp_path / "headstart.img"
     assert bench.NOTHING.files(tmp_path, "stock").image == tmp_path / "stock.img"

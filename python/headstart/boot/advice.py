@@ -69,7 +69,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_initramfs_udev(t, log),
         *_display_driver(t, log),
         *_units(t),
-        *_coldplug(t),
+        *_coldplug(t, log),
         *_generators(log),
         *_cpu(t),
         *_first_program(t),
@@ -489,19 +489,30 @@ MASKED_WITH = {"proc-sys-fs-binfmt_misc.mount": ["proc-sys-fs-binfmt_misc.automo
 
 COLDPLUG_UNIT = "systemd-udev-trigger.service"
 COLDPLUG_DROP_IN = f"/etc/systemd/system/{COLDPLUG_UNIT}.d/devices-only.conf"
-# systemd 251 and later: the unit's own command less --type=all and the module subsystem.
+# The unit's own command (systemd 251 and later) less --type=all and the module subsystem: udevadm
+# before 251 refuses --prioritized-subsystem, and the unit's "-" would hide that no device was set up.
+COLDPLUG_SINCE = 251
 COLDPLUG_DEVICES_ONLY = (
     "[Service]\nExecStart=\n"
     "ExecStart=-udevadm trigger --type=devices --action=add --prioritized-subsystem=block,tpmrm,net,tty,input\n"
 )
+# The manager's first line; an initramfs's own systemd prints one too, before the root's.
+_SYSTEMD_VERSION = re.compile(r"systemd\[1\]: systemd (\d+)\S* running in system mode")
 
 
-def _coldplug(t: Timeline) -> list[Advice]:
+def systemd_version(log: BootLog) -> tuple[int, str] | None:
+    """The root's systemd's version and the line that says it: the last such line of the boot."""
+    found = [(int(m.group(1)), line) for line in log.lines if (m := _SYSTEMD_VERSION.search(line.text))]
+    return (found[-1][0], f"{found[-1][1].source}: {found[-1][1].text.strip()}") if found else None
+
+
+def _coldplug(t: Timeline, log: BootLog) -> list[Advice]:
     """udev's coldplug replays the kernel's add events of every device, and also of every module,
     bus and driver, whose events a kiosk's rules hardly use: each event costs udevd a worker's pass
     through every rule, which under a slow CPU adds up."""
     trigger = _unit(t.services, COLDPLUG_UNIT)
-    if trigger is None or trigger[0] < SLOW_UNIT_S:
+    version = systemd_version(log)
+    if trigger is None or trigger[0] < SLOW_UNIT_S or (version is not None and version[0] < COLDPLUG_SINCE):
         return []
     seconds, source = trigger
     evidence = [f"{source}: {COLDPLUG_UNIT} {seconds:.3f}s"]
@@ -510,6 +521,20 @@ def _coldplug(t: Timeline) -> list[Advice]:
     if udevd:
         used = f", and udevd had used {udevd[0]:.1f} s of CPU by the capture"
         evidence.append(f"{udevd[1]}: systemd-udevd.service {udevd[0]:.3f}s of CPU")
+    if version is not None:
+        evidence.append(version[1])
+        drop_in = (
+            f"{COLDPLUG_DROP_IN}, with `ExecStart=` and then the unit's command with `--type=devices` (this boot's "
+            f"systemd {version[0]})."
+        )
+    else:
+        drop_in = (
+            f"{COLDPLUG_DROP_IN}, with `ExecStart=` and then the unit's command with `--type=devices`, on systemd "
+            f"{COLDPLUG_SINCE} or later (`systemctl --version`): its udevadm takes the unit's "
+            "`--prioritized-subsystem`, which an older one refuses, and the unit's `-` would hide that no "
+            "device was set up. Not written here: these logs do not show systemd's version (its line "
+            "`systemd NNN running in system mode`)."
+        )
     return [
         Advice(
             "coldplug",
@@ -519,12 +544,10 @@ def _coldplug(t: Timeline) -> list[Advice]:
             "FUSE and configfs control mounts (which a kiosk masks), the kernel's polling for media in drives "
             "that need it (CD drives, some USB card readers: 60-block.rules) and ppdev on a parallel port; on "
             "the virtual device they cost udevd 1.25 s of CPU against 1.6-1.9 s for the devices "
-            "(docs/device.md). A kiosk with no such drive replays the devices alone: a drop-in, "
-            f"{COLDPLUG_DROP_IN}, with `ExecStart=` and then the unit's command with `--type=devices` "
-            "(systemd 251 and later).",
+            f"(docs/device.md). A kiosk with no such drive replays the devices alone: a drop-in, {drop_in}",
             evidence,
             seconds,
-            drop_ins={COLDPLUG_DROP_IN: COLDPLUG_DEVICES_ONLY},
+            drop_ins={COLDPLUG_DROP_IN: COLDPLUG_DEVICES_ONLY} if version is not None else {},
         )
     ]
 
