@@ -804,6 +804,19 @@ def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tm
 
     assert not udev_advice("label.log", lambda line: line.replace("root=/dev/vda", "root=LABEL=root"))
     assert not udev_advice("mapper.log", lambda line: line.replace("root=/dev/vda", "root=/dev/mapper/vg-root"))
+    # Roots assembled from other devices, which tiny-initramfs does not set up: an array named as the
+    # root, and a root=UUID= whose file system is on an encrypted volume, an array or LVM, as the
+    # initramfs's lines or the root's mount say (a red team's, 2026-11-30).
+    assert not udev_advice("md.log", lambda line: line.replace("root=/dev/vda", "root=/dev/md0"))
+    uuid_root = lambda line: line.replace("root=/dev/vda", "root=UUID=0f3a-77c1")  # noqa: E731
+    udevd = "Starting systemd-udevd version 252.39-1~deb12u2\n"
+    for name, printed in [
+        ("crypt.log", "cryptsetup: vda3_crypt: set up successfully\n"),
+        ("lvm.log", '  2 logical volume(s) in volume group "vg0" now active\n'),
+        ("raid.log", "mdadm: /dev/md0 has been started with 2 drives.\n"),
+    ]:
+        assert not udev_advice(name, lambda line, p=printed: uuid_root(line).replace(udevd, udevd + line[:9] + p)), name
+    assert not udev_advice("dm.log", lambda line: uuid_root(line).replace("EXT4-fs (vda)", "EXT4-fs (dm-0)"))
     assert not udev_advice("nfs.log", lambda line: line.replace("root=/dev/vda", "root=/dev/nfs"))
     (mmc,) = udev_advice("mmc.log", lambda line: line.replace("root=/dev/vda", "root=/dev/mmcblk0p2"))
     assert mmc["initramfs"] == "tiny" and "`root=/dev/mmcblk0p2`, which it finds" in mmc["message"]

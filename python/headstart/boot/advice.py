@@ -343,6 +343,8 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
     root = _root_argument(command_line or "")
     if root is not None and not _TINY_INITRAMFS_ROOT.fullmatch(root):
         return []  # a root it cannot find: a label, a partition's UUID, LVM, dm-crypt
+    if any(_ASSEMBLED_ROOT.search(line.text) for line in between):
+        return []  # a root on an array, an encrypted or a logical volume, which it cannot set up
     unknown = "The kernel's command line is not in this log" if command_line is None else "It names no root="
     condition = (
         f"The root here is `root={root}`, which it finds."
@@ -373,7 +375,17 @@ def _initramfs_udev(t: Timeline, log: BootLog) -> list[Advice]:
 # What tiny-initramfs finds without udev: a kernel device name (not a udev link; not NFS either: it
 # mounts NFSv4 alone, and the log does not say which version serves the root), a file system's
 # UUID, a device number.
-_TINY_INITRAMFS_ROOT = re.compile(r"/dev/(?!disk/|mapper/|nfs$)[^/\s]+|UUID=[0-9a-fA-F-]+|0x[0-9a-fA-F]+")
+_TINY_INITRAMFS_ROOT = re.compile(
+    r"/dev/(?!disk/|mapper/|nfs$|md|dm-|bcache|nbd|drbd|zd)[^/\s]+|UUID=[0-9a-fA-F-]+|0x[0-9a-fA-F]+"
+)
+# What an initramfs prints as it assembles the root from other devices (a RAID array, dm-crypt, LVM;
+# not device-mapper's own lines: Debian's initramfs loads dm_mod whatever the root),
+# or the root's mount naming a mapped device or an array: tiny-initramfs assembles none of them, and
+# a root=UUID= can name a file system on one.
+_ASSEMBLED_ROOT = re.compile(
+    r"cryptsetup|mdadm|md/raid|md\d+: |logical volume|\bvgchange\b|\blvm\b|\((?:dm-\d+|md\d+)\)",
+    re.IGNORECASE,
+)
 
 
 def _root_argument(command_line: str) -> str | None:
