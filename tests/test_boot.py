@@ -914,10 +914,48 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
     assert len(advice["drop_ins"]) == len(masked) - 2
     assert "Kept, as the kernel command line gives them work" in advice["message"]
     assert advice["message"].count("systemd-gpt-auto-generator") == 1
-    # Without the command line (systemd's account alone), every one is advised, with the condition said.
+    # Without the command line (systemd's account alone), those that read it are kept, with the
+    # condition said; the others are advised.
     systemd = str(FIXTURES / "device-arm64.systemd.txt")
     (advice,) = [r for r in analyze_json(systemd, str(generators))["recommendations"] if r["topic"] == "generators"]
-    assert len(advice["drop_ins"]) == len(masked) and "not in these logs" in advice["message"]
+    unseen = {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
+    assert unseen == masked - {
+        "systemd-gpt-auto-generator",
+        "systemd-cryptsetup-generator",
+        "systemd-veritysetup-generator",
+        "systemd-hibernate-resume-generator",
+        "systemd-run-generator",
+    }
+    assert "not in these logs" in advice["message"] and "may give them work" in advice["message"]
+
+    # A gateway's boot whose logs show what four of them made (a red team's, 2026-11-30): an
+    # encrypted volume from /etc/crypttab, rc.local, a SysV script and the serial console's login.
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "[    0.000000] gw kernel: Kernel command line: console=ttyS2,1500000 root=/dev/vda ro\n"
+        "[    4.500000] gw systemd[1]: systemd 252.22-1~deb12u1 running in system mode (+PAM +AUDIT)\n"
+        "[    4.700000] gw systemd-sysv-generator[212]: SysV service '/etc/init.d/gw-watchdog' lacks a native "
+        "systemd unit file. Automatically generating a unit file for compatibility.\n"
+        "[    5.900000] gw systemd[1]: Starting systemd-cryptsetup@data_crypt.service - Cryptography Setup for "
+        "data_crypt...\n"
+        "[    8.000000] gw systemd[1]: Starting rc-local.service - /etc/rc.local Compatibility...\n"
+        "[    8.200000] gw systemd[1]: Started serial-getty@ttyS2.service - Serial Getty on ttyS2.\n"
+    )
+    (advice,) = [
+        r for r in analyze_json(str(journal), str(generators))["recommendations"] if r["topic"] == "generators"
+    ]
+    working = {
+        "systemd-sysv-generator",
+        "systemd-cryptsetup-generator",
+        "systemd-rc-local-generator",
+        "systemd-getty-generator",
+    }
+    assert not working & {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
+    assert len(advice["drop_ins"]) == len(masked) - 4
+    assert "Kept, as this boot ran what they made" in advice["message"]
+    assert any("serial-getty@ttyS2" in e for e in advice["evidence"])
+    # systemctl show's two lines alone are a boot's account too
+    assert [r["topic"] for r in analyze_json(str(generators))["recommendations"]] == ["generators"]
 
     for text in (GENERATORS.replace("2103536", "1631736"), GENERATORS.replace("2103536", "0")):
         generators.write_text(text)

@@ -598,6 +598,32 @@ OPTIONAL_GENERATORS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
+# What each generator's work looks like in the logs of the boot it ran in: a unit it generated,
+# started or listed in blame, or its own line. Seen, the generator is kept whatever the command line.
+GENERATOR_PRODUCTS = {
+    "systemd-sysv-generator": re.compile(r"lacks a native systemd unit file|\bLSB: |systemd-sysv-generator\["),
+    "systemd-gpt-auto-generator": re.compile(r"gpt-auto"),
+    "systemd-cryptsetup-generator": re.compile(r"systemd-cryptsetup@"),
+    "systemd-veritysetup-generator": re.compile(r"systemd-veritysetup@"),
+    "systemd-integritysetup-generator": re.compile(r"systemd-integritysetup@"),
+    "systemd-hibernate-resume-generator": re.compile(r"systemd-hibernate-resume@"),
+    "systemd-system-update-generator": re.compile(r"system-update\.target"),
+    "systemd-rc-local-generator": re.compile(r"rc-local\.service"),
+    "systemd-run-generator": re.compile(r"kernel-command-line\.service"),
+    "systemd-getty-generator": re.compile(r"serial-getty@|console-getty\.service|container-getty@"),
+}
+
+
+def _generator_products(log: BootLog) -> dict[str, str]:
+    """Each optional generator whose work the logs show, with the first line that shows it."""
+    lines = [(line.text, f"{line.source}: {line.text.strip()}") for line in log.lines]
+    lines += [(unit, f"{source}: {unit} {seconds:.3f}s") for unit, seconds, source in log.systemd_blame]
+    found = {}
+    for generator, product in GENERATOR_PRODUCTS.items():
+        if seen := next((evidence for text, evidence in lines if product.search(text)), None):
+            found[generator] = seen
+    return found
+
 
 def _generators(log: BootLog) -> list[Advice]:
     """systemd runs every generator, each a program of its own, before it loads any unit; on a slow
@@ -608,17 +634,31 @@ def _generators(log: BootLog) -> list[Advice]:
     seconds, evidence = run
     command_line = _command_line(log)
     named = set() if command_line is None else {a.split("=")[0] for a in command_line.split()}
-    kept = [g for g, (_, args) in OPTIONAL_GENERATORS.items() if any(_names(n, a) for n in named for a in args)]
+    # Without the command line, one that reads kernel arguments may have work there: kept.
+    kept = [
+        g
+        for g, (_, args) in OPTIONAL_GENERATORS.items()
+        if args and (command_line is None or any(_names(n, a) for n in named for a in args))
+    ]
     if command_line is not None and _root_argument(command_line) is None and "systemd-gpt-auto-generator" not in kept:
         kept.append("systemd-gpt-auto-generator")  # it finds the root itself
-    masked = [g for g in OPTIONAL_GENERATORS if g not in kept]
+    working = {g: seen for g, seen in _generator_products(log).items() if g not in kept}
+    masked = [g for g in OPTIONAL_GENERATORS if g not in kept and g not in working]
+    if not masked:
+        return []
+    evidence += working.values()
     listed = "; ".join(f"{g} ({OPTIONAL_GENERATORS[g][0]})" for g in masked)
-    why_kept = f" Kept, as the kernel command line gives them work: {', '.join(kept)}." if kept else ""
+    why_kept = ""
+    if kept:
+        by = "may give" if command_line is None else "gives"
+        why_kept = f" Kept, as the kernel command line {by} them work: {', '.join(kept)}."
+    if working:
+        why_kept += f" Kept, as this boot ran what they made: {', '.join(working)}."
     unseen = (
         ""
         if command_line is not None
-        else " (The kernel's command line is not in these logs: keep those it gives work to, such as "
-        "systemd-hibernate-resume-generator for resume=.)"
+        else " (The kernel's command line is not in these logs: those that read it are kept; mask one "
+        "only if the command line gives it nothing, such as systemd-hibernate-resume-generator without resume=.)"
     )
     return [
         Advice(

@@ -35,7 +35,7 @@ def analyze(
 ) -> Analysis:
     log = logs.read(paths, boot)
     t = timeline.build(log, ready, marks)
-    if not (t.phases or t.services or t.initcalls or t.cpu.units):
+    if not (t.phases or t.services or t.initcalls or t.cpu.units or log.generators_run()):
         # Nothing of a boot in them (dmesg's ring buffer wrapped long ago, a log of something else):
         # a verdict from a ready line alone would time what is not a boot.
         names = ", ".join(p.name for p in paths)
