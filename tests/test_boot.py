@@ -358,6 +358,38 @@ def test_the_initrds_own_targets_are_not_the_roots(tmp_path):
     assert all(p["duration_s"] >= 0 for p in data["phases"])
 
 
+REDTEAM = FIXTURES / "redteam"  # boots a red team wrote to break the advice (2026-11-30)
+
+
+def test_units_the_logs_show_in_use_are_not_advised_away(tmp_path):
+    """A Raspberry Pi kiosk whose journal shows an autologin on tty1, a user manager running PipeWire,
+    users created at this boot and a USB gadget through configfs; a signage player mounting NFS after
+    the network is online: none of those units is advised masked. The same blame without the
+    journal's lines that show them in use gets them advised."""
+
+    def masked(*files: Path) -> set[str]:
+        data = analyze_json(*(str(f) for f in files))
+        return {a for r in data["recommendations"] if r["topic"] == "unit" for a in r["kernel_args"]}
+
+    journal, blame = REDTEAM / "kiosk-journal.txt", REDTEAM / "kiosk-blame.txt"
+    assert masked(journal, blame) == {"systemd.mask=systemd-binfmt.service"}
+    unused = tmp_path / "unused.txt"
+    unused.write_text(
+        "".join(
+            x for x in journal.read_text().splitlines(True) if not re.search(r"login\[|systemd\[520|sysusers|gadget", x)
+        )
+    )
+    assert masked(unused, blame) >= {
+        "systemd.mask=getty@tty1.service",
+        "systemd.mask=user@1000.service",
+        "systemd.mask=systemd-sysusers.service",
+        "systemd.mask=sys-kernel-config.mount",
+        "systemd.mask=modprobe@configfs.service",
+    }
+    assert not masked(REDTEAM / "nfs-journal.txt", REDTEAM / "nfs-blame.txt")
+    assert masked(REDTEAM / "nfs-blame.txt") == {"systemd.mask=NetworkManager-wait-online.service"}
+
+
 # --- compare ---
 
 

@@ -68,7 +68,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_initramfs(t),
         *_initramfs_udev(t, log),
         *_display_driver(t, log),
-        *_units(t),
+        *_units(t, log),
         *_coldplug(t, log),
         *_generators(log),
         *_cpu(t),
@@ -383,7 +383,7 @@ _TINY_INITRAMFS_ROOT = re.compile(
 # or the root's mount naming a mapped device or an array: tiny-initramfs assembles none of them, and
 # a root=UUID= can name a file system on one.
 _ASSEMBLED_ROOT = re.compile(
-    r"cryptsetup|mdadm|md/raid|md\d+: |logical volume|\bvgchange\b|\blvm\b|\((?:dm-\d+|md\d+)\)",
+    r"cryptsetup: |systemd-cryptsetup@|mdadm|md/raid|md\d+: |logical volume|\bvgchange\b|\blvm\b|\((?:dm-\d+|md\d+)\)",
     re.IGNORECASE,
 )
 
@@ -469,13 +469,14 @@ def _loading(t: Timeline, started: float, shown: float, drm_name: str) -> Initca
     return named[0] if named else drivers[0] if len(drivers) == 1 else None
 
 
-def _units(t: Timeline) -> list[Advice]:
+def _units(t: Timeline, log: BootLog) -> list[Advice]:
     """Units that a device showing one program full screen does without, among the slow ones in
-    systemd's blame: only those named in KIOSK_OPTIONAL, each with why it is safe to mask there."""
+    systemd's blame: only those named in KIOSK_OPTIONAL, each with why it is safe to mask there, and
+    none that the logs show this device using (UNITS_IN_USE)."""
     out = []
     for unit, seconds, source in t.services:
         why = kiosk_optional(unit)
-        if why is None or seconds < SLOW_UNIT_S:
+        if why is None or seconds < SLOW_UNIT_S or _in_use(unit, log):
             continue
         units = [unit, *MASKED_WITH.get(unit, [])]
         also = f" with {', '.join(units[1:])}, which would fail without it" if len(units) > 1 else ""
@@ -790,6 +791,37 @@ KIOSK_OPTIONAL = {
     "installed: on an image built whole from packages it has nothing to do (`systemd-sysusers --dry-run` "
     "prints nothing).",
 }
+
+
+# What a device's logs show when it uses what a unit of KIOSK_OPTIONAL does, whatever a kiosk
+# usually needs: a login on a terminal (an autologin that starts the kiosk), a user manager that
+# runs services of its own, users created at this boot, a USB gadget, network file systems, UEFI,
+# mapped devices, loop devices, huge pages reserved (a red team's, 2026-11-30).
+_LOGIN = re.compile(r"\blogin\[\d+\]: |\bLOGIN ON ")
+_NETWORK_MOUNT = re.compile(r"\bNFS: |Netfs 'nfs'|\bCIFS\b|\bsmb3\b|\biscsi|\bnbd\d")
+UNITS_IN_USE: dict[str, re.Pattern[str]] = {
+    "getty@tty1.service": _LOGIN,
+    "serial-getty@": _LOGIN,
+    "user@": re.compile(r"\bsystemd\[(?!1\])\d+\]: Start(?:ed|ing) \S+\.service"),
+    "systemd-sysusers.service": re.compile(r"systemd-sysusers\[\d+\]: Creating"),
+    "sys-kernel-config.mount": re.compile(r"configfs-gadget|libcomposite|\busb_f_\w+"),
+    "modprobe@configfs.service": re.compile(r"configfs-gadget|libcomposite|\busb_f_\w+"),
+    "NetworkManager-wait-online.service": _NETWORK_MOUNT,
+    "systemd-networkd-wait-online.service": _NETWORK_MOUNT,
+    "modprobe@efi_pstore.service": re.compile(r"\befi: EFI v\d"),
+    "modprobe@dm_mod.service": re.compile(
+        r"cryptsetup: |systemd-cryptsetup@|logical volume|\(dm-\d+\)|/dev/mapper/|\bvgchange\b"
+    ),
+    "modprobe@loop.service": re.compile(r"\bloop\d+: "),
+    "dev-hugepages.mount": re.compile(r"\bhugepages=\d|HugeTLB: .*pre-allocated [1-9]"),
+}
+
+
+def _in_use(unit: str, log: BootLog) -> bool:
+    used = next(
+        (u for name, u in UNITS_IN_USE.items() if unit == name or (name.endswith("@") and unit.startswith(name))), None
+    )
+    return used is not None and any(used.search(line.text) for line in log.lines)
 
 
 def kiosk_optional(unit: str) -> str | None:
