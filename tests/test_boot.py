@@ -447,6 +447,28 @@ def test_init_from_the_initramfs_gives_no_negative_phase():
     ]
 
 
+def test_a_mount_after_the_roots_systemd_started_is_not_the_roots(tmp_path):
+    """A squashfs root (its mount prints no line) with an ext4 /data that systemd mounts: that mount
+    is not the root's, and the initramfs is not given the time until it (a red team's, 2026-11-30).
+    Before systemd's line, an ext4 mount is the root's."""
+    log = tmp_path / "dmesg.txt"
+    lines = [
+        "[    0.000000] Linux version 6.1.0",
+        "[    1.000000] Run /init as init process",
+        "[    1.400000] Starting systemd-udevd version 252.39-1~deb12u2",
+        "[    3.000000] systemd[1]: systemd 252.39-1~deb12u2 running in system mode (+PAM)",
+        "[    6.000000] EXT4-fs (vda3): mounted filesystem with ordered data mode. Quota mode: none.",
+        "[    8.000000] app ready",
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    data = analyze_json(str(log), "--ready", "app ready")
+    assert "init_root_mounted" not in data["moments"] and "root_mounted" not in data["moments"]
+    assert not [r for r in data["recommendations"] if r["topic"] == "initramfs udev"]
+    lines.insert(3, "[    2.500000] EXT4-fs (vda2): mounted filesystem with ordered data mode. Quota mode: none.")
+    log.write_text("\n".join(lines) + "\n")
+    assert analyze_json(str(log), "--ready", "app ready")["moments"]["init_root_mounted"]["at_s"] == 2.5
+
+
 def test_moments_out_of_boot_order_are_left_out_with_a_warning():
     data = analyze_json(str(VERBOSE), "--ready", "Linux version")  # a "ready" line before init
     assert "ready" not in data["moments"] and all(p["duration_s"] >= 0 for p in data["phases"])

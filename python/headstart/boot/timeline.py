@@ -23,8 +23,12 @@ _INITCALL_DONE = re.compile(r"initcall (\S+?)(?:\+0x\w+/0x\w+)?(?: \[(\w+)\])? r
 _INITCALL_START = re.compile(r"calling\s+(\S+?)(?:\+0x\w+/0x\w+)?(?: \[(\w+)\])? @ \d+")
 _UNPACK = re.compile(r"Trying to unpack rootfs image as initramfs|Unpacking initramfs")
 _UNPACKED = re.compile(r"Freeing initrd memory")
-_ROOT = re.compile(r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(")
+_ROOT = re.compile(
+    r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(|erofs: \(device \S+\): mounted|"
+    r"F2FS-fs \(\S+\): Mounted|XFS \(\S+\): Ending clean mount"
+)
 # systemd's version is "252" or Debian's "252.17-1~deb12u1".
+_SYSTEMD_STARTS = re.compile(r"systemd\[1\]: systemd \d+\S* running in system mode")
 _INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+\S* running in system mode")
 # systemd's early boot, its console's status lines or its journal (older versions name the target by
 # its description alone).
@@ -196,7 +200,11 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
     if root is None or init is None or root.at_s < init.at_s:
         return
     del moments["root_mounted"]
-    moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
+    # A mount after the root's systemd started is another file system's (a /data partition beside a
+    # squashfs root, whose mount prints no line): the root's is not in the log.
+    started = [t for line in log.lines if _SYSTEMD_STARTS.search(line.text) and (t := _time(line, axis, offset))]
+    if not started or root.at_s < started[-1]:
+        moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
 
 
 def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
