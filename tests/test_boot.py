@@ -390,6 +390,22 @@ def test_units_the_logs_show_in_use_are_not_advised_away(tmp_path):
     assert masked(REDTEAM / "nfs-blame.txt") == {"systemd.mask=NetworkManager-wait-online.service"}
 
 
+def test_the_driver_that_finds_the_roots_disk_is_never_advised_away(tmp_path):
+    """A Raspberry Pi's SD controller found the root's card during its 195 ms initcall: it must stay
+    built in; only its probing may move, with rootwait. Another disk named there is no reason."""
+    dmesg = REDTEAM / "rpi-initcall.dmesg"
+    (advice,) = [r for r in analyze_json(str(dmesg))["recommendations"] if r["topic"] == "initcall"]
+    assert "found the root file system's disk (mmcblk1)" in advice["message"]
+    assert "initcall_blacklist" not in advice["message"] and "loaded after the first program" not in advice["message"]
+    assert advice["evidence"][-1].endswith("mmcblk1: mmc1:aaaa SC32G 29.7 GiB")
+    other = tmp_path / "other.dmesg"
+    other.write_text(
+        dmesg.read_text().replace("root=/dev/mmcblk1p2", "root=/dev/sda2").replace("(mmcblk1p2)", "(sda2)")
+    )
+    (advice,) = [r for r in analyze_json(str(other))["recommendations"] if r["topic"] == "initcall"]
+    assert "loaded after the first program" in advice["message"]
+
+
 # --- compare ---
 
 

@@ -62,7 +62,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_console(t, log),
         *_calibration(log),
         *_page_table_isolation(log),
-        *_initcalls(t),
+        *_initcalls(t, log),
         *_crypto_self_tests(t, log),
         *_decompression(t, log),
         *_initramfs(t),
@@ -160,9 +160,10 @@ def _page_table_isolation(log: BootLog) -> list[Advice]:
     ]
 
 
-def _initcalls(t: Timeline) -> list[Advice]:
+def _initcalls(t: Timeline, log: BootLog) -> list[Advice]:
     out = []
     unpacked = t.moments.get("initramfs_done")
+    root = _root_device(t, log)
     for call in t.initcalls[:TOP_INITCALLS]:
         if call.duration_s < SLOW_INITCALL_S:
             break
@@ -172,8 +173,48 @@ def _initcalls(t: Timeline) -> list[Advice]:
         if unpacked is not None and after is not None:
             waited = _WAITED_FOR_INITRAMFS.format(after=after)
             evidence.append(f"{unpacked.evidence.source}: {unpacked.evidence.text.strip()}")
-        out.append(Advice("initcall", _initcall_message(call.name, call.duration_s, waited), evidence, call.duration_s))
+        found = _found_root(t, log, call, root) if root else None
+        if found is not None:
+            evidence.append(f"{found.source}: {found.text.strip()}")
+        message = _initcall_message(call.name, call.duration_s, waited, root if found else None)
+        out.append(Advice("initcall", message, evidence, call.duration_s))
     return out
+
+
+_PARTITION = re.compile(r"^(\w*?\d+)p\d+$|^([a-z]+)\d+$")  # mmcblk1p2, nvme0n1p1 -> the disk; sda1, vda2 too
+_MOUNTED_ON = re.compile(r"\(([\w-]+)\)")  # "EXT4-fs (mmcblk1p2): mounted filesystem"
+
+
+def _root_device(t: Timeline, log: BootLog) -> str | None:
+    """The kernel's name of the root's disk, from root= or the root's mount line."""
+    named = _root_argument(_command_line(log) or "") or ""
+    mount = t.moments.get("root_mounted") or t.moments.get("init_root_mounted")
+    name = named.removeprefix("/dev/") if named.startswith("/dev/") else None
+    if name is None and mount is not None and (m := _MOUNTED_ON.search(mount.evidence.text)):
+        name = m.group(1)
+    if not name:
+        return None
+    disk = _PARTITION.match(name)
+    return next((g for g in disk.groups() if g), name) if disk else name
+
+
+def _found_root(t: Timeline, log: BootLog, call: Initcall, disk: str) -> Line | None:
+    """A line printed during the initcall that names the root's disk: the driver found it."""
+    if call.start_s is None:
+        return None
+    end = call.start_s + call.duration_s
+    named = re.compile(rf"\b{re.escape(disk)}\b")
+    return next(
+        (
+            line
+            for line in log.lines
+            if line is not call.evidence
+            and (at := t.time_of(line)) is not None
+            and call.start_s <= at <= end
+            and named.search(line.text)
+        ),
+        None,
+    )
 
 
 # Both the helper that runs modprobe for a module request (kernel/umh.c) and the firmware loader wait
@@ -244,9 +285,17 @@ def _crypto_self_tests(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
-def _initcall_message(name: str, seconds: float, waited: str = "") -> str:
+def _initcall_message(name: str, seconds: float, waited: str = "", root_disk: str | None = None) -> str:
     took = f"{name} took {seconds * 1000:,.1f} ms.{waited}"
     drv = initcalls.driver(name)
+    if drv is not None and root_disk is not None:
+        return (
+            f"{took} It registers a driver ({drv}) that found the root file system's disk ({root_disk}) as it "
+            "ran: it must stay built in and must not be blacklisted, or the kernel cannot mount the root. Only its "
+            "probing can leave the boot path, asynchronously (`driver_async_probe=DRIVER` with the driver's "
+            "name as in /sys/bus/*/drivers/), with `rootwait` on the command line so that the kernel waits for "
+            "the disk; look at why it is slow (a card's or a controller's own timeouts)."
+        )
     if drv is not None:
         return (
             f"{took} It registers a driver ({drv}), so it can leave the boot path: build it as a module (=m) "
