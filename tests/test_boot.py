@@ -211,6 +211,18 @@ def test_lpj_advice_when_the_kernel_calibrates(tmp_path):
     assert f"lpj={skipped.group(1)}" in lpj["message"]
     assert lpj["seconds"] == pytest.approx(times[1] - times[0])
     assert len(lpj["evidence"]) == 2
+    # The timer's own routine has run when its line is printed (init/calibrate.c): timed from the line before.
+    direct = tmp_path / "direct.log"
+    direct.write_text(
+        text.replace(
+            skipped.group(0),
+            f"Calibrating delay using timer specific routine.. 5192.31 BogoMIPS (lpj={skipped.group(1)})",
+        )
+    )
+    (lpj,) = [r for r in analyze_json(str(direct))["recommendations"] if r["topic"] == "lpj"]
+    before = re.findall(r"^\S+\t\[\s*(\d+\.\d+)\] [^\n]*\n\S+\t\[\s*(\d+\.\d+)\] Calibrating", text, re.M)[0]
+    assert lpj["seconds"] == pytest.approx(float(before[1]) - float(before[0]))
+    assert lpj["evidence"][1].rsplit(": ", 1)[1].startswith("Calibrating delay using timer specific routine")
 
 
 def test_analyze_report_renders_in_chromium(tmp_path):

@@ -114,23 +114,30 @@ def _console(t: Timeline, log: BootLog) -> list[Advice]:
 
 
 def _calibration(log: BootLog) -> list[Advice]:
-    """The delay loop calibrated at boot (not skipped): the time until the next kernel line."""
+    """The delay loop calibrated at boot (not skipped). init/calibrate.c prints "Calibrating delay
+    loop..." before the loop runs (its result is appended to that line), so the loop is the time
+    until the next kernel line; it prints "Calibrating delay using timer specific routine.." once
+    calibrate_delay_direct() has run, so that one is the time since the line before."""
     kernel_lines = [line for line in log.lines if line.kernel_s is not None]
-    for i, line in enumerate(kernel_lines[:-1]):
+    for i, line in enumerate(kernel_lines):
         m = _CALIBRATING.search(line.text)
-        if m and line.kernel_s is not None:
-            after = kernel_lines[i + 1]
-            seconds = (after.kernel_s or 0.0) - line.kernel_s
-            return [
-                Advice(
-                    "lpj",
-                    f"The kernel calibrated its delay loop for {seconds * 1000:,.1f} ms. Pass `lpj={m.group(1)}` "
-                    "(the value it found) on the command line to skip the calibration.",
-                    [f"{line.source}: {line.text.strip()}", f"{after.source}: {after.text.strip()}"],
-                    seconds,
-                    [f"lpj={m.group(1)}"],
-                )
-            ]
+        if not m:
+            continue
+        before_it = "timer specific routine" in line.text
+        if (before_it and i == 0) or (not before_it and i + 1 == len(kernel_lines)):
+            return []
+        first, last = (kernel_lines[i - 1], line) if before_it else (line, kernel_lines[i + 1])
+        seconds = (last.kernel_s or 0.0) - (first.kernel_s or 0.0)
+        return [
+            Advice(
+                "lpj",
+                f"The kernel calibrated its delay loop for {seconds * 1000:,.1f} ms. Pass `lpj={m.group(1)}` "
+                "(the value it found) on the command line to skip the calibration.",
+                [f"{first.source}: {first.text.strip()}", f"{last.source}: {last.text.strip()}"],
+                seconds,
+                [f"lpj={m.group(1)}"],
+            )
+        ]
     return []
 
 
