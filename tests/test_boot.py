@@ -418,6 +418,15 @@ def test_the_driver_that_finds_the_roots_disk_is_never_advised_away(tmp_path):
     assert "loaded after the first program" in advice["message"]
 
 
+def test_evidence_is_printed_as_it_is_not_as_rich_reads_it():
+    """An evidence's line number ":100:" is rich's emoji code: printed as it is."""
+    printed = headstart(
+        "boot", "analyze", str(FIXTURES / "device-amd64.log"), str(FIXTURES / "device-amd64.systemd.txt")
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert "device-amd64.systemd.txt:100:" in printed.stdout and "\U0001f4af" not in printed.stdout
+
+
 # --- compare ---
 
 

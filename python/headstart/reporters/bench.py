@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from headstart.benchmark.timing import MODE_NAMES, daemon_mode, mode_title
+from headstart.reporters import terminal
 
 REPEATED_AT = (1, 10, 50, 100)
 
@@ -284,7 +285,7 @@ def cold_tables(data: dict[str, Any]) -> list[Table]:
 
 
 def render(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     if str(data.get("schema", "")).startswith("headstart-bench-cold"):
         return _print(cold_tables(data), console)
     _print(all_tables(data), console)

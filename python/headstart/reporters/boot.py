@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from typing import IO
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from headstart.boot.analysis import Analysis
 from headstart.boot.compare import Comparison
+from headstart.reporters import terminal
 
 TOP = 10  # the slowest initcalls and services shown
 CPU_TITLE = "CPU time by unit, from boot to the capture (systemctl show CPUUsageNSec)"
 
 
 def render(a: Analysis, file: IO[str], width: int = 140) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     t = a.timeline
     origin = "power-on (host clock)" if t.axis == "host" else "the kernel's first message (kernel clock)"
     phases = Table(title=f"Boot phases, seconds from {origin}")
@@ -39,7 +40,7 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
     if t.cpu.units:
         console.print(_units_table(CPU_TITLE, "CPU s", t.cpu.units))
     for x in a.advice:
-        console.print(f"[bold]{x.topic}[/]: {x.message}", highlight=False)
+        console.print(Text.assemble((x.topic, "bold"), ": ", x.message), highlight=False)
         for e in x.evidence:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
         for path, text in x.drop_ins.items():
@@ -76,7 +77,7 @@ def render_comparison(c: Comparison, file: IO[str], width: int = 140) -> None:
         table.add_row(f"reached {r['moment']}", _s(r["a_s"]), _s(r["b_s"]), _ms(r["difference_ms"]))
     table.add_section()
     table.add_row(f"to {c.label}", _s(c.total_a_s), _s(c.total_b_s), _ms(c.difference_ms))
-    Console(file=file, width=width).print(table)
+    terminal.console(file, width).print(table)
 
 
 def _s(value: float | None) -> str:

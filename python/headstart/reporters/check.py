@@ -8,9 +8,10 @@ import os
 from collections import Counter
 from typing import IO, Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from headstart.reporters import terminal
 
 
 def shown(text: str) -> str:
@@ -50,7 +51,7 @@ def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
             served, why = "[yellow]preload[/yellow]", f"not warm: {v['warm_reason']}"
         row = [Text(shown(v.get("path") or v["program"])), served, Text(shown(why))]
         table.add_row(*row, *([Text(shown(prepared(v)))] if with_toolkit else []))
-    Console(file=file).print(table)
+    terminal.console(file).print(table)
     served = sum(v["mode"] != "exec" for v in verdicts)
     print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)", file=file)
 
@@ -74,7 +75,7 @@ def render_summary(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
     ]:
         if count:
             table.add_row(Text(label), str(count), f"{100 * count / len(verdicts):.0f}%")
-    Console(file=file).print(table)
+    terminal.console(file).print(table)
 
 
 def render_json(verdicts: list[dict[str, Any]], file: IO[str]) -> None:

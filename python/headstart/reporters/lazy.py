@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from rich.console import Console
 from rich.table import Table
 
 from headstart.lazy.compare import LazyCheck
+from headstart.reporters import terminal
 from headstart.stats import Ratio
 
 
 def render_plan(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     now = " (-z now: used when called, as a run with its stubs shows)" if data.get("bind_now") else ""
     t = Table(title=f"{Path(data['program'][0]).name}: its libraries before ready ({data['profiles']} profile(s)){now}")
     numbers = ("KiB", "bound before ready", *(("called",) if now else ()))
@@ -47,7 +47,7 @@ def render_check(result: LazyCheck, file: IO[str], width: int = 140) -> None:
         ms = b["cold_ready_ms"]
         t.add_row(name, str(len(b["objects"])), f"{sum(sizes.values()) / 1024:,.0f}",
                   f"{ms['median']:.1f} ({ms['p10']:.1f}-{ms['p90']:.1f})")  # fmt: skip
-    Console(file=file, width=width).print(t)
+    terminal.console(file, width).print(t)
     gone = ", ".join(f"{p} ({size / 1024:,.0f} KiB)" for p, size in data["not_loaded_by_ready"].items()) or "none"
     print(
         f"not loaded by ready: {gone}; with the stubs / eager: {Ratio.from_dict(data['ratio_to_first']).describe()}",

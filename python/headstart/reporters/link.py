@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from rich.console import Console
 from rich.table import Table
+
+from headstart.reporters import terminal
 
 
 def _us(value: float | None, at_most: bool = False) -> str:
@@ -22,7 +23,7 @@ def _kib(n: int) -> str:
 
 
 def render(data: dict[str, Any], file: IO[str], width: int = 170) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     ms = data["to_main_us"]
     ph = data["phases_us"]
     loader = data["loader"]
@@ -121,7 +122,7 @@ def render(data: dict[str, Any], file: IO[str], width: int = 170) -> None:
 
 
 def render_check(data: dict[str, Any], file: IO[str], width: int = 170) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     t = Table(
         title=f"Exec launches to main, before and after relinking ({data['runs']} of each, alternating), "
         f"and the daemon's warm mode for the same program"

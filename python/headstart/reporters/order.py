@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from rich.console import Console
 from rich.table import Table
 
 from headstart.ordering.emit import COMPILE_FLAGS
+from headstart.reporters import terminal
 from headstart.stats import Ratio
 
 MISSING_SHOWN = 10  # names left out by --match, listed
@@ -35,7 +35,7 @@ def render_flags(link_flags: str, output: Path | None, file: IO[str]) -> None:
 
 
 def render_check(data: dict[str, Any], file: IO[str], width: int = 140) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     t = Table(title=f"Cold launches: startup text pages and time to ready ({data['runs']} each, alternately)")
     for col in ("build", "object", "text pages", "touched", "cold ms to ready"):
         t.add_column(col, justify="left" if col in ("build", "object") else "right")

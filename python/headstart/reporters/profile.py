@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from rich.console import Console
 from rich.table import Table
 
 from headstart.profiling import toolkit_settings
 from headstart.profiling.timeline import PHASES
+from headstart.reporters import terminal
 from headstart.reporters.after_main import render_after_main
 
 TOP_LIBRARIES = 10
@@ -129,7 +129,7 @@ def _via_daemon_errors(via: dict[str, Any]) -> list[str]:
 
 
 def render(profile: dict[str, Any], file: IO[str], width: int = 120) -> None:
-    console = Console(file=file, width=width)
+    console = terminal.console(file, width)
     console.print(f"[bold]{' '.join(profile['program'])}[/]")
     console.print(_phases(profile))
     if profile["libraries"]:

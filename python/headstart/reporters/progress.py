@@ -9,9 +9,11 @@ import sys
 from rich.console import Console
 from rich.progress import Progress
 
+from headstart.reporters import terminal
+
 
 def _stderr() -> Console:
-    return Console(file=sys.stderr)
+    return terminal.console(sys.stderr)
 
 
 def progress(console: Console | None = None) -> Progress:
