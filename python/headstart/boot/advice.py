@@ -65,7 +65,7 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_initcalls(t, log),
         *_crypto_self_tests(t, log),
         *_decompression(t, log),
-        *_initramfs(t),
+        *_initramfs(t, log),
         *_initramfs_udev(t, log),
         *_display_driver(t, log),
         *_units(t, log),
@@ -352,21 +352,37 @@ def _decompression(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
-def _initramfs(t: Timeline) -> list[Advice]:
+def _initramfs(t: Timeline, log: BootLog) -> list[Advice]:
     phase = t.phase("initramfs_unpack", "initramfs_done")
     if phase is None or phase.duration_s < 0.005:
         return []
+    # Since Linux 5.13 the kernel unpacks it in the background (initramfs_async=1) while its
+    # initcalls run: the boot waits for it only from the last other line to its end.
+    unpack, done = t.moments["initramfs_unpack"].evidence, t.moments["initramfs_done"].evidence
+    meanwhile = [line for line in _printed_between(log, unpack, done)[1:-1] if line.kernel_s is not None]
+    seconds, took = phase.duration_s, f"Unpacking the initramfs took {phase.duration_s * 1000:,.1f} ms."
+    evidence = list(phase.evidence)
+    if meanwhile and (last := t.time_of(meanwhile[-1])) is not None:
+        seconds = max(0.0, phase.end_s - last)
+        took = (
+            f"The kernel unpacked the initramfs in the background for {phase.duration_s * 1000:,.1f} ms while "
+            f"it went on with its start ({len(meanwhile)} lines meanwhile); the boot waited for it "
+            f"{seconds * 1000:,.1f} ms, from its last other line to the end."
+        )
+        evidence.insert(1, f"{meanwhile[-1].source}: {meanwhile[-1].text.strip()}")
+        if seconds < 0.005:
+            return []
     return [
         Advice(
             "initramfs",
-            f"Unpacking the initramfs took {phase.duration_s * 1000:,.1f} ms. Keep in it only what is needed "
+            f"{took} Keep in it only what is needed "
             "before the root file system: a generic one (initramfs-tools' MODULES=most, Debian's default) "
             "carries every storage and file system driver and loads each whose device is present; "
             "`MODULES=dep` in /etc/initramfs-tools/initramfs.conf and `update-initramfs -u` on the device keep "
             "the root's drivers alone (`MODULES=list` with them named in /etc/initramfs-tools/modules when "
             "building it elsewhere). Store it uncompressed if the boot medium is fast.",
-            phase.evidence,
-            phase.duration_s,
+            evidence,
+            seconds,
             initramfs="modules-dep",
         )
     ]
