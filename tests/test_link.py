@@ -130,6 +130,22 @@ def test_an_interposed_symbol_stays_interposable(tmp_path):
     assert "catalog_weight" in bsym["why"] or "interposable" in bsym["why"]
 
 
+def test_a_program_that_loads_modules_keeps_its_exports(tmp_path):
+    """A program linked with -rdynamic so that the modules it dlopens bind to its API (an interpreter's
+    C modules, as lua's): no module is loaded in this launch, and hiding its exports would break the
+    ones loaded in others (a new user's lua, 2026-11-30). The same program without dlopen is advised."""
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    api = "".join(f"int api_{i}(int x) {{ return x + {i}; }}\n" for i in range(80))
+    for name, body in [("loads", 'return dlopen(argc > 5 ? argv[1] : "", RTLD_NOW) != 0;'), ("plain", "return 0;")]:
+        src = tmp_path / f"{name}.c"
+        src.write_text(f"#include <dlfcn.h>\n{api}int main(int argc, char **argv) {{ (void) argv; {body} }}\n")
+        subprocess.run(["cc", "-rdynamic", "-o", str(tmp_path / name), str(src)], check=True)
+    loads = advice(link_json(str(tmp_path / "loads")), "export-only-imported", "loads")
+    assert not loads["holds"] and "calls dlopen" in loads["why"]
+    assert advice(link_json(str(tmp_path / "plain")), "export-only-imported", "plain")["holds"]
+
+
 def test_an_unmodified_debian_program_gets_no_advice_of_its_own():
     """cmake, from Debian and used by no other test: 40-odd objects, all the system's."""
     cmake = shutil.which("cmake")

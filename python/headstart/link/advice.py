@@ -211,6 +211,16 @@ def advise(data: dict[str, Any], facts: dict[str, ObjectFacts], counted: Counted
                     f"{', '.join(keep[:5])} (headstartd needs main to serve it warm)"
                 )
                 ok = tools["export_dynamic_symbol"] or len(keep) > 8
+                # A program that loads modules itself exports its API to them (an interpreter's C
+                # modules, a program's plugins): what one launch loaded says nothing of the others.
+                loads = sorted(f.imported & {"dlopen", "dlmopen"})
+                if loads:
+                    ok = False
+                    why += (
+                        f". Not advised: the program calls {' and '.join(loads)}, and the modules it loads (none, or "
+                        "not all, in this launch) may import any of these; hiding them breaks those modules "
+                        "(undefined symbol)"
+                    )
                 out.append(
                     _item(
                         "export-only-imported",
