@@ -125,6 +125,26 @@ def test_check_counts_far_fewer_startup_pages_after_ordering(synthetic, order):
     assert after["touched"] * 2 < before["touched"], (before, after)
 
 
+def test_record_takes_a_programs_own_exit_status(tmp_path):
+    """A program that ends with a status of its own (here 3, as diff's 1) is recorded as check and link
+    take it: its record is whole at any exit (a new user's trial; it was refused). A signal is not."""
+    source = tmp_path / "three.c"
+    source.write_text(
+        "#include <signal.h>\n__attribute__((noinline)) int helper(int x) { return x + 1; }\n"
+        "int main(int argc, char **argv) { (void) argv; if (argc > 1) raise(SIGSEGV); return helper(2); }\n"
+    )
+    runtime = bin_path("order-runtime").parent
+    cc("-finstrument-functions", str(source), "-o", str(tmp_path / "three"), f"-L{runtime}", "-lheadstart-order",
+       f"-Wl,-rpath,{runtime}")  # fmt: skip
+    assert subprocess.run([str(tmp_path / "three")]).returncode == 3
+    out = tmp_path / "o.json"
+    done = headstart("order", "record", "--runs", "1", "-o", str(out), "--", str(tmp_path / "three"))
+    assert done.returncode == 0, done.stderr
+    assert {"main", "helper"} <= set(json.loads(out.read_text())["objects"][0]["functions"])
+    done = headstart("order", "record", "--runs", "1", "-o", str(out), "--", str(tmp_path / "three"), "crash")
+    assert done.returncode == 1 and "SIGSEGV" in done.stderr
+
+
 def test_check_takes_a_programs_own_exit_status_but_not_two_builds_that_differ(tmp_path):
     """diff ends with 1 when its files differ, which check called a failed launch."""
     (tmp_path / "a").write_text("a\n")
@@ -135,6 +155,30 @@ def test_check_takes_a_programs_own_exit_status_but_not_two_builds_that_differ(t
     assert all(b["cold_ready_ms"]["median"] > 0 for b in json.loads(done.stdout)["builds"])
     done = headstart("order", "check", "--runs", "1", "--after", "/bin/false", "--", "/bin/true")
     assert done.returncode == 1 and "false exited with status 1 in a cold launch, /usr/bin/true with 0" in done.stderr
+
+
+def test_check_not_as_root_evicts_every_file_a_build_mapped_and_says_so(synthetic, monkeypatch):
+    """Without root, the cache cannot be dropped: before each timed launch the files the build mapped
+    are evicted (the program's and its libraries', where only the program's were before), and the
+    report says the launches were partly cold (a new user's trial)."""
+    import io
+
+    from headstart.ordering import check, pages
+    from headstart.profiling import files
+    from headstart.profiling.launch import LaunchOptions
+    from headstart.reporters import order as order_report
+
+    evicted: list[list[str]] = []
+    monkeypatch.setattr(pages.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(check.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(files, "evict", lambda paths: evicted.append(list(paths)))
+    data = check.check([LaunchOptions([str(synthetic["plain"])], None, 60.0)], 1, None)
+    assert data["cache_emptied"] == "its files"
+    timed = evicted[-1]
+    assert str(synthetic["plain"]) in timed and any(Path(f).name.startswith("libc.so") for f in timed)
+    out = io.StringIO()
+    order_report.render_check(data, out)
+    assert "partly cold launches" in " ".join(out.getvalue().split())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="an exact page count needs root (drop_caches, readahead off)")

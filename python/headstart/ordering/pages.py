@@ -55,19 +55,19 @@ def read_ahead(path: str, kib: int | None) -> Iterator[None]:
         knob.write_text(f"{before}\n")
 
 
-def empty_cache(program: str) -> bool:
-    """Everything as root (True), else the program's own pages."""
+def empty_cache(paths: list[str]) -> bool:
+    """Everything as root (True), else these files' pages that no other process maps."""
     if os.geteuid() == 0:
         files.drop_all()
         return True
-    files.evict([program])
+    files.evict(paths)
     return False
 
 
 def cold_text_pages(opts: LaunchOptions) -> dict[str, TextPages]:
     """Per object the launch maps, its text pages touched by ready."""
     program = opts.argv[0]
-    exact = empty_cache(program)
+    exact = empty_cache([program])
     with read_ahead(program, 0 if exact else None):
         launch = checked(run(opts), "cold")
     if launch.memory is None:

@@ -8,6 +8,7 @@ from typing import IO, Any
 from rich.table import Table
 
 from headstart.lazy.compare import LazyCheck
+from headstart.ordering.check import PARTLY_COLD
 from headstart.reporters import terminal
 from headstart.stats import Ratio
 
@@ -53,3 +54,5 @@ def render_check(result: LazyCheck, file: IO[str], width: int = 140) -> None:
         f"not loaded by ready: {gone}; with the stubs / eager: {Ratio.from_dict(data['ratio_to_first']).describe()}",
         file=file,
     )
+    if data.get("cache_emptied") == "its files":
+        print(PARTLY_COLD, file=file)

@@ -8,6 +8,7 @@ from typing import IO, Any
 
 from rich.table import Table
 
+from headstart.ordering.check import PARTLY_COLD
 from headstart.ordering.emit import COMPILE_FLAGS
 from headstart.reporters import terminal
 from headstart.stats import Ratio
@@ -59,3 +60,5 @@ def render_check(data: dict[str, Any], file: IO[str], width: int = 140) -> None:
         )
     if not all(b["exact"] for b in data["builds"]):
         console.print("~ not root: counted with readahead on, so up to a fault-around block (64 KiB) per touch")
+    if data.get("cache_emptied") == "its files":
+        console.print(PARTLY_COLD)
