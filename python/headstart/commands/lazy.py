@@ -92,11 +92,13 @@ def run_check(args: argparse.Namespace) -> int:
         # LD_LIBRARY_PATH with nothing in it runs the program as it is: a result, but not of the stubs.
         what = "holds no library" if args.drop_in.is_dir() else "is not a directory"
         raise UsageError(f"--drop-in {args.drop_in} {what}: give the DIR of `headstart lazy build --drop-in -o DIR`")
-    eager = launch_options(args, resolve_program(args.command))
+    eager = launch_options(args, resolve_program(args.command, loader_env=True))  # the probe; LD_LIBRARY_PATH
     if args.drop_in:
         _check_drop_in_applies(args.drop_in, Path(eager.argv[0]))
     if args.after:
-        lazy = replace(eager, argv=[*resolve_program(["--", str(args.after.absolute())]), *eager.argv[1:]])
+        lazy = replace(
+            eager, argv=[*resolve_program(["--", str(args.after.absolute())], loader_env=True), *eager.argv[1:]]
+        )
     else:
         path = ":".join(p for p in (str(args.drop_in.resolve()), os.environ.get("LD_LIBRARY_PATH")) if p)
         lazy = replace(eager, env={"LD_LIBRARY_PATH": path})

@@ -93,7 +93,8 @@ def run_emit(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     check_runs(args.runs)
-    data = record(launch_options(args, resolve_program(args.command)), args.runs, args.pages)
+    # --pages reads the launch's memory through the probe (LD_AUDIT), which a secure-mode program ignores.
+    data = record(launch_options(args, resolve_program(args.command, loader_env=args.pages)), args.runs, args.pages)
     _write(json_out.text(data), args.output)
     render_recorded(data, args.output, sys.stderr)
     return 0
@@ -101,10 +102,11 @@ def run_record(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     check_runs(args.runs)
-    argv = resolve_program(args.command)
+    argv = resolve_program(args.command, loader_env=True)  # its pages are read through the probe
     builds = [launch_options(args, argv)]
     if args.after:
-        builds.append(launch_options(args, [*resolve_program(["--", str(args.after.absolute())]), *argv[1:]]))
+        after = resolve_program(["--", str(args.after.absolute())], loader_env=True)
+        builds.append(launch_options(args, [*after, *argv[1:]]))
     data = check(builds, args.runs, args.read_ahead_kb)
     if args.json:
         json_out.write(data, sys.stdout)
