@@ -101,6 +101,12 @@ def test_names_missing_from_the_build_are_reported_not_fatal_and_mold_says_why_n
     done = headstart("order", "emit", str(edited), "--linker", "lld", "--match", str(synthetic["plain"]))
     assert done.returncode == 0 and "renamed_since" not in done.stdout.split()
     assert f"{CALLED + 1} of {CALLED + 2} names" in done.stderr and "left out: renamed_since" in done.stderr
+    # a stripped build, or another program: one line, nothing written (a new user's trial: an empty order, 0)
+    stripped = synthetic["dir"] / "stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(synthetic["plain"])], check=True)
+    for other in (stripped, Path("/usr/bin/true")):
+        done = headstart("order", "emit", str(edited), "--linker", "gnu-ld", "--match", str(other))
+        assert done.returncode == 1 and "defines none of the order's" in done.stderr and not done.stdout
     done = headstart("order", "emit", str(edited), "--linker", "mold")
     assert done.returncode == 1 and "no --symbol-ordering-file" in done.stderr
     fragment = headstart("order", "emit", str(order), "--linker", "gnu-ld-2.43")

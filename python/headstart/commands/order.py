@@ -84,6 +84,12 @@ def run_emit(args: argparse.Namespace) -> int:
     names = chosen["functions"]
     if args.match:
         names, missing = match_names(names, [f.name for f in load(str(args.match)).functions])
+        if not names:
+            # An empty order links like none: a stripped build (Debian's programs) or another program.
+            raise HeadstartError(
+                f"{args.match} defines none of the order's {len(chosen['functions'])} functions: it is stripped "
+                "(no symbol table) or not the program recorded; match against the build you link, with its symbols"
+            )
         render_matched(len(chosen["functions"]), missing, args.match, sys.stderr)
     emitted = emit(names, args.linker, pie=not args.no_pie)
     _write(emitted.text, args.output)
