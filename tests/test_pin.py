@@ -182,6 +182,23 @@ def test_launches_by_exec_are_counted_too(tmp_path):
         pages_move_to(often, second, first, tmp_path / "log")
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="drops CAP_SYS_ADMIN from root")
+def test_without_fanotify_it_says_which_launches_are_counted(tmp_path):
+    """Without CAP_SYS_ADMIN no exec is seen; with --launch-socket none no served launch either, which
+    it said it counted (a new user's trial)."""
+    shutil.copy(bin_path("fft"), tmp_path / "often")
+    plan, _, _ = two_programs_plan(tmp_path, tmp_path / "often")
+    no_admin = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin"]
+    with pind(plan, "1M", tmp_path / "log", prefix=no_admin):
+        pass
+    said = (tmp_path / "log").read_text()
+    assert "launches by exec are not counted" in said and "nor are those headstartd serves" in said
+    sock = tmp_path / "launches.sock"
+    with pind(plan, "1M", tmp_path / "log2", prefix=no_admin, extra=["--launch-socket", str(sock)]):
+        pass
+    assert "those headstartd serves are" in (tmp_path / "log2").read_text()
+
+
 def one_readahead_limit(path: Path) -> int:
     """The most one readahead(2) reads on the disk that holds path: its read_ahead_kb or max_sectors_kb."""
     st = os.stat(path)

@@ -10,11 +10,12 @@
 #include "launch-users.h"
 #include "log.h"
 
-int exec_watch_open(void) {
+int exec_watch_open(bool served_counted) {
         int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC | O_LARGEFILE);
         if (fd < 0)
-                return log_info_errno(errno, "launches by exec are not counted (fanotify needs CAP_SYS_ADMIN); "
-                                             "those headstartd serves are"),
+                return log_info_errno(errno, "launches by exec are not counted (fanotify needs CAP_SYS_ADMIN); %s",
+                                      served_counted ? "those headstartd serves are"
+                                                     : "nor are those headstartd serves (--launch-socket none)"),
                        -errno;
         return fd;
 }

@@ -4,12 +4,14 @@
  * it only the launches headstartd reports are counted. */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "plan.h"
 
-/* Returns the fanotify fd, or a negative errno (logged once). */
-int exec_watch_open(void);
+/* Returns the fanotify fd, or a negative errno (logged once, saying whether the launches headstartd
+ * serves are counted: served_counted, its report socket is open). */
+int exec_watch_open(bool served_counted);
 /* Marks every program of the plan (after dropping the marks of an earlier plan: a replaced file
  * is a new inode to mark). */
 void exec_watch_mark(int fd, const struct pin_plan *plan);

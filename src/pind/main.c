@@ -309,7 +309,7 @@ static int run(void) {
                 r = 0;
         } else if (r >= 0) { /* what counts launches is set up once the plan is known to be good */
                 launch_fd = arg_launch_socket ? launch_reports_listen(arg_launch_socket, arg_daemon) : -1;
-                if ((st.exec_fd = exec_watch_open()) >= 0)
+                if ((st.exec_fd = exec_watch_open(launch_fd >= 0)) >= 0)
                         exec_watch_mark(st.exec_fd, &st.plan);
                 log_info("ready: pinning %s", arg_plan);
                 serve(&st, sfd, launch_fd);
