@@ -307,6 +307,10 @@ def test_a_plugin_loaded_after_ready_binds_to_the_drop_in_what_the_program_does_
     done = headstart("profile", "--runs", "1", "--ready", "^ready", "-o", str(profile), "--", str(host))
     assert done.returncode == 0, done.stderr
     stubs = tmp_path / "stubs"
+    stubs.write_text("a file, not a folder\n")  # it said "File exists" (a new user's trial)
+    done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs))
+    assert done.returncode == 1 and f"-o {stubs}: not a directory" in done.stderr
+    stubs.unlink()
     done = headstart("lazy", "build", str(profile), "--library", SONAME, "--drop-in", "-o", str(stubs))
     assert done.returncode == 0, done.stderr
     want = subprocess.run([str(host), str(plugin)], capture_output=True, text=True)

@@ -185,6 +185,12 @@ def test_check_not_as_root_evicts_every_file_a_build_mapped_and_says_so(syntheti
     out = io.StringIO()
     order_report.render_check(data, out)
     assert "partly cold launches" in " ".join(out.getvalue().split())
+    # Two builds of one name are told apart by their paths (it printed "lua / lua")
+    twice = data | {"builds": [data["builds"][0], data["builds"][0] | {"program": ["/elsewhere/plain"]}]}
+    twice["ratio_to_first"] = {"median": 1.0, "low": 0.9, "high": 1.1, "n": 1}
+    out = io.StringIO()
+    order_report.render_check(twice, out, width=300)
+    assert f"/elsewhere/plain / {synthetic['plain']}" in out.getvalue()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="an exact page count needs root (drop_caches, readahead off)")

@@ -155,6 +155,8 @@ def build(
         imported = {name for name, _ in functions}
         functions = sorted(functions + [f for f in exported_functions(library) if f[0] not in imported])
     out = out.resolve()  # the table is included by its path, from resolver.c's folder
+    if out.exists() and not out.is_dir():
+        raise HeadstartError(f"-o {out}: not a directory (the stubs' sources and library go into one)")
     out.mkdir(parents=True, exist_ok=True)
     tag = tag_of(soname)
     source = out / f"stubs-{arch}.S"

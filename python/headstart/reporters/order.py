@@ -35,17 +35,25 @@ def render_flags(link_flags: str, output: Path | None, file: IO[str]) -> None:
     print(f"compile with {COMPILE_FLAGS}; link with {link_flags.replace('FILE', where)}", file=file)
 
 
+def _labels(programs: list[str]) -> list[str]:
+    """Each build by its file's name, or by its path where two builds share a name (a build beside
+    the original, in another folder)."""
+    names = [Path(p).name for p in programs]
+    return names if len(set(names)) == len(names) else programs
+
+
 def render_check(data: dict[str, Any], file: IO[str], width: int = 140) -> None:
     console = terminal.console(file, width)
     t = Table(title=f"Cold launches: startup text pages and time to ready ({data['runs']} each, alternately)")
     for col in ("build", "object", "text pages", "touched", "cold ms to ready"):
         t.add_column(col, justify="left" if col in ("build", "object") else "right")
-    for b in data["builds"]:
+    labels = _labels([b["program"][0] for b in data["builds"]])
+    for b, label in zip(data["builds"], labels, strict=True):
         ms = b["cold_ready_ms"]
         for i, o in enumerate(b["objects"]):
             first = i == 0
             t.add_row(
-                Path(b["program"][0]).name if first else "",
+                label if first else "",
                 Path(o["path"]).name,
                 str(o["text_pages"]),
                 str(o["touched"]) + ("" if b["exact"] else " ~"),
@@ -54,9 +62,8 @@ def render_check(data: dict[str, Any], file: IO[str], width: int = 140) -> None:
         t.add_section()
     console.print(t)
     if "ratio_to_first" in data:
-        names = [Path(b["program"][0]).name for b in data["builds"]]
         console.print(
-            f"cold time to ready, {names[1]} / {names[0]}: {Ratio.from_dict(data['ratio_to_first']).describe()}"
+            f"cold time to ready, {labels[1]} / {labels[0]}: {Ratio.from_dict(data['ratio_to_first']).describe()}"
         )
     if not all(b["exact"] for b in data["builds"]):
         console.print("~ not root: counted with readahead on, so up to a fault-around block (64 KiB) per touch")
