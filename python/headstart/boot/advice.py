@@ -10,7 +10,7 @@ from typing import Any
 from headstart.boot import initcalls
 from headstart.boot.line import Line
 from headstart.boot.logs import BootLog
-from headstart.boot.timeline import Initcall, Timeline
+from headstart.boot.timeline import SYSTEMD_STARTS, Initcall, Timeline
 
 SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
 TOP_INITCALLS = 5
@@ -581,13 +581,11 @@ COLDPLUG_DEVICES_ONLY = (
     "[Service]\nExecStart=\n"
     "ExecStart=-udevadm trigger --type=devices --action=add --prioritized-subsystem=block,tpmrm,net,tty,input\n"
 )
-# The manager's first line; an initramfs's own systemd prints one too, before the root's.
-_SYSTEMD_VERSION = re.compile(r"systemd\[1\]: systemd (\d+)\S* running in system mode")
 
 
 def systemd_version(log: BootLog) -> tuple[int, str] | None:
     """The root's systemd's version and the line that says it: the last such line of the boot."""
-    found = [(int(m.group(1)), line) for line in log.lines if (m := _SYSTEMD_VERSION.search(line.text))]
+    found = [(int(m.group(1)), line) for line in log.lines if (m := SYSTEMD_STARTS.search(line.text))]
     return (found[-1][0], f"{found[-1][1].source}: {found[-1][1].text.strip()}") if found else None
 
 

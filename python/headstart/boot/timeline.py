@@ -27,9 +27,10 @@ _ROOT = re.compile(
     r"VFS: Mounted root|EXT4-fs \(\S+\): mounted filesystem|Mounted root \(|erofs: \(device \S+\): mounted|"
     r"F2FS-fs \(\S+\): Mounted|XFS \(\S+\): Ending clean mount"
 )
-# systemd's version is "252" or Debian's "252.17-1~deb12u1".
-_SYSTEMD_STARTS = re.compile(r"systemd\[1\]: systemd \d+\S* running in system mode")
-_INIT = re.compile(r"Run (\S+) as init process|systemd\[1\]: systemd \d+\S* running in system mode")
+# systemd's first line, with its version ("252" or Debian's "252.17-1~deb12u1"); an initramfs's own
+# systemd prints one too, before the root's.
+SYSTEMD_STARTS = re.compile(r"systemd\[1\]: systemd (\d+)\S* running in system mode")
+_INIT = re.compile(rf"Run (\S+) as init process|{SYSTEMD_STARTS.pattern}")
 # systemd's early boot, its console's status lines or its journal (older versions name the target by
 # its description alone).
 _TARGETS = {
@@ -202,7 +203,7 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
     del moments["root_mounted"]
     # A mount after the root's systemd started is another file system's (a /data partition beside a
     # squashfs root, whose mount prints no line): the root's is not in the log.
-    started = [t for line in log.lines if _SYSTEMD_STARTS.search(line.text) and (t := _time(line, axis, offset))]
+    started = [t for line in log.lines if SYSTEMD_STARTS.search(line.text) and (t := _time(line, axis, offset))]
     if not started or root.at_s < started[-1]:
         moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
 
