@@ -79,6 +79,18 @@ def test_a_line_redrawn_after_a_carriage_return_is_stamped_when_it_was_redrawn()
     ]
 
 
+def test_a_line_is_stamped_at_its_first_text_not_at_the_escape_codes_before_it():
+    """SeaBIOS clears the screen and leaves the line open: the text after it (the kernel's first line,
+    a quiet boot's ready line 45 s later) is stamped when it came (a dracut boot's capture)."""
+    out = io.StringIO()
+    stamper = LineStamper(out, RecordOptions("tty", 115200, None, None, None, Path("unused")), base=0.0)
+    stamper.feed(b"\x1bc\x1b[?7l\x1b[2J", 0.99)
+    stamper.feed(b"HEADSTART-READY\r\n", 45.7)
+    stamper.feed(b"\x1b[0;32m  OK  \x1b[0m] Started\r\n", 46.0)
+    stamper.finish()
+    assert [line.split("\t")[0] for line in out.getvalue().splitlines()] == ["45.700000", "46.000000"]
+
+
 class Pty:
     def __init__(self) -> None:
         self.master, slave = pty.openpty()
@@ -426,6 +438,38 @@ def test_evidence_is_printed_as_it_is_not_as_rich_reads_it():
     )
     assert printed.returncode == 0, printed.stderr
     assert "device-amd64.systemd.txt:100:" in printed.stdout and "\U0001f4af" not in printed.stdout
+
+
+DRACUT = FIXTURES / "dracut"  # a Debian 12 amd64 boot with dracut's initramfs (systemd in it), by a new user
+
+
+def test_a_dracut_boot_verbose_quiet_and_at_a_low_loglevel():
+    """The initramfs's own systemd reaches sysinit.target and basic.target and greets first; a quiet
+    console's ready line began with SeaBIOS's clearing of the screen 45 s before its text; systemd
+    reports a journald run stopped across the switch to the root twice; the initramfs is dracut's."""
+    ready = "HEADSTART-READY"
+    low = analyze_json(str(DRACUT / "console-loglevel3.log"), "--ready", ready)["moments"]
+    assert low["sysinit"]["at_s"] == pytest.approx(24.074444) and low["basic"]["at_s"] == pytest.approx(24.163187)
+
+    quiet = analyze_json(str(DRACUT / "console-quiet.log"), "--ready", ready)
+    assert "ready" not in quiet["moments"]  # its stamp is the firmware's escape codes', before the kernel
+    assert quiet["moments"]["kernel_start"]["at_s"] == pytest.approx(65.326 - 60.251078, abs=0.01)
+    assert any("first program ready at 0.994 s comes before kernel start" in w for w in quiet["warnings"])
+    assert not any("no line matches the ready marker" in w for w in quiet["warnings"])
+    both = analyze_json(str(DRACUT / "console-quiet.log"), str(DRACUT / "quiet-journal.txt"), "--ready", ready)
+    assert both["moments"]["kernel_start"]["at_s"] == quiet["moments"]["kernel_start"]["at_s"]
+    assert {"initramfs_unpack", "init", "init_root_mounted", "sysinit"} <= set(both["moments"])
+
+    verbose = [str(DRACUT / "console-verbose.log"), str(DRACUT / "verbose-journal.txt")]
+    data = analyze_json(*verbose, "--ready", ready)
+    # the line of the kernel's first message began with SeaBIOS's escape codes at 0.958 s
+    assert data["moments"]["kernel_start"]["at_s"] == pytest.approx(4.361, abs=0.01)
+    assert data["moments"]["init_root_mounted"]["at_s"] < data["moments"]["sysinit"]["at_s"]
+    journald = [u for u in data["cpu"]["units"] if u["unit"] == "systemd-journald.service"]
+    assert [u["cpu_s"] for u in journald] == [pytest.approx(1.164)]
+    (initramfs,) = [r for r in data["recommendations"] if r["topic"] == "initramfs"]
+    assert "hostonly" in initramfs["message"] and "initramfs-tools" not in initramfs["message"]
+    assert initramfs["initramfs"] == ""
 
 
 # --- compare ---

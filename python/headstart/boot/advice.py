@@ -372,18 +372,29 @@ def _initramfs(t: Timeline, log: BootLog) -> list[Advice]:
         evidence.insert(1, f"{meanwhile[-1].source}: {meanwhile[-1].text.strip()}")
         if seconds < 0.005:
             return []
+    dracut = next((line for line in log.lines if _DRACUT.search(line.text)), None)
+    if dracut is not None:
+        evidence.append(f"{dracut.source}: {dracut.text.strip()}")
+        how = (
+            "a generic one (dracut's `hostonly=no`, as a distribution's) carries every storage and file system "
+            'driver; `hostonly="yes"` in a file of /etc/dracut.conf.d/ and `dracut -f` on the device keep what '
+            "this machine needs (`--add-drivers` names more when building it elsewhere)"
+        )
+    else:
+        how = (
+            "a generic one (initramfs-tools' MODULES=most, Debian's default) carries every storage and file "
+            "system driver and loads each whose device is present; `MODULES=dep` in "
+            "/etc/initramfs-tools/initramfs.conf and `update-initramfs -u` on the device keep the root's drivers "
+            "alone (`MODULES=list` with them named in /etc/initramfs-tools/modules when building it elsewhere)"
+        )
     return [
         Advice(
             "initramfs",
-            f"{took} Keep in it only what is needed "
-            "before the root file system: a generic one (initramfs-tools' MODULES=most, Debian's default) "
-            "carries every storage and file system driver and loads each whose device is present; "
-            "`MODULES=dep` in /etc/initramfs-tools/initramfs.conf and `update-initramfs -u` on the device keep "
-            "the root's drivers alone (`MODULES=list` with them named in /etc/initramfs-tools/modules when "
-            "building it elsewhere). Store it uncompressed if the boot medium is fast.",
+            f"{took} Keep in it only what is needed before the root file system: {how}. Store it uncompressed "
+            "if the boot medium is fast.",
             evidence,
             seconds,
-            initramfs="modules-dep",
+            initramfs="" if dracut is not None else "modules-dep",  # the device bench makes initramfs-tools' ones
         )
     ]
 
@@ -391,6 +402,8 @@ def _initramfs(t: Timeline, log: BootLog) -> list[Advice]:
 # What systemd-udevd prints as it starts; in an initramfs, initramfs-tools' (or dracut's) udev.
 # systemd 252 (Debian 12); before 247 it said "systemd-udevd[PID]: starting version 245.4-4ubuntu3"
 # (Ubuntu 20.04's initramfs, systemd issue #15656).
+# dracut's initramfs says its name: its greeting ("dracut-059-4 (Initramfs)"), its units and log lines.
+_DRACUT = re.compile(r"\bdracut[-:]")
 _UDEVD_STARTS = re.compile(r"Starting systemd-udevd version \S+|udevd?\[\d+\]: [Ss]tarting version \S+")
 SLOW_INITRAMFS_S = 0.5  # from /init to the root mounted: below it, little to take
 

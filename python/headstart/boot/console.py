@@ -9,7 +9,7 @@ import re
 # CSI sequences (colours, cursor moves), two-byte escapes, and the control characters left over;
 # and what systemd leaves of a colour's end when it shortens a unit's name to the console's width
 # ("device-app-agent.s…0m - app opener": the escape's first bytes cut with the name).
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]|(?<=…)\[?[0-9;]+m")
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[0-Z\\-~]|[\x00-\x08\x0b-\x1f\x7f]|(?<=…)\[?[0-9;]+m")
 # dmesg -d adds the time since the line before: "[    1.234567 <    0.000120>] text".
 _AT_START = re.compile(r"^\s*\[\s*(\d+\.\d+)(?:\s*<\s*\d+\.\d+>)?\]\s?(.*)$")
 # Mid-line only printk's own form, six decimals, so that "[  OK  ]" or "[mem 0x...]" never match.

@@ -114,7 +114,19 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
         _merge(log, one)
     boots.check_same_boot(per_file)
     log.lines = _once(log.lines)
+    log.cpu.ended = _ended(log.lines)
     return log
+
+
+def _ended(lines: list[Line]) -> list[tuple[str, float, str]]:
+    """Each unit's runs that ended, from the lines kept once (a console and dmesg, or the journal, of
+    one boot both hold each). systemd 252 reports a run stopped across the switch from the
+    initramfs twice, with the same time: one report per unit and time."""
+    seen: dict[tuple[str, float], str] = {}
+    for line in lines:
+        if line.kernel_s is not None and (m := _CONSUMED.search(line.text)):
+            seen.setdefault((m.group(1), duration_s(m.group(2))), line.source)
+    return [(unit, seconds, source) for (unit, seconds), source in seen.items()]
 
 
 _JOURNAL_PREFIX = re.compile(r"^\S+ kernel: ")
@@ -156,7 +168,6 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.systemd_phases |= one.systemd_phases
     log.systemd_blame += one.systemd_blame
     log.cpu.units += one.cpu.units
-    log.cpu.ended += one.cpu.ended
     if one.cpu.busy_s is not None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
@@ -184,16 +195,15 @@ def _read_one(name: str, text: str) -> BootLog:
     for s in stamped:
         source = f"{name}:{s.number}"
         before, kernel_s, after = console.split_printk(console.clean(s.text))
-        prefixed = f is not None and bool(before.strip())
-        if prefixed:
+        if f is not None and before.strip():
             log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
+        # Anything before the kernel's stamp on its line, text or escape codes, came first.
+        prefixed = f is not None and kernel_s is not None and not s.text.lstrip(" ").startswith("[")
         if kernel_s is not None:
             # A line is stamped at its first byte: after another's text (the firmware's clearing of
             # the screen, 5.5 s before the kernel's first line on the amd64 device), the kernel's part
             # came at a moment the capture does not hold, which its printk time and the offset give.
             log.lines.append(Line(source, after, None if prefixed else s.host_s, kernel_s))
-            if consumed := _CONSUMED.search(after):
-                log.cpu.ended.append((consumed.group(1), duration_s(consumed.group(2)), source))
         elif f is None:
             _plain_line(source, before, log, shown)
     return log

@@ -40,11 +40,15 @@ class Recording:
 
 
 class LineStamper:
-    """Bytes in, stamped lines out: a line's time is when its first byte arrived."""
+    """Bytes in, stamped lines out: a line's time is when its first byte of text arrived. Terminal
+    escape sequences and control bytes do not count: SeaBIOS clears the screen (ESC c, ESC [2J) and
+    leaves the line open, and the kernel's first line, or a quiet boot's ready line 45 s later, came
+    after it on the same line."""
 
     def __init__(self, out: IO[str], options: RecordOptions, base: float) -> None:
         self.out, self.options, self.base = out, options, base
         self.partial = bytearray()
+        self.escape = b""  # an escape sequence begun and not ended
         self.first_byte_at: float | None = None
         self.returned = False  # the last byte was a carriage return
         self.lines = 0
@@ -65,7 +69,7 @@ class LineStamper:
                 if self.stopped:
                     return
             self.returned = False
-            if self.first_byte_at is None:
+            if self.first_byte_at is None and self._is_text(byte):
                 self.first_byte_at = now
             if byte == 0x0A:
                 self._line_done()
@@ -73,6 +77,18 @@ class LineStamper:
                     return
             else:
                 self.partial.append(byte)
+
+    def _is_text(self, byte: int) -> bool:
+        """Whether the byte is text, following escape sequences: ESC then one byte, or ESC [ then
+        parameters up to a final byte (0x40-0x7E)."""
+        if self.escape:
+            ended = (len(self.escape) == 1 and byte != 0x5B) or (len(self.escape) > 1 and 0x40 <= byte <= 0x7E)
+            self.escape = b"" if ended else self.escape + bytes([byte])
+            return False
+        if byte == 0x1B:
+            self.escape = b"\x1b"
+            return False
+        return byte >= 0x20 and byte != 0x7F
 
     def finish(self) -> None:
         """A last line without its newline is kept too, and lines held for a start never seen."""

@@ -31,6 +31,9 @@ _ROOT = re.compile(
 # systemd prints one too, before the root's.
 SYSTEMD_STARTS = re.compile(r"systemd\[1\]: systemd (\d+)\S* running in system mode")
 _INIT = re.compile(rf"Run (\S+) as init process|{SYSTEMD_STARTS.pattern}")
+# The system manager starting: its first line to the kernel's log, or its greeting on the console
+# (which a low loglevel= leaves alone); an initramfs's systemd says both before the root's does.
+_MANAGER_STARTS = re.compile(rf"{SYSTEMD_STARTS.pattern}|^Welcome to .*!$")
 # systemd's early boot, its console's status lines or its journal (older versions name the target by
 # its description alone).
 _TARGETS = {
@@ -100,9 +103,14 @@ class Timeline:
         return _time(line, self.axis, self.kernel_offset_s)
 
 
-def _kernel_offset(log: BootLog) -> float | None:
-    both = [line.host_s - line.kernel_s for line in log.lines if line.host_s is not None and line.kernel_s is not None]
-    return min(both) if both else None
+def _kernel_offset(log: BootLog) -> tuple[float, Line] | None:
+    """The host's time at the kernel's time 0, and the line that gives it (the least late)."""
+    both = [
+        (line.host_s - line.kernel_s, line)
+        for line in log.lines
+        if line.host_s is not None and line.kernel_s is not None
+    ]
+    return min(both, key=lambda b: b[0]) if both else None
 
 
 def _time(line: Line, axis: str, offset: float | None) -> float | None:
@@ -116,7 +124,8 @@ def _time(line: Line, axis: str, offset: float | None) -> float | None:
 def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re.Pattern[str]]] = ()) -> Timeline:
     """MARKS: moments of the user's own between init and ready (the compositor up, say), each
     named and found by the first line its pattern matches, in boot order."""
-    offset = _kernel_offset(log)
+    offset_of = _kernel_offset(log)
+    offset = offset_of[0] if offset_of else None
     chain = with_marks(marks)
     axis = "host" if log.recorded else "kernel"
     moments: dict[str, Moment] = {}
@@ -128,12 +137,16 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
                 moments[name] = Moment(name, t, line)
 
     first("kernel_setup", SETUP)
-    kernel_line = next((line for line in log.lines if line.kernel_s is not None), None)
+    timed = [line for line in log.lines if line.kernel_s is not None]
+    kernel_line = min(timed, key=lambda line: line.kernel_s or 0.0) if timed else None  # of any log given
     # The kernel's start is in the log only if its first messages are: dmesg's ring buffer may have
-    # wrapped long after boot.
+    # wrapped long after boot. A capture whose kernel printed late (quiet) still places it, by the
+    # kernel's clock.
     if kernel_line is not None and kernel_line.kernel_s is not None and kernel_line.kernel_s < 1.0:
         at = offset if axis == "host" and offset is not None else 0.0
         moments["kernel_start"] = Moment("kernel_start", at, kernel_line)
+    elif axis == "host" and offset_of is not None:
+        moments["kernel_start"] = Moment("kernel_start", offset_of[0], offset_of[1])
     first("console", _CONSOLE)
     first("initramfs_unpack", _UNPACK)
     first("initramfs_done", _UNPACKED)
@@ -210,11 +223,17 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
 
 def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
     """sysinit.target and basic.target reached by the root's systemd (an initramfs's own systemd
-    reaches them too, before it mounts the root: the first after init and that mount counts). When
+    reaches them too, before it mounts the root: the first after init, that mount and the last
+    manager's start counts). When
     it happened, by systemd's own clock, from the journal's line or else the critical chain, whose
     times count from user space's start (the kernel's and the initrd's share of "Startup finished");
     else when the console printed its status line, which a busy serial console prints late."""
-    since = max((m.at_s for name in ("init", "init_root_mounted") if (m := moments.get(name))), default=None)
+    starts = [
+        t for line in log.lines if _MANAGER_STARTS.search(line.text) and (t := _time(line, axis, offset)) is not None
+    ]
+    since = max(
+        [m.at_s for name in ("init", "init_root_mounted") if (m := moments.get(name))] + starts[-1:], default=None
+    )
     phases = log.systemd_phases
     for name, (unit, pattern) in _TARGETS.items():
         lines = [
@@ -391,8 +410,8 @@ def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[
             "(`journalctl -b -o short-monotonic` or `dmesg`, saved on the device) to split them"
         )
     out += [f"no line matches the mark {name}" for name in t.chain if name not in CHAIN and name not in t.moments]
-    if ready is not None and "ready" not in t.moments and log.lines:
-        out.append(f"no line matches the ready marker {ready.pattern!r}")
+    if ready is not None and "ready" not in t.moments and not any(ready.search(line.text) for line in log.lines):
+        out.append(f"no line matches the ready marker {ready.pattern!r}")  # else the line left out is said
     if ready is None and log.lines:
         out.append("no ready marker named (--ready REGEX): the timeline stops at init")
     return out
