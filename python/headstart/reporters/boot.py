@@ -13,7 +13,8 @@ from headstart.boot.compare import Comparison
 from headstart.reporters import terminal
 
 TOP = 10  # the slowest initcalls and services shown
-CPU_TITLE = "CPU time by unit, from boot to the capture (systemctl show CPUUsageNSec)"
+# Units alive at the capture by their cgroups, those that had ended by systemd's own report of each run.
+CPU_TITLE = "CPU time by unit, from boot to the capture (systemctl show CPUUsageNSec; a unit ended: its Consumed lines)"
 
 
 def render(a: Analysis, file: IO[str], width: int = 140) -> None:
