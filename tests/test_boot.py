@@ -911,9 +911,9 @@ def test_a_boot_of_the_virtual_device(arch):
         "initramfs unpacking to initramfs unpacked",
         "initramfs unpacked to init started",
         "init started to root file system mounted by init",
-        "root file system mounted by init to sysinit.target reached",
-        "sysinit.target reached to basic.target reached",
-        "basic.target reached to compositor ready",
+        "root file system mounted by init to sysinit.target",
+        "sysinit.target to basic.target",
+        "basic.target to compositor ready",
         "compositor ready to first program ready",
     ]
     frame = next(float(x.split("\t")[0]) for x in log.read_text().splitlines() if x.endswith("home screen frame"))

@@ -355,8 +355,8 @@ CHAIN = {
     "root_mounted": "root file system mounted",  # none when the initramfs is the root
     "init": "init started",
     "init_root_mounted": "root file system mounted by init",  # init from the initramfs mounts it
-    "sysinit": "sysinit.target reached",
-    "basic": "basic.target reached",
+    "sysinit": "sysinit.target",
+    "basic": "basic.target",
     "ready": "first program ready",
 }
 
