@@ -45,7 +45,7 @@ ADVICE_IMAGE = "headstart+advice.img"  # arm 2's image with the advice's drop-in
 
 def analyze(result: scenario.BootResult) -> analysis.Analysis:
     marks = [(name, re.compile(p)) for name, p in scenario.MARKS]
-    return analysis.analyze([result.log, result.systemd_log], re.compile(scenario.READY_REGEX), None, marks)
+    return analysis.analyze([result.log, result.systemd_log], re.compile(scenario.READY_REGEX), None, marks, kiosk=True)
 
 
 def files_for(out: Path, arm: str, initramfs: str = "") -> BootFiles:

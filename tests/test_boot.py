@@ -393,7 +393,7 @@ def test_units_the_logs_show_in_use_are_not_advised_away(tmp_path):
     journal's lines that show them in use gets them advised."""
 
     def masked(*files: Path) -> set[str]:
-        data = analyze_json(*(str(f) for f in files))
+        data = analyze_json(*(str(f) for f in files), "--kiosk")
         return {a for r in data["recommendations"] if r["topic"] == "unit" for a in r["kernel_args"]}
 
     journal, blame = REDTEAM / "kiosk-journal.txt", REDTEAM / "kiosk-blame.txt"
@@ -867,7 +867,7 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
         "  689ms user@1000.service\n  454ms systemd-sysusers.service\n  114ms user-runtime-dir@1000.service\n"
         "  184ms proc-sys-fs-binfmt_misc.mount\n"
     )
-    data = analyze_json(str(VERBOSE), str(blame), "--ready", READY)
+    data = analyze_json(str(VERBOSE), str(blame), "--ready", READY, "--kiosk")
     by_topic = {r["topic"]: r for r in data["recommendations"]}
     assert by_topic["quiet"]["kernel_args"] == ["quiet"]
     units = [r for r in data["recommendations"] if r["topic"] == "unit"]
@@ -883,6 +883,11 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
     ]
     assert {r["kernel_args"][0]: r["seconds"] for r in units}["systemd.mask=e2scrub_reap.service"] == pytest.approx(1.2)
     assert all(r["initramfs"] == "" for r in units)
+    # Not said to be a kiosk: the same units named, with their time, and nothing to apply.
+    plain = [
+        r for r in analyze_json(str(VERBOSE), str(blame), "--ready", READY)["recommendations"] if r["topic"] == "unit"
+    ]
+    assert len(plain) == len(units) and all(r["kernel_args"] == [] and "`--kiosk`" in r["message"] for r in plain)
     # A new initramfs: nothing on the command line; the initramfs-tools setting that makes it. The
     # device's kernel unpacked Debian's in the background and waited 1.77 s for it at the end.
     device = FIXTURES / "device-arm64-initcall-debug.log"
@@ -996,7 +1001,7 @@ def test_coldplug_advice_replays_the_devices_alone_through_a_drop_in(tmp_path):
     command is printed whole and names no other type; udevd's CPU, when the account has it, is part
     of the evidence. A fast or absent coldplug gets no such advice."""
     console, systemd, cpu = (str(FIXTURES / f"device-arm64.{kind}") for kind in ("log", "systemd.txt", "cpu.txt"))
-    data = analyze_json(console, systemd, cpu)
+    data = analyze_json(console, systemd, cpu, "--kiosk")
     advice = next(r for r in data["recommendations"] if r["topic"] == "coldplug")
     assert advice["seconds"] == pytest.approx(8.344) and advice["kernel_args"] == []
     assert "udevd had used 12.9 s of CPU" in advice["message"]
@@ -1010,15 +1015,15 @@ def test_coldplug_advice_replays_the_devices_alone_through_a_drop_in(tmp_path):
     lines = text.splitlines()
     assert lines[:2] == ["[Service]", "ExecStart="] and len(lines) == 3
     assert "--type=devices" in lines[2] and "--type=all" not in lines[2] and "module" not in lines[2]
-    printed = headstart("boot", "analyze", console, systemd)
+    printed = headstart("boot", "analyze", console, systemd, "--kiosk")
     assert printed.returncode == 0 and f"{path}:" in printed.stdout and "--type=devices" in printed.stdout
 
     # Before 251 udevadm refuses the unit's --prioritized-subsystem, and the "-" hides it: no device
     # set up (Ubuntu 22.04's 249). Without the version in the logs the drop-in is described, not written.
     older = tmp_path / "older.log"
     older.write_text(Path(console).read_text().replace("systemd 252.39-1~deb12u2 running", "systemd 249.11 running"))
-    assert not [r for r in analyze_json(str(older), systemd)["recommendations"] if r["topic"] == "coldplug"]
-    (unknown,) = [r for r in analyze_json(systemd)["recommendations"] if r["topic"] == "coldplug"]
+    assert not [r for r in analyze_json(str(older), systemd, "--kiosk")["recommendations"] if r["topic"] == "coldplug"]
+    (unknown,) = [r for r in analyze_json(systemd, "--kiosk")["recommendations"] if r["topic"] == "coldplug"]
     assert unknown["drop_ins"] == {} and "251 or later" in unknown["message"]
 
     for blame in ("  40ms systemd-udev-trigger.service\n", "  1.200s e2scrub_reap.service\n"):
@@ -1039,7 +1044,7 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
     generators = tmp_path / "generators.txt"
     generators.write_text(GENERATORS)
     device_log = FIXTURES / "device-arm64-initcall-debug.log"  # root=/dev/vda, nothing a generator reads
-    data = analyze_json(str(device_log), str(generators))
+    data = analyze_json(str(device_log), str(generators), "--kiosk")
     (advice,) = [r for r in data["recommendations"] if r["topic"] == "generators"]
     assert advice["seconds"] == pytest.approx(0.4918)
     assert [e.rsplit(": ", 1)[1] for e in advice["evidence"]] == GENERATORS.split()
@@ -1048,13 +1053,17 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
     assert {"systemd-sysv-generator", "systemd-gpt-auto-generator", "systemd-getty-generator"} <= masked
     assert not masked & {"systemd-fstab-generator", "systemd-debug-generator"}
     assert "Kept" not in advice["message"] and "not in these logs" not in advice["message"]
-    printed = headstart("boot", "analyze", str(device_log), str(generators))
+    printed = headstart("boot", "analyze", str(device_log), str(generators), "--kiosk")
     assert "/etc/systemd/system-generators/systemd-sysv-generator: an empty file" in printed.stdout
 
     # The same boot given resume= and no root= (and gpt-auto asked for by name): those have work.
     edited = tmp_path / "resume.log"
     edited.write_text(device_log.read_text().replace("root=/dev/vda rw", "resume=/dev/vda2 systemd.gpt_auto=1 rw"))
-    (advice,) = [r for r in analyze_json(str(edited), str(generators))["recommendations"] if r["topic"] == "generators"]
+    (advice,) = [
+        r
+        for r in analyze_json(str(edited), str(generators), "--kiosk")["recommendations"]
+        if r["topic"] == "generators"
+    ]
     kept = {"systemd-hibernate-resume-generator", "systemd-gpt-auto-generator"}
     assert not kept & {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
     assert len(advice["drop_ins"]) == len(masked) - 2
@@ -1063,7 +1072,9 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
     # Without the command line (systemd's account alone), those that read it are kept, with the
     # condition said; the others are advised.
     systemd = str(FIXTURES / "device-arm64.systemd.txt")
-    (advice,) = [r for r in analyze_json(systemd, str(generators))["recommendations"] if r["topic"] == "generators"]
+    (advice,) = [
+        r for r in analyze_json(systemd, str(generators), "--kiosk")["recommendations"] if r["topic"] == "generators"
+    ]
     unseen = {path.rsplit("/", 1)[1] for path in advice["drop_ins"]}
     assert unseen == masked - {
         "systemd-gpt-auto-generator",
@@ -1088,7 +1099,9 @@ def test_generators_advice_masks_those_the_command_line_gives_no_work(tmp_path):
         "[    8.200000] gw systemd[1]: Started serial-getty@ttyS2.service - Serial Getty on ttyS2.\n"
     )
     (advice,) = [
-        r for r in analyze_json(str(journal), str(generators))["recommendations"] if r["topic"] == "generators"
+        r
+        for r in analyze_json(str(journal), str(generators), "--kiosk")["recommendations"]
+        if r["topic"] == "generators"
     ]
     working = {
         "systemd-sysv-generator",

@@ -129,7 +129,9 @@ def test_arm_3_boots_a_copy_of_the_image_when_the_advice_has_drop_ins(tmp_path, 
     monkeypatch.syspath_prepend(str(DEVICE))
     import bench
 
-    a = analysis.as_dict(analysis.analyze([FIXTURES / "device-arm64.log", FIXTURES / "device-arm64.systemd.txt"], None))
+    a = analysis.as_dict(
+        analysis.analyze([FIXTURES / "device-arm64.log", FIXTURES / "device-arm64.systemd.txt"], None, kiosk=True)
+    )
     small = {"kernel_args": [], "initramfs": "modules-dep"}
     applied = bench.Applied.of(a["recommendations"] + [small])
     assert list(applied.drop_ins) == ["/etc/systemd/system/systemd-udev-trigger.service.d/devices-only.conf"]

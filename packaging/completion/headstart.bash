@@ -13,7 +13,7 @@ _shtab_headstart_subparsers=(bench boot check lazy link order pin profile report
 
 _shtab_headstart_bench_option_strings=(-h --help --quick --programs --ready --ready-window --timeout --warm-up --display --runs --modes --clients --shared-daemon --cold --pin-plan --pin-budget --memory-max --json -o --output)
 _shtab_headstart_boot_record_option_strings=(-h --help --device --baud --start --stop --timeout -o --output)
-_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --mark --json -o --output --trace --boot)
+_shtab_headstart_boot_analyze_option_strings=(-h --help --ready --mark --json -o --output --kiosk --trace --boot)
 _shtab_headstart_boot_compare_option_strings=(-h --help --ready --mark --budget-ms --boot --boot-a --boot-b --json)
 _shtab_headstart_boot_option_strings=(-h --help)
 _shtab_headstart_check_option_strings=(-h --help --dir --package --list --json --verbose)
@@ -56,6 +56,7 @@ _shtab_headstart_boot_analyze_pos_0_nargs=+
 _shtab_headstart_boot_analyze__h_nargs=0
 _shtab_headstart_boot_analyze___help_nargs=0
 _shtab_headstart_boot_analyze___json_nargs=0
+_shtab_headstart_boot_analyze___kiosk_nargs=0
 _shtab_headstart_boot_compare__h_nargs=0
 _shtab_headstart_boot_compare___help_nargs=0
 _shtab_headstart_boot_compare___json_nargs=0

@@ -4,7 +4,7 @@ come from; a recommendation the log cannot support is not made."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from headstart.boot import initcalls
@@ -57,8 +57,19 @@ class Advice:
         }
 
 
-def advise(t: Timeline, log: BootLog) -> list[Advice]:
-    return [
+# Advice for a device that shows one program and runs nothing else a user sees: what it takes away
+# (units, systemd's generators, events of udev's coldplug) a desktop or a server may need.
+KIOSK_TOPICS = ("unit", "coldplug", "generators")
+NOT_A_KIOSK = (
+    " This is a kiosk's advice: with `--kiosk` (a device that shows one program and runs nothing these "
+    "would take away) it comes with the arguments and files that apply it."
+)
+
+
+def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
+    """Every piece of advice the logs support. Without kiosk, that of KIOSK_TOPICS is said, with its
+    time, but carries nothing to apply: only the user knows the device is a kiosk."""
+    out = [
         *_console(t, log),
         *_calibration(log),
         *_page_table_isolation(log),
@@ -73,6 +84,12 @@ def advise(t: Timeline, log: BootLog) -> list[Advice]:
         *_generators(log),
         *_cpu(t),
         *_first_program(t),
+    ]
+    if kiosk:
+        return out
+    return [
+        replace(a, message=a.message + NOT_A_KIOSK, kernel_args=[], drop_ins={}) if a.topic in KIOSK_TOPICS else a
+        for a in out
     ]
 
 

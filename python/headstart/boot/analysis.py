@@ -32,7 +32,9 @@ def analyze(
     ready: re.Pattern[str] | None,
     boot: int | None = None,
     marks: list[tuple[str, re.Pattern[str]]] = (),
+    kiosk: bool = False,
 ) -> Analysis:
+    """kiosk: the device shows one program and runs nothing else (advice.KIOSK_TOPICS)."""
     log = logs.read(paths, boot)
     t = timeline.build(log, ready, marks)
     if not (t.phases or t.services or t.initcalls or t.cpu.units or log.generators_run()):
@@ -41,7 +43,7 @@ def analyze(
         names = ", ".join(p.name for p in paths)
         why = t.warnings[0] if t.warnings else "no kernel, initramfs, init or systemd line in them"
         raise HeadstartError(f"no boot phase found in {names}: {why}")
-    return Analysis([str(p) for p in paths], t, advice.advise(t, log))
+    return Analysis([str(p) for p in paths], t, advice.advise(t, log, kiosk))
 
 
 def as_dict(a: Analysis) -> dict[str, Any]:

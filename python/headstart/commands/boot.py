@@ -36,6 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ana.add_argument("--json", action="store_true", help="print the analysis as JSON")
     ana.add_argument("-o", "--output", type=Path, help="also write an HTML report here")
     ana.add_argument(
+        "--kiosk",
+        action="store_true",
+        help="the device shows one program and runs nothing else a user sees: the advice that takes away units, "
+        "systemd's generators and coldplug events comes with the arguments and files that apply it",
+    )
+    ana.add_argument(
         "--trace",
         type=Path,
         metavar="FILE",
@@ -123,7 +129,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    result = analysis.analyze(args.logs, args.ready, args.boot, args.mark)
+    result = analysis.analyze(args.logs, args.ready, args.boot, args.mark, kiosk=args.kiosk)
     if args.output:
         _write(args.output, boot_page.page(result).render())
     if args.trace:
