@@ -216,7 +216,9 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
     del moments["root_mounted"]
     # A mount after the root's systemd started is another file system's (a /data partition beside a
     # squashfs root, whose mount prints no line): the root's is not in the log.
-    started = [t for line in log.lines if SYSTEMD_STARTS.search(line.text) and (t := _time(line, axis, offset))]
+    started = [
+        t for line in log.lines if SYSTEMD_STARTS.search(line.text) and (t := _time(line, axis, offset)) is not None
+    ]
     if not started or root.at_s < started[-1]:
         moments["init_root_mounted"] = Moment("init_root_mounted", root.at_s, root.evidence)
 
@@ -224,10 +226,10 @@ def _root_mounted_by_init(log: BootLog, moments: dict[str, Moment], axis: str, o
 def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset: float | None) -> None:
     """sysinit.target and basic.target reached by the root's systemd (an initramfs's own systemd
     reaches them too, before it mounts the root: the first after init, that mount and the last
-    manager's start counts). When
-    it happened, by systemd's own clock, from the journal's line or else the critical chain, whose
-    times count from user space's start (the kernel's and the initrd's share of "Startup finished");
-    else when the console printed its status line, which a busy serial console prints late."""
+    manager's start counts). When it happened, by systemd's own clock, from the journal's line or
+    else the critical chain, whose times count from user space's start (the kernel's and the
+    initrd's share of "Startup finished"); else when the console printed its status line, which a
+    busy serial console prints late."""
     starts = [
         t for line in log.lines if _MANAGER_STARTS.search(line.text) and (t := _time(line, axis, offset)) is not None
     ]
