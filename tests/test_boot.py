@@ -64,10 +64,15 @@ def test_a_line_is_stamped_with_its_first_byte_and_start_resets_the_base():
     assert stamper.stopped and stamper.started
 
 
+def plain_stamper() -> tuple[io.StringIO, LineStamper]:
+    """A stamper with no start or stop pattern, its times from 0."""
+    out = io.StringIO()
+    return out, LineStamper(out, RecordOptions("tty", 115200, None, None, None, Path("unused")), base=0.0)
+
+
 def test_a_line_redrawn_after_a_carriage_return_is_stamped_when_it_was_redrawn():
     """systemd redraws a start job's status in place, then prints the unit's "Started" over it."""
-    out = io.StringIO()
-    stamper = LineStamper(out, RecordOptions("tty", 115200, None, None, None, Path("unused")), base=0.0)
+    out, stamper = plain_stamper()
     stamper.feed(b"[  *** ] A start job is running for kiosk (1s / no limit)", 1.0)
     stamper.feed(b"\r[ ***  ] A start job is running for kiosk (4s / no limit)", 4.0)
     stamper.feed(b"\r[  OK  ] Started kiosk\r\n", 5.0)
@@ -82,8 +87,7 @@ def test_a_line_redrawn_after_a_carriage_return_is_stamped_when_it_was_redrawn()
 def test_a_line_is_stamped_at_its_first_text_not_at_the_escape_codes_before_it():
     """SeaBIOS clears the screen and leaves the line open: the text after it (the kernel's first line,
     a quiet boot's ready line 45 s later) is stamped when it came (a dracut boot's capture)."""
-    out = io.StringIO()
-    stamper = LineStamper(out, RecordOptions("tty", 115200, None, None, None, Path("unused")), base=0.0)
+    out, stamper = plain_stamper()
     stamper.feed(b"\x1bc\x1b[?7l\x1b[2J", 0.99)
     stamper.feed(b"HEADSTART-READY\r\n", 45.7)
     stamper.feed(b"\x1b[0;32m  OK  \x1b[0m] Started\r\n", 46.0)
