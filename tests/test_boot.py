@@ -357,6 +357,47 @@ def test_systemds_targets_from_its_critical_chain_or_its_console_lines(tmp_path)
     assert reached["sysinit"]["at_s"] < reached["basic"]["at_s"] < reached["ready"]["at_s"]
 
 
+STARTUP_CHAIN = """Startup finished in 1.000s (kernel) + 6.000s (userspace) = 7.000s
+device-home-screen.service @5.694s
+└─device-compositor.service @4.384s +1.202s
+  └─systemd-user-sessions.service @4.048s +278ms
+    └─basic.target @3.188s
+      └─sockets.target @3.182s
+        └─sysinit.target @3.060s
+"""
+
+
+def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_path):
+    """systemd starts queued jobs by unit type, CPU weight, then name: the amd64 device's
+    systemd-user-sessions.service started 0.94 s after basic.target, what it waited for. The units of
+    the chain above basic.target get a startup weight by drop-ins, with logind and what a login
+    session needs when the logs show one opened, and headstart's daemon when it ran."""
+    log, systemd = FIXTURES / "device-amd64.log", FIXTURES / "device-amd64.systemd.txt"
+    (advice,) = [r for r in analyze_json(str(log), str(systemd))["recommendations"] if r["topic"] == "startup weight"]
+    assert advice["seconds"] == pytest.approx(0.941 + 0.770 + 0.375)
+    weighted = {path.split("/")[-2].removesuffix(".d"): text for path, text in advice["drop_ins"].items()}
+    chain = {"device-home-screen.service", "device-compositor.service", "systemd-user-sessions.service"}
+    session = {"systemd-logind.service", "dbus.service", "user-runtime-dir@.service", "user.slice"}
+    assert set(weighted) == chain | session | {"headstart@.service"}
+    assert weighted["user.slice"] == "[Slice]\nStartupCPUWeight=1000\n"
+    assert weighted["dbus.service"] == "[Service]\nStartupCPUWeight=1000\n"
+    assert "systemd-user-sessions.service started 941 ms after basic.target" in advice["message"]
+
+    # The chain alone: neither a session nor headstart's daemon in it, only its own units.
+    chain_only = tmp_path / "chain.txt"
+    chain_only.write_text(STARTUP_CHAIN + "device-other.service @9.0s\n└─basic.target @1.0s\n")
+    (advice,) = [r for r in analyze_json(str(chain_only))["recommendations"] if r["topic"] == "startup weight"]
+    assert {path.split("/")[-2] for path in advice["drop_ins"]} == {f"{u}.d" for u in chain}
+    assert advice["seconds"] == pytest.approx(0.860 + 0.058 + 0.108)  # the second chain's lines are not the first's
+
+    # A chain whose units started as soon as what they waited for was up: nothing to weigh.
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(
+        STARTUP_CHAIN.replace("@4.048s", "@3.190s").replace("@4.384s", "@3.470s").replace("@5.694s", "@4.700s")
+    )
+    assert not [r for r in analyze_json(str(prompt))["recommendations"] if r["topic"] == "startup weight"]
+
+
 def test_a_kernel_line_begun_by_the_firmwares_text_is_timed_by_the_kernels_clock():
     """The amd64 device's capture stamps the line that holds the kernel's first message at 0.16 s: the
     line began with SeaBIOS's clearing of the screen, and the kernel's text came 5.5 s later, as the

@@ -19,7 +19,7 @@ from headstart.boot.line import Line
 from headstart.errors import HeadstartError
 from headstart.inputfile import read_bytes
 
-__all__ = ["BootLog", "CpuAccount", "Line", "duration_s", "read"]
+__all__ = ["BootLog", "ChainLink", "CpuAccount", "Line", "duration_s", "read"]
 
 _BAUD = re.compile(r"\bbaud=(\d+)")
 _FINISHED = re.compile(r"Startup finished in (.*?)(?:= .*)?$")
@@ -34,9 +34,14 @@ _GENERATORS = re.compile(r"^Generators(Start|Finish)TimestampMonotonic=(\d+)$")
 _CONSUMED = re.compile(r"\bsystemd\[1\]: (\S+): Consumed (.+?) CPU time\b")
 _PROC_STAT_CPU = re.compile(r"^cpu\s+((?:\d+\s+){3,}\d+)\s*$")
 _PROC_STAT_ONE_CPU = re.compile(r"^cpu\d+\s+\d")
-# systemd-analyze critical-chain: when a target of systemd's early boot was reached, after user space
-# started ("└─basic.target @4.541s"; "`-" where the terminal has no box drawing).
-_CHAIN_TARGET = re.compile(r"(?:^|[\s─`|-])((?:sysinit|basic)\.target) @((?:[\d.]+(?:h|min|ms|us|s)\s?)+)")
+# systemd-analyze critical-chain: a unit, when it became active or started after user space started,
+# and how long it took to start ("└─basic.target @4.541s", "  └─dbus.service @3.2s +120ms"; "`-"
+# where the terminal has no box drawing). The first line, not indented, is the unit the chain ends at.
+_DURATION = r"(?:[\d.]+(?:h|min|ms|us|s)\s?)+?"
+_CHAIN_LINK = re.compile(
+    rf"^(?P<tree>[\s│├└─`|-]*)(?P<unit>\S+\.(?:service|target|socket|mount|slice|scope|device|path|timer|swap|automount))"
+    rf" @(?P<at>{_DURATION})(?:\s*\+(?P<took>{_DURATION}))?\s*$"
+)
 _USER_HZ = 100  # /proc/stat's unit on every architecture Debian builds for (Alpha's is 1024)
 
 
@@ -61,6 +66,17 @@ class CpuAccount:
 
 
 @dataclass
+class ChainLink:
+    """A unit of systemd's critical chain: when it became active or started, and how long it took to
+    start (None for a unit that has no start of its own: a target), in seconds after user space started."""
+
+    unit: str
+    at_s: float
+    took_s: float | None
+    source: str
+
+
+@dataclass
 class BootLog:
     lines: list[Line] = field(default_factory=list)
     baud: int | None = None
@@ -70,8 +86,14 @@ class BootLog:
     recorded: bool = False  # a host-timestamped serial log is among the sources
     formats: list[str] = field(default_factory=list)  # the capture format of each source
     generators: dict[str, tuple[int, str]] = field(default_factory=dict)  # "Start"/"Finish" -> (us, source)
-    # From the critical chain: target -> (seconds after user space started, source)
-    chain_targets: dict[str, tuple[float, str]] = field(default_factory=dict)
+    # systemd-analyze critical-chain: the unit it ends at first, then each unit the one before waited for
+    critical_chain: list[ChainLink] = field(default_factory=list)
+    chain_ended: bool = False  # a second chain began: its lines are not the first's
+
+    @property
+    def chain_targets(self) -> dict[str, tuple[float, str]]:
+        """The chain's targets: target -> (seconds after user space started, source)."""
+        return {c.unit: (c.at_s, c.source) for c in self.critical_chain if c.unit.endswith(".target")}
 
     def generators_run(self) -> tuple[float, list[str]] | None:
         """How long systemd ran its generators, before it loaded any unit, and the lines it rests on."""
@@ -100,7 +122,7 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
             or one.cpu.units
             or one.cpu.busy_s is not None
             or one.generators
-            or one.chain_targets
+            or one.critical_chain
         ):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
@@ -172,7 +194,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
     log.generators |= one.generators
-    log.chain_targets = one.chain_targets | log.chain_targets
+    log.critical_chain = log.critical_chain or one.critical_chain
     log.formats += one.formats
 
 
@@ -224,13 +246,25 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
         ticks = [int(n) for n in stat.group(1).split()]
         idle = sum(ticks[3:5])
         log.cpu.busy_s, log.cpu.idle_s = (sum(ticks[:8]) - idle) / _USER_HZ, idle / _USER_HZ
-    elif target := _CHAIN_TARGET.search(text):
-        log.chain_targets.setdefault(target.group(1), (duration_s(target.group(2)), source))
+    elif link := _CHAIN_LINK.match(text):
+        _chain_link(link, source, log)
     elif finished := _FINISHED.search(text):
         for part in _DURATION_PART.finditer(finished.group(1)):
             log.systemd_phases[part.group(2)] = duration_s(part.group(0))
     elif blame := _BLAME.match(text):
         log.systemd_blame.append((blame.group(2), duration_s(blame.group(1)), source))
+
+
+def _chain_link(link: re.Match[str], source: str, log: BootLog) -> None:
+    """One line of the critical chain. The command given several units prints a chain for each: the
+    first is kept."""
+    if not link.group("tree").strip() and log.critical_chain:
+        log.chain_ended = True
+    if not log.chain_ended:
+        took = link.group("took")
+        log.critical_chain.append(
+            ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
+        )
 
 
 def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:
