@@ -390,6 +390,12 @@ def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_p
     assert {path.split("/")[-2] for path in advice["drop_ins"]} == {f"{u}.d" for u in chain}
     assert advice["seconds"] == pytest.approx(0.860 + 0.058 + 0.108)  # the second chain's lines are not the first's
 
+    # The chain to the default target (`systemd-analyze critical-chain` without a unit) need not pass
+    # through the program's unit: nothing is weighed from it.
+    default = tmp_path / "default.txt"
+    default.write_text(STARTUP_CHAIN.replace("device-home-screen.service @5.694s", "graphical.target @5.694s"))
+    assert not [r for r in analyze_json(str(default))["recommendations"] if r["topic"] == "startup weight"]
+
     # A chain whose units started as soon as what they waited for was up: nothing to weigh.
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(

@@ -694,23 +694,24 @@ def _startup_weight(log: BootLog) -> list[Advice]:
     above = chain[: basic + 1]  # the unit the chain ends at ... basic.target
     waits = [(unit, before, gap) for unit, before in itertools.pairwise(above) if (gap := _queued_s(unit, before)) > 0]
     queued = sum(gap for _, _, gap in waits)
-    if not basic or queued < QUEUED_S:
+    # A chain to a target (the default one, as `systemd-analyze critical-chain` prints without a unit)
+    # need not pass through the program's unit: weighing it could favour what the program never waits for.
+    if not basic or queued < QUEUED_S or chain[0].unit.endswith(".target"):
         return []
-    units = [c.unit for c in above[:-1] if c.unit.rpartition(".")[2] in _WEIGHT_SECTIONS]
-    besides = ""
+    chained = [c.unit for c in above[:-1] if c.unit.rpartition(".")[2] in _WEIGHT_SECTIONS]
+    units, besides = list(chained), ""
     for why, extra in _waited_beside_the_chain(log):
         besides += f", and {', '.join(extra)} ({why})"
         units += [u for u in extra if u not in units]
     said = "; ".join(f"{unit.unit} started {gap * 1000:,.0f} ms after {_up(before)}" for unit, before, gap in waits)
-    chained = ", ".join(c.unit for c in above[:-1] if c.unit.rpartition(".")[2] in _WEIGHT_SECTIONS)
     return [
         Advice(
             "startup weight",
             f"The critical chain to {chain[0].unit} spent {queued * 1000:,.0f} ms queued after basic.target "
             f"({said}). systemd starts the jobs it has queued one at a time, by unit type, then CPU weight, then "
             "name: at equal weights a unit whose name sorts late waits for every unit started beside it. A "
-            f"drop-in giving {chained}{besides} `StartupCPUWeight={STARTUP_WEIGHT}` has systemd start them first "
-            "and gives them ten times the default share of the CPUs while the system starts; it changes no "
+            f"drop-in giving {', '.join(chained)}{besides} `StartupCPUWeight={STARTUP_WEIGHT}` has systemd start "
+            "them first and gives them ten times the default share of the CPUs while the system starts; it changes no "
             "dependency, and once the boot is over their weights are the default again. On the virtual device "
             "the home screen's frame came 0.25-0.43 s sooner with it, in three pairs of boots (docs/results.md).",
             [f"{c.source}: {c.unit} @{c.at_s:.3f}s{_took(c)}" for c in above],
