@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from headstart.boot import initcalls
 from headstart.boot.line import Line
 from headstart.boot.logs import BootLog, ChainLink
 from headstart.boot.timeline import SYSTEMD_STARTS, Initcall, Timeline
+
+T = TypeVar("T")
 
 SLOW_INITCALL_S = 0.010  # worth a look: 10 ms
 TOP_INITCALLS = 5
@@ -1004,17 +1006,18 @@ UNITS_IN_USE: dict[str, re.Pattern[str]] = {
 
 
 def _in_use(unit: str, log: BootLog) -> bool:
-    used = next(
-        (u for name, u in UNITS_IN_USE.items() if unit == name or (name.endswith("@") and unit.startswith(name))), None
-    )
+    used = _named(UNITS_IN_USE, unit)
     return used is not None and any(used.search(line.text) for line in log.lines)
 
 
 def kiosk_optional(unit: str) -> str | None:
-    for name, why in KIOSK_OPTIONAL.items():
-        if unit == name or (name.endswith("@") and unit.startswith(name)):
-            return why
-    return None
+    return _named(KIOSK_OPTIONAL, unit)
+
+
+def _named(table: dict[str, T], unit: str) -> T | None:
+    """UNIT's entry in TABLE, whose names ending in "@" stand for each instance of a template."""
+    named = (v for name, v in table.items() if unit == name or (name.endswith("@") and unit.startswith(name)))
+    return next(named, None)
 
 
 def _first_program(t: Timeline) -> list[Advice]:
