@@ -18,6 +18,7 @@ from pathlib import Path
 import chrome_trace
 import pytest
 from conftest import SANITIZED, charts_in_chromium
+from headstart.boot import advice as advice_module
 from headstart.boot import console, timeline
 from headstart.boot.record import LineStamper, RecordOptions
 
@@ -377,11 +378,22 @@ def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_p
     assert advice["seconds"] == pytest.approx(0.941 + 0.770 + 0.375)
     weighted = {path.split("/")[-2].removesuffix(".d"): text for path, text in advice["drop_ins"].items()}
     chain = {"device-home-screen.service", "device-compositor.service", "systemd-user-sessions.service"}
-    session = {"systemd-logind.service", "dbus.service", "user-runtime-dir@.service", "user.slice"}
+    session = {"systemd-logind.service", "dbus.service", "user-runtime-dir@.service", "user@.service", "user.slice"}
     assert set(weighted) == chain | session | {"headstart@.service"}
-    assert weighted["user.slice"] == "[Slice]\nStartupCPUWeight=1000\n"
-    assert weighted["dbus.service"] == "[Service]\nStartupCPUWeight=1000\n"
-    assert "systemd-user-sessions.service started 941 ms after basic.target" in advice["message"]
+    # The default I/O weight too: with StartupCPUWeight= alone, systemd 252 left the weight at 1000
+    # after the boot (a new user's trial read it in cpu.weight).
+    assert weighted["user.slice"] == f"[Slice]\n{advice_module.STARTUP_WEIGHT_TEXT}"
+    assert weighted["dbus.service"] == f"[Service]\n{advice_module.STARTUP_WEIGHT_TEXT}"
+    assert "StartupCPUWeight=1000\n" in advice_module.STARTUP_WEIGHT_TEXT
+    assert "StartupIOWeight=100\n" in advice_module.STARTUP_WEIGHT_TEXT
+    assert "systemd-user-sessions.service started 941 ms after basic.target was reached" in advice["message"]
+    # The same chain recorded on the console (systemd-analyze run there) is read as well.
+    recorded = tmp_path / "recorded.log"
+    chain_lines = systemd.read_text().split("critical chain:\n", 1)[1].split("\n\n", 1)[1].split("\nCPUUsage")[0]
+    stamped = "".join(f"118.{i:03d}\t{line}\n" for i, line in enumerate(chain_lines.split("\n")))
+    recorded.write_text(log.read_text() + stamped)
+    (advice,) = [r for r in analyze_json(str(recorded))["recommendations"] if r["topic"] == "startup weight"]
+    assert advice["seconds"] == pytest.approx(0.941 + 0.770 + 0.375)
 
     # The chain alone: neither a session nor headstart's daemon in it, only its own units.
     chain_only = tmp_path / "chain.txt"
@@ -391,10 +403,43 @@ def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_p
     assert advice["seconds"] == pytest.approx(0.860 + 0.058 + 0.108)  # the second chain's lines are not the first's
 
     # The chain to the default target (`systemd-analyze critical-chain` without a unit) need not pass
-    # through the program's unit: nothing is weighed from it.
+    # through the program's unit: nothing is weighed from it, and given first, it does not hide the
+    # program's chain given after it.
     default = tmp_path / "default.txt"
     default.write_text(STARTUP_CHAIN.replace("device-home-screen.service @5.694s", "graphical.target @5.694s"))
     assert not [r for r in analyze_json(str(default))["recommendations"] if r["topic"] == "startup weight"]
+    (advice,) = [
+        r for r in analyze_json(str(default), str(chain_only))["recommendations"] if r["topic"] == "startup weight"
+    ]
+    assert advice["evidence"][0].endswith("device-home-screen.service @5.694s")
+
+    # A login after the boot (to read its logs) is not the program's session; one as it starts is.
+    # headstart's socket alone is not its daemon.
+    for at, user, counted in (("95.000000", "root", False), ("6.900000", "kiosk", True)):
+        journal = tmp_path / f"journal-{user}.txt"
+        journal.write_text(
+            "[    0.000000] device kernel: Linux version 6.1.0-13-amd64\n"
+            "[    3.000000] device systemd[1]: Listening on headstart@kiosk.socket - headstart launcher socket.\n"
+            f"[{at:>12}] device systemd-logind[141]: New session 3 of user {user}.\n"
+        )
+        (advice,) = [
+            r for r in analyze_json(str(journal), str(chain_only))["recommendations"] if r["topic"] == "startup weight"
+        ]
+        names = {path.split("/")[-2].removesuffix(".d") for path in advice["drop_ins"]}
+        assert (names == chain | session) if counted else (names == chain), (user, names)
+
+    # A unit started by a timer waits for its time, not in systemd's queue; a mount's escapes are
+    # quoted for a shell in the terminal's output.
+    timer = tmp_path / "timer.txt"
+    timer.write_text(
+        "Startup finished in 1.000s (kernel) + 30.000s (userspace) = 31.000s\n"
+        "kiosk.service @25.100s\n└─kiosk.timer @5.000s\n  └─srv-data\\x2d1.mount @4.600s +100ms\n"
+        "    └─basic.target @4.000s\n"
+    )
+    (advice,) = [r for r in analyze_json(str(timer))["recommendations"] if r["topic"] == "startup weight"]
+    assert advice["seconds"] == pytest.approx(0.6 + 0.3)  # the mount's 0.6 s, the timer's 0.3 s; not 20 s
+    printed = headstart("boot", "analyze", str(timer)).stdout
+    assert "'/etc/systemd/system/srv-data\\x2d1.mount.d/50-startup-weight.conf':" in printed
 
     # A chain whose units started as soon as what they waited for was up: nothing to weigh.
     prompt = tmp_path / "prompt.txt"

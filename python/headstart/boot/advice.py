@@ -85,7 +85,7 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_units(t, log),
         *_coldplug(t, log),
         *_generators(log),
-        *_startup_weight(log),
+        *_startup_weight(t, log),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -672,20 +672,36 @@ def _coldplug(t: Timeline, log: BootLog) -> list[Advice]:
 QUEUED_S = 0.100  # worth a drop-in: 100 ms of the chain spent queued
 STARTUP_WEIGHT = 1000  # ten times the default (100) while the system starts
 STARTUP_WEIGHT_DROP_IN = "50-startup-weight.conf"
+# systemd puts a unit's cgroup back to its running settings once the boot is over only if it has a
+# startup setting other than StartupCPUWeight= (`unit_has_startup_cgroup_constraints` does not look
+# at that one, up to systemd 257 at least): with the CPU weight alone, the unit keeps 1000 for good
+# (a new user's trial on Debian 12's systemd 252). The default I/O weight, stated, makes it one.
+STARTUP_WEIGHT_TEXT = (
+    f"StartupCPUWeight={STARTUP_WEIGHT}\n"
+    "# The default I/O weight, so that systemd restores the running weights once the boot is over.\n"
+    "StartupIOWeight=100\n"
+)
 # The section each kind of unit sets its CPU weight in; other kinds (targets, scopes) have none.
 _WEIGHT_SECTIONS = {"service": "Service", "socket": "Socket", "mount": "Mount", "swap": "Swap", "slice": "Slice"}
+# Units that start another when something happens (a connection, a time, a path), not when it is up:
+# the wait after them is that event's, not systemd's queue.
+_ACTIVATORS = (".socket", ".timer", ".path", ".automount")
 # A login session opened at boot (a compositor's or a display manager's): logind opens it, over D-Bus,
-# has user-runtime-dir@ make the user's runtime directory first, and runs it in user.slice. The unit
-# that asked waits for all of them, which its place in the critical chain does not show.
+# has user-runtime-dir@ make the user's runtime directory and starts the user's manager (user@),
+# which the session waits for, and runs it in user.slice. The unit that asked waits for all of them,
+# which its place in the critical chain does not show. Counted when opened before the program was
+# ready, or, without that moment, within SESSION_AFTER_S of its unit's start: a login after the boot
+# (to read its logs) is not the boot's.
 _SESSION = re.compile(r"\bStarted session-\d+\.scope\b|\bNew session \S+ of user\b")
-SESSION_UNITS = ("systemd-logind.service", "dbus.service", "user-runtime-dir@.service", "user.slice")
+SESSION_UNITS = ("systemd-logind.service", "dbus.service", "user-runtime-dir@.service", "user@.service", "user.slice")
+SESSION_AFTER_S = 5.0
 # headstart's daemon for one user, which serves that user's programs at boot: a program it serves
-# waits for it to be ready, which no ordering of units shows either.
-_HEADSTART_DAEMON = re.compile(r"\bheadstart@[\w.…-]*|\bheadstartd\[")
+# waits for it to be ready, which no ordering of units shows either. Its socket alone is not it.
+_HEADSTART_DAEMON = re.compile(r"\bheadstartd\[|\bStart(?:ed|ing) headstart@\S*\.se(?:rvice\b|…)")
 HEADSTART_DAEMON_UNIT = "headstart@.service"
 
 
-def _startup_weight(log: BootLog) -> list[Advice]:
+def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
     """systemd starts queued jobs one at a time, by unit type, then CPU weight, then name: at equal
     weights a unit of the critical chain whose name sorts late waits behind every unit started
     with it (on the virtual device, systemd-user-sessions.service started 0.86 s after
@@ -702,7 +718,7 @@ def _startup_weight(log: BootLog) -> list[Advice]:
         return []
     chained = [c.unit for c in above[:-1] if c.unit.rpartition(".")[2] in _WEIGHT_SECTIONS]
     units, besides = list(chained), ""
-    for why, extra in _waited_beside_the_chain(log):
+    for why, extra in _waited_beside_the_chain(t, log, chain[0]):
         besides += f", and {', '.join(extra)} ({why})"
         units += [u for u in extra if u not in units]
     said = "; ".join(f"{unit.unit} started {gap * 1000:,.0f} ms after {_up(before)}" for unit, before, gap in waits)
@@ -713,15 +729,16 @@ def _startup_weight(log: BootLog) -> list[Advice]:
             f"({said}). systemd starts the jobs it has queued one at a time, by unit type, then CPU weight, then "
             "name: at equal weights a unit whose name sorts late waits for every unit started beside it. A "
             f"drop-in giving {', '.join(chained)}{besides} `StartupCPUWeight={STARTUP_WEIGHT}` has systemd start "
-            "them first and gives them ten times the default share of the CPUs while the system starts; it changes no "
-            "dependency, and once the boot is over their weights are the default again. On the virtual device "
-            "the home screen's frame came 0.25-0.43 s sooner with these weights (and the GPU's unit's), in three "
-            "pairs of boots (docs/results.md).",
+            "them first and gives them ten times the default share of the CPUs while the system starts; it "
+            "changes no dependency. With it, `StartupIOWeight=100` (the default I/O weight): without a startup "
+            "setting other than the CPU weight, systemd leaves a unit at its startup weight after the boot. On "
+            "the virtual device the home screen's frame came 0.25-0.43 s sooner with these weights (and the "
+            "GPU's unit's), in three pairs of boots (docs/results.md).",
             [f"{c.source}: {c.unit} @{c.at_s:.3f}s{_took(c)}" for c in above],
             queued,
             drop_ins={
                 f"/etc/systemd/system/{unit}.d/{STARTUP_WEIGHT_DROP_IN}": (
-                    f"[{_WEIGHT_SECTIONS[unit.rpartition('.')[2]]}]\nStartupCPUWeight={STARTUP_WEIGHT}\n"
+                    f"[{_WEIGHT_SECTIONS[unit.rpartition('.')[2]]}]\n{STARTUP_WEIGHT_TEXT}"
                 )
                 for unit in units
             },
@@ -730,27 +747,46 @@ def _startup_weight(log: BootLog) -> list[Advice]:
 
 
 def _queued_s(unit: ChainLink, before: ChainLink) -> float:
-    """How long UNIT's start waited after BEFORE, the unit it waited for, was up (a target: reached)."""
+    """How long UNIT's start waited in systemd's queue after BEFORE, the unit it waited for, was up (a
+    target: reached); 0 after a unit that starts it on an event, whose wait is the event's."""
+    if before.unit.endswith(_ACTIVATORS):
+        return 0.0
     return unit.at_s - before.at_s - (before.took_s or 0.0)
 
 
 def _up(link: ChainLink) -> str:
-    return f"{link.unit} was {'reached' if link.took_s is None else 'up'}"
+    return f"{link.unit} was {'reached' if link.unit.endswith('.target') else 'up'}"
 
 
 def _took(link: ChainLink) -> str:
     return f" +{link.took_s:.3f}s" if link.took_s is not None else ""
 
 
-def _waited_beside_the_chain(log: BootLog) -> list[tuple[str, tuple[str, ...]]]:
+def _waited_beside_the_chain(t: Timeline, log: BootLog, program: ChainLink) -> list[tuple[str, tuple[str, ...]]]:
     """The units the ready program waits for that the chain does not show, with why: a login
-    session's, headstart's daemon."""
+    session's, opened before the program was ready, and headstart's daemon."""
     out = []
-    if any(_SESSION.search(line.text) for line in log.lines):
+    if any(_SESSION.search(line.text) and _before_ready(t, log, line, program) for line in log.lines):
         out.append(("the login session opened at boot, which logind opens over D-Bus", SESSION_UNITS))
     if any(_HEADSTART_DAEMON.search(line.text) for line in log.lines):
         out.append(("headstart's daemon, which serves the program at boot", (HEADSTART_DAEMON_UNIT,)))
     return out
+
+
+def _before_ready(t: Timeline, log: BootLog, line: Line, program: ChainLink) -> bool:
+    """Whether LINE came before the program was ready, or, without that moment, within SESSION_AFTER_S
+    of its unit's start (the chain's time after user space started, which systemd's account places
+    on the kernel's clock). A line whose time the logs do not give counts."""
+    at, ready = t.time_of(line), t.at("ready")
+    if at is None:
+        return True
+    if ready is not None:
+        return at <= ready
+    if "kernel" not in log.systemd_phases:
+        return True
+    kernel_zero = (t.kernel_offset_s or 0.0) if t.axis == "host" else 0.0
+    user_space = kernel_zero + log.systemd_phases["kernel"] + log.systemd_phases.get("initrd", 0.0)
+    return at <= user_space + program.at_s + SESSION_AFTER_S
 
 
 def _unit(units: list[tuple[str, float, str]], name: str) -> tuple[float, str] | None:

@@ -86,14 +86,26 @@ class BootLog:
     recorded: bool = False  # a host-timestamped serial log is among the sources
     formats: list[str] = field(default_factory=list)  # the capture format of each source
     generators: dict[str, tuple[int, str]] = field(default_factory=dict)  # "Start"/"Finish" -> (us, source)
-    # systemd-analyze critical-chain: the unit it ends at first, then each unit the one before waited for
-    critical_chain: list[ChainLink] = field(default_factory=list)
-    chain_ended: bool = False  # a second chain began: its lines are not the first's
+    # systemd-analyze critical-chain, each chain given: the unit it ends at first, then each unit the
+    # one before waited for
+    critical_chains: list[list[ChainLink]] = field(default_factory=list)
+
+    @property
+    def critical_chain(self) -> list[ChainLink]:
+        """The chain to a program's unit when one was given (the command without a unit prints the
+        default target's, which need not pass through it), else the first."""
+        units = [c for c in self.critical_chains if not c[0].unit.endswith(".target")]
+        return (units or self.critical_chains or [[]])[0]
 
     @property
     def chain_targets(self) -> dict[str, tuple[float, str]]:
-        """The chain's targets: target -> (seconds after user space started, source)."""
-        return {c.unit: (c.at_s, c.source) for c in self.critical_chain if c.unit.endswith(".target")}
+        """The chains' targets: target -> (seconds after user space started, source)."""
+        found: dict[str, tuple[float, str]] = {}
+        for chain in self.critical_chains:
+            for c in chain:
+                if c.unit.endswith(".target"):
+                    found.setdefault(c.unit, (c.at_s, c.source))
+        return found
 
     def generators_run(self) -> tuple[float, list[str]] | None:
         """How long systemd ran its generators, before it loaded any unit, and the lines it rests on."""
@@ -122,7 +134,7 @@ def read(paths: list[Path], boot: int | None = None) -> BootLog:
             or one.cpu.units
             or one.cpu.busy_s is not None
             or one.generators
-            or one.critical_chain
+            or one.critical_chains
         ):
             raise HeadstartError(
                 f"{path}: no boot lines found (expected a serial log from `headstart boot record`, grabserial "
@@ -194,7 +206,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
         log.cpu.busy_s, log.cpu.idle_s, log.cpu.cpus = one.cpu.busy_s, one.cpu.idle_s, one.cpu.cpus
     log.recorded = log.recorded or one.recorded
     log.generators |= one.generators
-    log.critical_chain = log.critical_chain or one.critical_chain
+    log.critical_chains += one.critical_chains
     log.formats += one.formats
 
 
@@ -219,6 +231,8 @@ def _read_one(name: str, text: str) -> BootLog:
         before, kernel_s, after = console.split_printk(console.clean(s.text))
         if f is not None and before.strip():
             log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
+            if kernel_s is None and (link := _CHAIN_LINK.match(before)):
+                _chain_link(link, source, log)  # systemd-analyze run on the recorded console
         # Anything before the kernel's stamp on its line, text or escape codes, came first.
         prefixed = f is not None and kernel_s is not None and not s.text.lstrip(" ").startswith("[")
         if kernel_s is not None:
@@ -256,15 +270,13 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
 
 
 def _chain_link(link: re.Match[str], source: str, log: BootLog) -> None:
-    """One line of the critical chain. The command given several units prints a chain for each: the
-    first is kept."""
-    if not link.group("tree").strip() and log.critical_chain:
-        log.chain_ended = True
-    if not log.chain_ended:
-        took = link.group("took")
-        log.critical_chain.append(
-            ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
-        )
+    """One line of a critical chain: its first line, not indented, begins a chain."""
+    if not link.group("tree").strip() or not log.critical_chains:
+        log.critical_chains.append([])
+    took = link.group("took")
+    log.critical_chains[-1].append(
+        ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
+    )
 
 
 def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:

@@ -3,6 +3,7 @@ the terminal; boot_page.py is the HTML page of one."""
 
 from __future__ import annotations
 
+import shlex
 from typing import IO
 
 from rich.table import Table
@@ -45,10 +46,11 @@ def render(a: Analysis, file: IO[str], width: int = 140) -> None:
         for e in x.evidence:
             console.print(f"    evidence: {e}", markup=False, highlight=False)
         for path, text in x.drop_ins.items():
+            shown = shlex.quote(path)  # a unit's escapes (\x2d) as a shell would need them
             console.print(
-                f"    {path}: an empty file\n"
+                f"    {shown}: an empty file\n"
                 if not text
-                else f"    {path}:\n" + "".join(f"        {line}\n" for line in text.splitlines()),
+                else f"    {shown}:\n" + "".join(f"        {line}\n" for line in text.splitlines()),
                 end="",
                 markup=False,
                 highlight=False,
