@@ -777,16 +777,15 @@ def _before_ready(t: Timeline, log: BootLog, line: Line, program: ChainLink) -> 
     """Whether LINE came before the program was ready, or, without that moment, within SESSION_AFTER_S
     of its unit's start (the chain's time after user space started, which systemd's account places
     on the kernel's clock). A line whose time the logs do not give counts."""
-    at, ready = t.time_of(line), t.at("ready")
+    at, ready, user_space = t.time_of(line), t.at("ready"), log.user_space_kernel_s
     if at is None:
         return True
     if ready is not None:
         return at <= ready
-    if "kernel" not in log.systemd_phases:
+    if user_space is None:
         return True
-    kernel_zero = (t.kernel_offset_s or 0.0) if t.axis == "host" else 0.0
-    user_space = kernel_zero + log.systemd_phases["kernel"] + log.systemd_phases.get("initrd", 0.0)
-    return at <= user_space + program.at_s + SESSION_AFTER_S
+    started = t.time_of(Line(program.source, program.unit, kernel_s=user_space + program.at_s))
+    return started is None or at <= started + SESSION_AFTER_S
 
 
 def _unit(units: list[tuple[str, float, str]], name: str) -> tuple[float, str] | None:

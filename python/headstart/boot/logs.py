@@ -107,6 +107,13 @@ class BootLog:
                     found.setdefault(c.unit, (c.at_s, c.source))
         return found
 
+    @property
+    def user_space_kernel_s(self) -> float | None:
+        """When user space started, on the kernel's clock: the kernel's and the initrd's share of
+        systemd's "Startup finished", from which the critical chain's times count."""
+        phases = self.systemd_phases
+        return phases["kernel"] + phases.get("initrd", 0.0) if "kernel" in phases else None
+
     def generators_run(self) -> tuple[float, list[str]] | None:
         """How long systemd ran its generators, before it loaded any unit, and the lines it rests on."""
         start, finish = self.generators.get("Start"), self.generators.get("Finish")

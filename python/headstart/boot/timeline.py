@@ -236,7 +236,7 @@ def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset
     since = max(
         [m.at_s for name in ("init", "init_root_mounted") if (m := moments.get(name))] + starts[-1:], default=None
     )
-    phases = log.systemd_phases
+    user_space = log.user_space_kernel_s
     for name, (unit, pattern) in _TARGETS.items():
         lines = [
             (t, line)
@@ -247,13 +247,12 @@ def _systemd_targets(log: BootLog, moments: dict[str, Moment], axis: str, offset
         ]
         chain = log.chain_targets.get(unit)
         timed = next(((t, line) for t, line in lines if line.kernel_s is not None), None)
-        if timed is None and chain is not None and "kernel" in phases and (axis == "kernel" or offset is not None):
-            user_space = phases["kernel"] + phases.get("initrd", 0.0)
+        if timed is None and chain is not None and user_space is not None and (axis == "kernel" or offset is not None):
             text = (
                 f"{unit} @{chain[0]:.3f}s in the critical chain, user space from {user_space:.3f} s (Startup finished)"
             )
             line = Line(chain[1], text, kernel_s=user_space + chain[0])
-            timed = (line.kernel_s + (offset or 0.0) if axis == "host" else line.kernel_s, line)
+            timed = (_time(line, axis, offset), line)
         if found := timed or (lines[0] if lines else None):
             moments[name] = Moment(name, *found)
 
