@@ -449,6 +449,47 @@ def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_p
     assert not [r for r in analyze_json(str(prompt))["recommendations"] if r["topic"] == "startup weight"]
 
 
+# The virtual device's arm 3, 2026-12-01: the home screen's chain waited for the journal's start
+# and its flush to the disk, both before sysinit.target.
+JOURNAL_CHAIN = """Startup finished in 983ms (kernel) + 5.329s (userspace) = 6.312s
+device-home-screen.service @4.372s
+└─device-compositor.service @3.318s +966ms
+  └─device-gpu.service @2.999s +289ms
+    └─basic.target @2.875s
+      └─sockets.target @2.874s
+        └─headstart@kiosk.socket @2.838s +35ms
+          └─sysinit.target @2.811s
+            └─systemd-tmpfiles-setup.service @2.554s +250ms
+              └─systemd-journal-flush.service @2.152s +369ms
+                └─systemd-journald.service @1.078s +1.021s
+                  └─systemd-journald.socket @982ms
+"""
+
+
+def test_journal_advice_for_its_start_and_flush_on_the_critical_chain(tmp_path):
+    """journald's start (it reads the kernel's messages) and its flush to the disk came before
+    sysinit.target on the home screen's chain: a kiosk's drop-ins keep the journal in memory and the
+    kernel's messages out of it, each given only with --kiosk and only for a unit the chain waited for."""
+    chain = tmp_path / "chain.txt"
+    chain.write_text(JOURNAL_CHAIN)
+    advised = [r for r in analyze_json(str(chain), "--kiosk")["recommendations"] if r["topic"] == "journal"]
+    by_path = {path: text for r in advised for path, text in r["drop_ins"].items()}
+    assert by_path == {
+        "/etc/systemd/journald.conf.d/50-volatile.conf": "[Journal]\nStorage=volatile\n",
+        "/etc/systemd/journald.conf.d/50-no-kernel-messages.conf": "[Journal]\nReadKMsg=no\n",
+    }
+    assert sorted(r["seconds"] for r in advised) == [pytest.approx(0.369), pytest.approx(1.021)]
+    assert any("systemd-journal-flush.service took 369 ms" in r["message"] for r in advised)
+    # Without --kiosk: said, with nothing to apply.
+    plain = [r for r in analyze_json(str(chain))["recommendations"] if r["topic"] == "journal"]
+    assert len(plain) == 2 and all(not r["drop_ins"] and "--kiosk" in r["message"] for r in plain)
+    # A journal already kept in memory flushes in no time: nothing to say about it.
+    quick = tmp_path / "quick.txt"
+    quick.write_text(JOURNAL_CHAIN.replace("@2.152s +369ms", "@2.152s +12ms"))
+    advised = [r for r in analyze_json(str(quick), "--kiosk")["recommendations"] if r["topic"] == "journal"]
+    assert [list(r["drop_ins"]) for r in advised] == [["/etc/systemd/journald.conf.d/50-no-kernel-messages.conf"]]
+
+
 def test_a_kernel_line_begun_by_the_firmwares_text_is_timed_by_the_kernels_clock():
     """The amd64 device's capture stamps the line that holds the kernel's first message at 0.16 s: the
     line began with SeaBIOS's clearing of the screen, and the kernel's text came 5.5 s later, as the

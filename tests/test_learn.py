@@ -247,6 +247,35 @@ def test_warm_up_runs_a_step_in_the_zygote_and_refuses_one_that_starts_a_thread(
     assert "framework initialised before main: no" in run_plugin(None, PLUGIN)[1]
 
 
+def test_a_warm_up_step_whose_trial_passed_is_not_tried_again_unless_it_then_starts_a_thread(tmp_path):
+    """A step's passed trial is kept beside the learned file: the next zygote runs it without a
+    throwaway child. One that then starts a thread after all ends that zygote, and the next one tries
+    it first again and refuses it; clients are served throughout, by a single-threaded zygote."""
+    flag = tmp_path / "start-a-thread"
+    step = "libhs-framework.so:framework_thread_if_asked"
+    env = dict(os.environ, HS_FRAMEWORK_THREAD_IF=str(flag))
+    args = ["--app", str(USES_PLUGIN), "--learn-file", str(tmp_path / "learned"), "--warm-up", step, "--no-learn"]
+    runtime = tmp_path / "runtime"  # the same at each start, as a service's: the step's environment
+    runtime.mkdir(mode=0o700)
+    for start in ("first", "second"):
+        with private_daemon([], extra_args=args, env=env, runtime_dir=runtime) as d:
+            assert d.status()["warm-up"] == [f"done {step}"]
+            kept = "(its trial passed at an earlier start)" in d.log_text()
+            assert kept == (start == "second"), d.log_text()
+    assert (tmp_path / "warm-up").read_text().splitlines()[2] == f"passed {step}"
+    flag.touch()
+    with private_daemon([], extra_args=args, env=env, runtime_dir=runtime) as d:
+        status = wait_status(d, lambda s: s["warm-up"][0].startswith("refused"))
+        assert status["warm-up"] == [
+            f"refused {step} -- it starts a thread; the daemon forks and must stay single-threaded"
+        ]
+        assert "which its trial at an earlier start had not" in d.log_text()
+        assert len(os.listdir(f"/proc/{d.zygote_pid()}/task")) == 1
+        with Served(d):
+            assert run_plugin(d, PLUGIN)[0] == "hello from the plugin\n"
+    assert not (tmp_path / "warm-up").exists()  # nothing passed at that start
+
+
 def test_warm_up_of_a_library_no_program_loads_is_refused(tmp_path):
     with learning_daemon(tmp_path / "learned", "--warm-up", "fontconfig") as d:
         assert d.status()["warm-up"] == [

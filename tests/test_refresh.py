@@ -203,6 +203,8 @@ def test_a_stop_does_not_wait_for_a_refreshs_zygote_and_the_serving_one_ends_cle
     with private_daemon([], extra_args=SLOW_START, env=env) as d:
         serving = d.zygote_pid()
         slow.touch()
+        # The step's trial passed at the first start: the refresh's zygote would run it without one.
+        (d.socket.parent / "warm-up").unlink()
         d.process.send_signal(signal.SIGHUP)
         (starting,) = wait_for(lambda: [p for p in children_of(d.process.pid) if p != serving], d)
         stop_and_check_nothing_is_left(d, starting, pid_file)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -88,11 +89,14 @@ def private_daemon(
     binary: Path | None = None,
     env: dict[str, str] | None = None,
     wait_ready: bool = True,
+    runtime_dir: Path | None = None,
 ) -> Iterator[RunningDaemon]:
-    """A daemon on a socket of its own in a temporary runtime directory, stopped on exit. `binary`
-    is another build of headstartd (an aarch64 one run by qemu-user, say); `env` replaces ours;
-    without `wait_ready` it is handed over as soon as it runs."""
-    with tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
+    """A daemon on a socket of its own in a temporary runtime directory (or runtime_dir, kept, as a
+    service's is from one start to the next), stopped on exit. `binary` is another build of
+    headstartd (an aarch64 one run by qemu-user, say); `env` replaces ours; without `wait_ready` it
+    is handed over as soon as it runs."""
+    kept = contextlib.nullcontext(str(runtime_dir)) if runtime_dir else None
+    with kept or tempfile.TemporaryDirectory(prefix="headstart-") as tmp:
         runtime = Path(tmp)
         runtime.chmod(0o700)
         socket = runtime / "headstart" / "socket"

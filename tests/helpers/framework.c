@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A small "framework" library that a program links: an initialisation a daemon may run ahead of
- * time (--warm-up libhs-framework.so:framework_init), one that starts a thread, which the daemon
- * must refuse to run in its zygote, and a slow one, for a zygote that is still starting. Its
- * thread-local counter is reached by its own code through __tls_get_addr: touched before anything
+ * time (--warm-up libhs-framework.so:framework_init), one that starts a thread (always, or once a
+ * file exists), which the daemon must refuse to run in its zygote, and a slow one, for a zygote
+ * that is still starting. Its thread-local counter is reached by its own code through __tls_get_addr: touched before anything
  * needs it in static TLS, its block stays dynamic for good, and a program reaching it by
  * initial-exec code no longer loads (as Debian's qt6ct beside libLLVM, for libstdc++'s). */
 #include <stddef.h>
@@ -30,6 +30,16 @@ void *framework_init(void) {
 void *framework_start_thread(void);
 void *framework_start_thread(void) {
         start_idle_thread();
+        return NULL;
+}
+
+/* Starts a thread only while the file HS_FRAMEWORK_THREAD_IF names exists: a step whose trial
+ * passed at one start and that starts a thread at the next. */
+void *framework_thread_if_asked(void);
+void *framework_thread_if_asked(void) {
+        const char *path = getenv("HS_FRAMEWORK_THREAD_IF");
+        if (path && access(path, F_OK) == 0)
+                start_idle_thread();
         return NULL;
 }
 

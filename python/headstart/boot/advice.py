@@ -62,7 +62,7 @@ class Advice:
 
 # Advice for a device that shows one program and runs nothing else a user sees: what it takes away
 # (units, systemd's generators, events of udev's coldplug) a desktop or a server may need.
-KIOSK_TOPICS = ("unit", "coldplug", "generators")
+KIOSK_TOPICS = ("unit", "coldplug", "generators", "journal")
 NOT_A_KIOSK = (
     " This is a kiosk's advice: with `--kiosk` (a device that shows one program and runs nothing these "
     "would take away) it comes with the arguments and files that apply it."
@@ -85,6 +85,7 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_units(t, log),
         *_coldplug(t, log),
         *_generators(log),
+        *_journal(log),
         *_startup_weight(t, log),
         *_cpu(t),
         *_first_program(t),
@@ -667,6 +668,53 @@ def _coldplug(t: Timeline, log: BootLog) -> list[Advice]:
             drop_ins={COLDPLUG_DROP_IN: COLDPLUG_DEVICES_ONLY} if version is not None else {},
         )
     ]
+
+
+JOURNAL_DROP_INS = "/etc/systemd/journald.conf.d"
+JOURNAL_FLUSH = "systemd-journal-flush.service"
+JOURNALD = "systemd-journald.service"
+# What each journal unit on the chain does at boot that a kiosk can do without: (drop-in, its text,
+# what it costs and what the drop-in changes).
+JOURNAL_SETTINGS = {
+    JOURNAL_FLUSH: (
+        f"{JOURNAL_DROP_INS}/50-volatile.conf",
+        "[Journal]\nStorage=volatile\n",
+        "It moves the journal from /run to /var/log/journal on the disk, and systemd-tmpfiles-setup.service, "
+        "which sysinit.target waits for, waits for it. A kiosk that does not keep its logs across reboots on "
+        "its own flash keeps the journal in memory (`Storage=volatile`): `journalctl -b` still shows this "
+        "boot's, the next boot no longer shows the last one's, and the journal writes nothing to the flash",
+    ),
+    JOURNALD: (
+        f"{JOURNAL_DROP_INS}/50-no-kernel-messages.conf",
+        "[Journal]\nReadKMsg=no\n",
+        "As it starts, journald reads every message the kernel has logged since power-on and looks up each "
+        "one's device in udev's database, before sysinit.target, which every later unit waits for. With "
+        "`ReadKMsg=no` the kernel's messages stay in its ring buffer (`dmesg`) and out of the journal "
+        "(`journalctl -k` shows none); with `quiet` a kiosk shows them nowhere else",
+    ),
+}
+
+
+def _journal(log: BootLog) -> list[Advice]:
+    """The journal's own start and its flush to the disk, when the critical chain waited for them:
+    both come before sysinit.target, so every unit after it waits too."""
+    out = []
+    for link in log.critical_chain:
+        if link.unit not in JOURNAL_SETTINGS or (link.took_s or 0.0) < SLOW_UNIT_S:
+            continue
+        path, text, what = JOURNAL_SETTINGS[link.unit]
+        setting = text.splitlines()[1]
+        out.append(
+            Advice(
+                "journal",
+                f"{link.unit} took {link.took_s * 1000:,.0f} ms on the critical chain to {log.critical_chain[0].unit}. "
+                f"{what}. A drop-in, {path}, with `{setting}`.",
+                [f"{link.source}: {link.unit} @{link.at_s:.3f}s{_took(link)}"],
+                link.took_s,
+                drop_ins={path: text},
+            )
+        )
+    return out
 
 
 QUEUED_S = 0.100  # worth a drop-in: 100 ms of the chain spent queued

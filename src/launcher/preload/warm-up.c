@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "preload.h"
 #include "throwaway.h"
+#include "warm-up-verdicts.h"
 
 struct step {
         const char *name;
@@ -185,7 +186,24 @@ static const char *test_in_child(void *(*fn)(void)) {
         return why;
 }
 
-void warm_up_run(const struct string_list *names, struct warm_up_result *ret) {
+/* A step that passed its trial at an earlier start runs here without one; what the trial would have
+ * caught, it is checked for after all the same. A zygote that finds one now holds a thread or a
+ * socket it must not fork with. */
+static bool kept_step_failed(const char *name, int threads, int sockets) {
+        const char *found = preload_count_threads() != threads ? "started a thread"
+                            : count_sockets() != sockets       ? "opened a socket"
+                                                               : NULL;
+        if (found)
+                log_error("warm-up %s %s in this zygote, which its trial at an earlier start had not", name, found);
+        return found != NULL;
+}
+
+int warm_up_run(const struct string_list *names, const char *verdicts_path, struct warm_up_result *ret) {
+        struct warm_up_verdicts kept;
+        struct string_list ran = { 0 };
+        bool forgotten = false;
+        int r = 0;
+        warm_up_verdicts_load(&kept, verdicts_path);
         for (size_t i = 0; i < names->n; i++) {
                 char library[256];
                 struct step custom = { .name = names->items[i], .library = library, .what = "done" };
@@ -194,15 +212,33 @@ void warm_up_run(const struct string_list *names, struct warm_up_result *ret) {
                         step = &custom;
                 void *(*fn)(void) = NULL;
                 const char *why = step ? resolve(step, &fn) : "unknown step";
-                if (!why)
+                bool tried_before = !why && warm_up_verdicts_passed(&kept, names->items[i]);
+                if (!why && !tried_before)
                         why = test_in_child(fn);
                 ret[i] = (struct warm_up_result){ .step = names->items[i], .refused = why ? strdup(why) : NULL };
                 if (why) {
                         log_warning("warm-up %s refused: %s", names->items[i], why);
                         continue;
                 }
+                if (tried_before && !forgotten) {
+                        warm_up_verdicts_forget(verdicts_path);
+                        forgotten = true;
+                }
+                int threads = preload_count_threads(), sockets = count_sockets();
                 uint64_t start = now_us();
                 (void) fn();
-                log_info("warm-up %s in %llu us: %s", step->name, (unsigned long long) (now_us() - start), step->what);
+                uint64_t took = now_us() - start;
+                if (tried_before && kept_step_failed(names->items[i], threads, sockets)) {
+                        r = -EAGAIN;
+                        break;
+                }
+                (void) string_list_add(&ran, names->items[i]); /* out of memory: tried again next time */
+                log_info("warm-up %s in %llu us%s: %s", step->name, (unsigned long long) took,
+                         tried_before ? " (its trial passed at an earlier start)" : "", step->what);
         }
+        if (r == 0)
+                warm_up_verdicts_save(&kept, verdicts_path, &ran);
+        warm_up_verdicts_done(&kept);
+        string_list_done(&ran);
+        return r;
 }

@@ -138,29 +138,36 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
         return 0;
 }
 
-/* A library of a registered program could not be preloaded: this process may now have a thread it
- * cannot be rid of, so it starts again as a fresh image, told to leave that library's programs out
- * (the supervisor keeps watching the same process). Returns only if it cannot. */
-static int start_again_without(const struct daemon_options *o, char *const argv[], const char *library,
-                               const char *why) {
+/* Starts this zygote again as a fresh image, with one more option when given (the supervisor keeps
+ * watching the same process). Returns only if it cannot. */
+static int start_again(const struct daemon_options *o, char *const argv[], const char *option, const char *value) {
         size_t n = 0;
         while (argv[n])
                 n++;
-        _cleanup_free_ char *entry = NULL;
         _cleanup_free_ const char **args = calloc(n + 3, sizeof *args);
-        if (!args || asprintf(&entry, "%s\t%s", library, why) < 0)
+        if (!args)
                 return log_error("out of memory");
         memcpy(args, argv, n * sizeof *args);
-        args[n] = "--zygote-leave-out";
-        args[n + 1] = entry;
+        args[n] = option;
+        args[n + 1] = option ? value : NULL;
         /* What the supervisor handed us stays open across exec, at the numbers the arguments say. */
         const int fds[] = { o->zygote.listen_fd, o->zygote.control_fd, o->zygote.learned_fd, o->zygote.counts_fd };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         (void) fcntl(fds[i], F_SETFD, 0);
-        log_warning("starting this zygote again without the programs that need %s", library);
         execv("/proc/self/exe", (char *const *) args);
         return log_error_errno(errno, "cannot start this zygote again");
+}
+
+/* A library of a registered program could not be preloaded: this process may now have a thread it
+ * cannot be rid of, so it starts again, told to leave that library's programs out. */
+static int start_again_without(const struct daemon_options *o, char *const argv[], const char *library,
+                               const char *why) {
+        _cleanup_free_ char *entry = NULL;
+        if (asprintf(&entry, "%s\t%s", library, why) < 0)
+                return log_error("out of memory");
+        log_warning("starting this zygote again without the programs that need %s", library);
+        return start_again(o, argv, "--zygote-leave-out", entry);
 }
 
 /* Loads libs: the --preload libraries (the first npreloads), then the registered programs'
@@ -381,7 +388,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
          * there they took 100 KiB of each one's RLIMIT_STACK (the server's image cache alone is 60 KB;
          * main was 113 KiB down against exec's 10). One zygote runs per process. */
         static char interp[256], cache_dir[PATH_MAX + 16];
-        static char copy[PATH_MAX], learn_file[PATH_MAX + 16], learn_dir[PATH_MAX + 16], closures_file[PATH_MAX + 32];
+        static char copy[PATH_MAX], learn_file[PATH_MAX + 16], learn_dir[PATH_MAX + 16], closures_file[PATH_MAX + 32],
+                    warm_up_file[PATH_MAX + 32];
         static struct server s;
         int r = preload_own_interp(interp, sizeof interp);
         if (r < 0)
@@ -406,6 +414,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         snprintf(learn_dir, sizeof learn_dir, "%s", learn_file);
         const char *state_dir = dirname(learn_dir); /* where the learned file is: our other state too */
         snprintf(closures_file, sizeof closures_file, "%s/closures", state_dir);
+        snprintf(warm_up_file, sizeof warm_up_file, "%s/warm-up", state_dir);
 
         /* Every signal into the signalfd from the start, except a stop, which ends us at once
          * until we are about to serve. */
@@ -442,7 +451,11 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 r = log_error("out of memory");
                 goto out;
         }
-        warm_up_run(&o->warm_up, warm_up);
+        if (warm_up_run(&o->warm_up, warm_up_file, warm_up) < 0) {
+                log_warning("starting this zygote again, to try each warm-up step first");
+                r = start_again(o, argv, NULL, NULL);
+                goto out;
+        }
         raise_fd_limit();
         r = server_init(&s, o, o->zygote.listen_fd, signal_fd, cache_dir, interp);
         signal_fd = -1;
