@@ -708,7 +708,9 @@ def _journal(log: BootLog) -> list[Advice]:
             Advice(
                 "journal",
                 f"{link.unit} took {link.took_s * 1000:,.0f} ms on the critical chain to {log.critical_chain[0].unit}. "
-                f"{what}. A drop-in, {path}, with `{setting}`.",
+                f"{what}. A drop-in, {path}, with `{setting}`. On the virtual device, with both drop-ins, "
+                "sysinit.target came a median 0.23 s sooner in seven pairs of boots, the home screen's frame 0.13 s "
+                "(docs/results.md).",
                 [f"{link.source}: {link.unit} @{link.at_s:.3f}s{_took(link)}"],
                 link.took_s,
                 drop_ins={path: text},
