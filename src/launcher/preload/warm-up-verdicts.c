@@ -94,12 +94,14 @@ void warm_up_verdicts_load(struct warm_up_verdicts *v, const char *path) {
 }
 
 bool warm_up_verdicts_passed(const struct warm_up_verdicts *v, const char *step) {
-        return v->key[0] && string_list_contains(&v->passed, step);
+        return string_list_contains(&v->passed, step);
 }
 
-void warm_up_verdicts_forget(const char *path) {
-        if (unlink(path) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "cannot remove %s; each warm-up step is tried first at the next start", path);
+bool warm_up_verdicts_forget(const char *path) {
+        if (unlink(path) == 0 || errno == ENOENT)
+                return true;
+        log_warning_errno(errno, "cannot remove %s; each warm-up step is tried first", path);
+        return false;
 }
 
 struct to_write {
@@ -118,7 +120,7 @@ static int write_verdicts(int fd, const void *data) {
 }
 
 void warm_up_verdicts_save(const struct warm_up_verdicts *v, const char *path, const struct string_list *ran) {
-        if (!v->key[0] || ran->n == 0)
+        if (ran->n == 0)
                 return;
         int r = private_file_replace(path, write_verdicts, &(struct to_write){ v->key, ran });
         if (r < 0)

@@ -11,15 +11,16 @@
 #include "string-list.h"
 
 struct warm_up_verdicts {
-        char key[17]; /* this process's, in hex; "" when it cannot be said */
+        char key[17]; /* this process's, in hex */
         struct string_list passed; /* steps whose trial passed under the kept key */
 };
 
 /* Reads the file at path (missing, another user's or made under another key: nothing kept). */
 void warm_up_verdicts_load(struct warm_up_verdicts *v, const char *path);
 bool warm_up_verdicts_passed(const struct warm_up_verdicts *v, const char *step);
-/* Removes the file, before a kept step runs: a zygote that dies in it leaves no verdict behind. */
-void warm_up_verdicts_forget(const char *path);
+/* Removes the file, before a kept step runs: a zygote that dies in it leaves no verdict behind.
+ * Returns false when it cannot (the step must then be tried). */
+bool warm_up_verdicts_forget(const char *path);
 /* Writes the steps that ran into the file, under this process's key. */
 void warm_up_verdicts_save(const struct warm_up_verdicts *v, const char *path, const struct string_list *ran);
 void warm_up_verdicts_done(struct warm_up_verdicts *v);

@@ -213,16 +213,16 @@ int warm_up_run(const struct string_list *names, const char *verdicts_path, stru
                 void *(*fn)(void) = NULL;
                 const char *why = step ? resolve(step, &fn) : "unknown step";
                 bool tried_before = !why && warm_up_verdicts_passed(&kept, names->items[i]);
+                /* A zygote that dies in a kept step must leave no verdict behind: the file goes first,
+                 * or the step is tried again. */
+                if (tried_before && !forgotten)
+                        tried_before = forgotten = warm_up_verdicts_forget(verdicts_path);
                 if (!why && !tried_before)
                         why = test_in_child(fn);
                 ret[i] = (struct warm_up_result){ .step = names->items[i], .refused = why ? strdup(why) : NULL };
                 if (why) {
                         log_warning("warm-up %s refused: %s", names->items[i], why);
                         continue;
-                }
-                if (tried_before && !forgotten) {
-                        warm_up_verdicts_forget(verdicts_path);
-                        forgotten = true;
                 }
                 int threads = preload_count_threads(), sockets = count_sockets();
                 uint64_t start = now_us();
