@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "per-start-variables.h"
 #include "run-program.h"
 #include "toolkit-start.h"
 #include "wire.h"
@@ -319,29 +320,8 @@ const char *toolkit_prepare_and_tell(enum toolkit tk, const struct prepare_terms
         return why + 1;
 }
 
-/* Set by systemd for each start of a unit (systemd.exec(5)); none is named in GTK's, GLib's,
- * Pango's or fontconfig's libraries. */
-static const char *const per_start_variables[] = { "INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID",
-                                                   "MANAGERPID" };
-
-static const char *per_start_name(const char *entry, size_t *ret_len) {
-        for (size_t i = 0; i < sizeof per_start_variables / sizeof per_start_variables[0]; i++) {
-                size_t len = strlen(per_start_variables[i]);
-                if (strncmp(entry, per_start_variables[i], len) == 0 && entry[len] == '=') {
-                        *ret_len = len;
-                        return per_start_variables[i];
-                }
-        }
-        return NULL;
-}
-
-bool prepared_per_start_variable(const char *entry) {
-        size_t len;
-        return per_start_name(entry, &len) != NULL;
-}
-
 void prepared_take_per_start_variables(char *const *envp) {
-        for (size_t i = 0; i < sizeof per_start_variables / sizeof per_start_variables[0]; i++)
+        for (size_t i = 0; i < n_per_start_variables; i++)
                 (void) unsetenv(per_start_variables[i]);
         for (; *envp; envp++) {
                 size_t len;

@@ -80,11 +80,9 @@ const char *toolkit_prepare_and_tell(enum toolkit tk, const struct prepare_terms
  * again what the toolkit holds, as its threads may have opened or closed some meanwhile. */
 bool prepared_wait(struct prepared_process *p, const struct hs_launch_request *shape, int channel);
 
-/* Whether the environment entry ("NAME=value") is one that the service manager gives each start of
- * a service anew (INVOCATION_ID...), which no toolkit reads as it starts: a launch whose environment
- * differs from the prepared child's only in those takes it (a launcher started as a service has new
- * ones at each boot), and gets its own (prepared_take_per_start_variables). */
-bool prepared_per_start_variable(const char *entry);
-/* Sets those variables as the launch's environment envp has them (or unsets them). */
+/* Sets the variables the service manager gives each start anew (per-start-variables.h), which no
+ * toolkit reads as it starts, as the launch's environment envp has them (or unsets them): a launch
+ * whose environment differs from the prepared child's only in those takes it (a launcher started as
+ * a service has new ones at each boot), and gets its own. */
 void prepared_take_per_start_variables(char *const *envp);
 

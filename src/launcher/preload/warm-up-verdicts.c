@@ -12,7 +12,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "prepare-toolkit.h"
+#include "per-start-variables.h"
 #include "private-dir.h"
 
 #define HEADER "headstart-warm-up 1"
@@ -43,7 +43,7 @@ static int mix_object(struct dl_phdr_info *info, size_t size, void *data) {
 
 /* systemd's socket activation sets these anew at each start too. */
 static bool set_per_start(const char *entry) {
-        return prepared_per_start_variable(entry) || strncmp(entry, "LISTEN_", 7) == 0;
+        return per_start_variable(entry) || strncmp(entry, "LISTEN_", 7) == 0;
 }
 
 static void process_key(char key[static 17]) {

@@ -21,6 +21,7 @@
 #include "launch-settle.h"
 #include "log.h"
 #include "macro.h"
+#include "per-start-variables.h"
 #include "pool.h"
 #include "preload.h"
 #include "prepare-judge.h"
@@ -111,7 +112,7 @@ static bool has_entry(char *const *env, const char *entry) {
 /* The first entry of a that b lacks (name and value), leaving out the per-start ones; or NULL. */
 static const char *first_missing(char *const *a, char *const *b) {
         for (; *a; a++)
-                if (!prepared_per_start_variable(*a) && !has_entry(b, *a))
+                if (!per_start_variable(*a) && !has_entry(b, *a))
                         return *a;
         return NULL;
 }
@@ -122,9 +123,9 @@ static const char *first_missing(char *const *a, char *const *b) {
 static const char *environment_difference(char *const *a, char *const *b) {
         static char text[160];
         for (char *const *x = a, *const *y = b;; x++, y++) {
-                while (*x && prepared_per_start_variable(*x))
+                while (*x && per_start_variable(*x))
                         x++;
-                while (*y && prepared_per_start_variable(*y))
+                while (*y && per_start_variable(*y))
                         y++;
                 if (!*x && !*y)
                         return NULL;
