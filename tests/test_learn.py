@@ -263,6 +263,12 @@ def test_a_warm_up_step_whose_trial_passed_is_not_tried_again_unless_it_then_sta
             kept = "(its trial passed at an earlier start)" in d.log_text()
             assert kept == (start == "second"), d.log_text()
     assert (tmp_path / "warm-up").read_text().splitlines()[2] == f"passed {step}"
+    # Another environment is another key: the step is tried first again.
+    with private_daemon([], extra_args=args, env=dict(env, HS_ANOTHER_ENVIRONMENT="1"), runtime_dir=runtime) as d:
+        assert d.status()["warm-up"] == [f"done {step}"]
+        assert "(its trial passed at an earlier start)" not in d.log_text()
+    with private_daemon([], extra_args=args, env=env, runtime_dir=runtime) as d:  # tried again, and kept
+        assert d.status()["warm-up"] == [f"done {step}"]
     flag.touch()
     with private_daemon([], extra_args=args, env=env, runtime_dir=runtime) as d:
         status = wait_status(d, lambda s: s["warm-up"][0].startswith("refused"))
