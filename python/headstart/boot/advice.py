@@ -673,12 +673,12 @@ def _coldplug(t: Timeline, log: BootLog) -> list[Advice]:
 JOURNAL_DROP_INS = "/etc/systemd/journald.conf.d"
 JOURNAL_FLUSH = "systemd-journal-flush.service"
 JOURNALD = "systemd-journald.service"
-# What each journal unit on the chain does at boot that a kiosk can do without: (drop-in, its text,
-# what it costs and what the drop-in changes).
+# What each journal unit on the chain does at boot that a kiosk can do without: (drop-in, the setting
+# it holds, what it costs and what the setting changes).
 JOURNAL_SETTINGS = {
     JOURNAL_FLUSH: (
         f"{JOURNAL_DROP_INS}/50-volatile.conf",
-        "[Journal]\nStorage=volatile\n",
+        "Storage=volatile",
         "It moves the journal from /run to /var/log/journal on the disk, and systemd-tmpfiles-setup.service, "
         "which sysinit.target waits for, waits for it. A kiosk that does not keep its logs across reboots on "
         "its own flash keeps the journal in memory (`Storage=volatile`): `journalctl -b` still shows this "
@@ -686,7 +686,7 @@ JOURNAL_SETTINGS = {
     ),
     JOURNALD: (
         f"{JOURNAL_DROP_INS}/50-no-kernel-messages.conf",
-        "[Journal]\nReadKMsg=no\n",
+        "ReadKMsg=no",
         "As it starts, journald reads every message the kernel has logged since power-on and looks up each "
         "one's device in udev's database, before sysinit.target, which every later unit waits for. With "
         "`ReadKMsg=no` the kernel's messages stay in its ring buffer (`dmesg`) and out of the journal "
@@ -698,22 +698,21 @@ JOURNAL_SETTINGS = {
 def _journal(log: BootLog) -> list[Advice]:
     """The journal's own start and its flush to the disk, when the critical chain waited for them:
     both come before sysinit.target, so every unit after it waits too."""
-    out = []
-    for link in log.critical_chain:
+    chain, out = log.critical_chain, []
+    for link in chain:
         if link.unit not in JOURNAL_SETTINGS or (link.took_s or 0.0) < SLOW_UNIT_S:
             continue
-        path, text, what = JOURNAL_SETTINGS[link.unit]
-        setting = text.splitlines()[1]
+        path, setting, what = JOURNAL_SETTINGS[link.unit]
         out.append(
             Advice(
                 "journal",
-                f"{link.unit} took {link.took_s * 1000:,.0f} ms on the critical chain to {log.critical_chain[0].unit}. "
+                f"{link.unit} took {link.took_s * 1000:,.0f} ms on the critical chain to {chain[0].unit}. "
                 f"{what}. A drop-in, {path}, with `{setting}`. On the virtual device, with both drop-ins, "
                 "sysinit.target came a median 0.23 s sooner in seven pairs of boots, the home screen's frame 0.13 s "
                 "(docs/results.md).",
                 [f"{link.source}: {link.unit} @{link.at_s:.3f}s{_took(link)}"],
                 link.took_s,
-                drop_ins={path: text},
+                drop_ins={path: f"[Journal]\n{setting}\n"},
             )
         )
     return out

@@ -158,15 +158,17 @@ static const char *verdict_text(char verdict) {
         }
 }
 
+/* What a step left in this process that a forking zygote must not hold, given the threads and
+ * sockets before it: TEST_THREAD, TEST_SOCKET or TEST_OK. */
+static char left_behind(int threads, int sockets) {
+        return preload_count_threads() != threads ? TEST_THREAD : count_sockets() != sockets ? TEST_SOCKET : TEST_OK;
+}
+
 static _Noreturn void step_child(void *arg, int report) {
         void *(*const *fn)(void) = arg;
         int threads = preload_count_threads(), sockets = count_sockets();
         (void) (*fn)();
-        throwaway_report(report,
-                         preload_count_threads() != threads ? TEST_THREAD
-                         : count_sockets() != sockets       ? TEST_SOCKET
-                                                            : TEST_OK,
-                         NULL);
+        throwaway_report(report, left_behind(threads, sockets), NULL);
 }
 
 static const char *test_in_child(void *(*fn)(void)) {
@@ -184,18 +186,6 @@ static const char *test_in_child(void *(*fn)(void)) {
         else
                 return verdict_text((char) verdict);
         return why;
-}
-
-/* A step that passed its trial at an earlier start runs here without one; what the trial would have
- * caught, it is checked for after all the same. A zygote that finds one now holds a thread or a
- * socket it must not fork with. */
-static bool kept_step_failed(const char *name, int threads, int sockets) {
-        const char *found = preload_count_threads() != threads ? "started a thread"
-                            : count_sockets() != sockets       ? "opened a socket"
-                                                               : NULL;
-        if (found)
-                log_error("warm-up %s %s in this zygote, which its trial at an earlier start had not", name, found);
-        return found != NULL;
 }
 
 int warm_up_run(const struct string_list *names, const char *verdicts_path, struct warm_up_result *ret) {
@@ -224,11 +214,17 @@ int warm_up_run(const struct string_list *names, const char *verdicts_path, stru
                         log_warning("warm-up %s refused: %s", names->items[i], why);
                         continue;
                 }
-                int threads = preload_count_threads(), sockets = count_sockets();
+                /* Run here without a trial, the step is checked after for what the trial looks for:
+                 * a zygote that finds it must not fork. */
+                int threads = tried_before ? preload_count_threads() : 0, sockets = tried_before ? count_sockets() : 0;
                 uint64_t start = now_us();
                 (void) fn();
                 uint64_t took = now_us() - start;
-                if (tried_before && kept_step_failed(names->items[i], threads, sockets)) {
+                char found = tried_before ? left_behind(threads, sockets) : TEST_OK;
+                if (found != TEST_OK) {
+                        log_error("warm-up %s, run without a trial: %s, which its trial at an earlier start "
+                                  "had not found",
+                                  names->items[i], verdict_text(found));
                         r = -EAGAIN;
                         break;
                 }
