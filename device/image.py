@@ -26,7 +26,7 @@ PACKAGES = [
     "systemd-sysv", "udev", "dbus", "libpam-systemd", "kmod", "initramfs-tools", "procps",
     "weston", "xkb-data", "gnome-font-viewer", "galculator", "fonts-dejavu-core",
 ]  # fmt: skip
-UNITS = ["device-marks", "device-compositor", "device-home-screen", "device-app-agent"]
+UNITS = ["device-marks", "device-compositor", "device-home-screen", "device-app-agent.path"]
 KERNEL = {"arm64": "linux-image-arm64", "amd64": "linux-image-amd64"}
 # What initramfs-tools' MODULES=dep would keep on the device (the boot advice's initramfs): the
 # drivers of its root disk and root file system. dep cannot be used here: it reads the machine it
