@@ -796,10 +796,13 @@ def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
-# The start of headstart's daemon and its end, by its unit's description (ours): the console cuts a
-# long unit name to "headstart@kiosk.s…", which its socket's line shares.
-_DAEMON_STARTING = re.compile(r"\bStarting headstart@[^\s.]*\.s(?:ervice\b|\S*….*\blauncher daemon\b)")
-_DAEMON_STARTED = re.compile(r"\bStarted headstart@[^\s.]*\.s(?:ervice\b|\S*….*\blauncher daemon\b)")
+def _daemon_unit(verb: str) -> re.Pattern[str]:
+    """systemd's line that it is starting (started) headstart's daemon, also as the console cuts a
+    long unit name ("headstart@kiosk.s…", which the socket's line shares): told by its description."""
+    return re.compile(rf"\b{verb} headstart@[^\s.]*\.s(?:ervice\b|\S*….*\blauncher daemon\b)")
+
+
+_DAEMON_STARTING, _DAEMON_STARTED = _daemon_unit("Starting"), _daemon_unit("Started")
 EARLY_DAEMON_DROP_IN = "50-start-early.conf"
 # Ordered after the file systems alone, as a unit without default dependencies is: what a daemon
 # needs (its state and cache on the disk, the programs' files, the user's entry in /etc/passwd).
