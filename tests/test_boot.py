@@ -490,49 +490,6 @@ def test_journal_advice_for_its_start_and_flush_on_the_critical_chain(tmp_path):
     assert [list(r["drop_ins"]) for r in advised] == [["/etc/systemd/journald.conf.d/50-no-kernel-messages.conf"]]
 
 
-def test_the_daemon_started_after_sysinit_is_advised_to_start_with_the_file_systems(tmp_path):
-    """On the amd64 device's recorded boot headstart's daemon started after sysinit.target and took
-    15.9 s to be ready, its lines cut short by the console ("headstart@kiosk.s…", as its socket's):
-    a kiosk's drop-ins order it and its socket after the file systems alone. A daemon already started
-    before sysinit.target, or one not ready before the program, is not advised on."""
-    log = FIXTURES / "device-amd64.log"
-    ready = ("--ready", "headstart-device: home screen frame$")
-    advised = [r for r in analyze_json(str(log), "--kiosk", *ready)["recommendations"] if r["topic"] == "daemon order"]
-    assert len(advised) == 1
-    assert advised[0]["seconds"] == pytest.approx(57.448909 - 41.544565)
-    assert advised[0]["drop_ins"] == {
-        "/etc/systemd/system/headstart@.service.d/50-start-early.conf": (
-            "[Unit]\nDefaultDependencies=no\nAfter=local-fs.target\nConflicts=shutdown.target\nBefore=shutdown.target\n"
-        ),
-        "/etc/systemd/system/headstart@.socket.d/50-start-early.conf": (
-            "[Unit]\nDefaultDependencies=no\nAfter=local-fs.target\nConflicts=shutdown.target\n"
-            "Before=sockets.target shutdown.target\n"
-        ),
-    }
-    assert any("launcher daemon" in e for e in advised[0]["evidence"])
-    plain = [r for r in analyze_json(str(log), *ready)["recommendations"] if r["topic"] == "daemon order"]
-    assert len(plain) == 1 and not plain[0]["drop_ins"] and "--kiosk" in plain[0]["message"]
-
-    def daemon_advice(starting: float, started: float) -> list[dict]:
-        lines = [
-            (0.0, "Linux version 6.1.0"),
-            (0.9, "Run /init as init process"),
-            (starting, "systemd[1]: Starting headstart@kiosk.service - headstart launcher daemon for kiosk..."),
-            (3.0, "systemd[1]: Reached target sysinit.target - System Initialization."),
-            (3.2, "systemd[1]: Reached target basic.target - Basic System."),
-            (started, "systemd[1]: Started headstart@kiosk.service - headstart launcher daemon for kiosk."),
-            (5.0, "app ready"),
-        ]
-        boot = tmp_path / "boot.txt"
-        boot.write_text("".join(f"[{at:12.6f}] {text}\n" for at, text in sorted(lines)))
-        data = analyze_json(str(boot), "--kiosk", "--ready", "app ready")
-        return [r for r in data["recommendations"] if r["topic"] == "daemon order"]
-
-    assert [r["seconds"] for r in daemon_advice(3.3, 4.8)] == [pytest.approx(1.5)]
-    assert daemon_advice(2.0, 4.8) == []  # started before sysinit.target already
-    assert daemon_advice(3.3, 5.5) == []  # ready after the program: it did not wait for it
-
-
 def test_a_kernel_line_begun_by_the_firmwares_text_is_timed_by_the_kernels_clock():
     """The amd64 device's capture stamps the line that holds the kernel's first message at 0.16 s: the
     line began with SeaBIOS's clearing of the screen, and the kernel's text came 5.5 s later, as the

@@ -62,7 +62,7 @@ class Advice:
 
 # Advice for a device that shows one program and runs nothing else a user sees: what it takes away
 # (units, systemd's generators, events of udev's coldplug) a desktop or a server may need.
-KIOSK_TOPICS = ("unit", "coldplug", "generators", "journal", "daemon order")
+KIOSK_TOPICS = ("unit", "coldplug", "generators", "journal")
 NOT_A_KIOSK = (
     " This is a kiosk's advice: with `--kiosk` (a device that shows one program and runs nothing these "
     "would take away) it comes with the arguments and files that apply it."
@@ -87,7 +87,6 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_generators(log),
         *_journal(log),
         *_startup_weight(t, log),
-        *_daemon_order(t, log),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -792,64 +791,6 @@ def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
                 )
                 for unit in units
             },
-        )
-    ]
-
-
-def _daemon_unit(verb: str) -> re.Pattern[str]:
-    """systemd's line that it is starting (started) headstart's daemon, also as the console cuts a
-    long unit name ("headstart@kiosk.s…", which the socket's line shares): told by its description."""
-    return re.compile(rf"\b{verb} headstart@[^\s.]*\.s(?:ervice\b|\S*….*\blauncher daemon\b)")
-
-
-_DAEMON_STARTING, _DAEMON_STARTED = _daemon_unit("Starting"), _daemon_unit("Started")
-EARLY_DAEMON_DROP_IN = "50-start-early.conf"
-# Ordered after the file systems alone, as a unit without default dependencies is: what a daemon
-# needs (its state and cache on the disk, the programs' files, the user's entry in /etc/passwd).
-# Its socket too: by default a socket waits for sysinit.target, and the daemon for its socket.
-_EARLY_UNIT = "[Unit]\nDefaultDependencies=no\nAfter=local-fs.target\nConflicts=shutdown.target\n"
-EARLY_DAEMON_DROP_INS = {
-    f"/etc/systemd/system/{HEADSTART_DAEMON_UNIT}.d/{EARLY_DAEMON_DROP_IN}": _EARLY_UNIT + "Before=shutdown.target\n",
-    f"/etc/systemd/system/headstart@.socket.d/{EARLY_DAEMON_DROP_IN}": _EARLY_UNIT
-    + "Before=sockets.target shutdown.target\n",
-}
-
-
-def _daemon_order(t: Timeline, log: BootLog) -> list[Advice]:
-    """headstart's daemon started after sysinit.target, as a unit with default dependencies does,
-    and was ready before the program: its start (loading the libraries of the programs it serves)
-    ran beside the chain to the program, on the CPUs that chain needed, and the program waits for it
-    whenever that chain is shorter than its start."""
-    lines = [line for line in log.lines if t.time_of(line) is not None]
-    starting = next((line for line in lines if _DAEMON_STARTING.search(line.text)), None)
-    if starting is None:
-        return []
-    start_at = t.time_of(starting)
-    started = next((line for line in lines if _DAEMON_STARTED.search(line.text) and t.time_of(line) >= start_at), None)
-    sysinit, ready = t.at("sysinit"), t.at("ready")
-    if started is None or sysinit is None or start_at < sysinit:
-        return []
-    took = t.time_of(started) - start_at
-    if took < SLOW_UNIT_S or (ready is not None and t.time_of(started) > ready):
-        return []
-    evidence = [f"{line.source}: {line.text.strip()}" for line in (t.moments["sysinit"].evidence, starting, started)]
-    return [
-        Advice(
-            "daemon order",
-            f"headstart's daemon started {start_at - sysinit:.3f} s after sysinit.target and took "
-            f"{took * 1000:,.0f} ms to be ready: that start, the libraries of the programs it serves loaded "
-            "and relocated, runs beside the chain to the program on the CPUs the chain needs, and the program "
-            "waits for the daemon whenever that chain is shorter (as once the other advice here is applied). "
-            "The daemon needs only the file systems: its state and cache on the disk, the programs' files and "
-            "the user's entry in /etc/passwd. Drop-ins for headstart@.service and its socket order both after "
-            "local-fs.target alone, so that the daemon starts while sysinit.target's units wait on each other. "
-            "Not for a device whose users come from a network directory (LDAP, sssd) or whose programs or "
-            "home folders are on a network file system: the daemon would start before them. On the virtual "
-            "device the home screen's frame came a median 0.4 s sooner in seven pairs of boots "
-            "(docs/results.md).",
-            evidence,
-            took,
-            drop_ins=dict(EARLY_DAEMON_DROP_INS),
         )
     ]
 

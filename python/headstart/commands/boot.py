@@ -39,8 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--kiosk",
         action="store_true",
         help="the device shows one program and runs nothing else a user sees: the advice that takes away units, "
-        "systemd's generators and coldplug events, keeps the journal in memory and starts headstart's daemon with "
-        "the file systems comes with the arguments and files that apply it",
+        "systemd's generators and coldplug events, and keeps the journal in memory, comes with the arguments and files "
+        "that apply it",
     )
     ana.add_argument(
         "--trace",
