@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "headstart/client.h"
+#include "exit-status.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -324,33 +325,6 @@ static void drain_signals(struct hs_launch *l, int sigfd) {
                 else
                         signal_program(l, sig, to_group);
         }
-}
-
-/* linux/pidfd.h of Linux 6.15, which Debian 12's headers predate: a pidfd keeps the exit status of
- * its process once it is reaped, for whoever holds the pidfd. */
-struct pidfd_exit_info {
-        uint64_t mask;
-        uint64_t cgroupid;
-        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-        int32_t exit_code; /* as wait(2) gives it */
-};
-#define PIDFD_INFO_EXIT (1UL << 3)
-#define PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_exit_info)
-
-/* The wait status of the ended program, read from its pidfd once whoever inherited it (init, or a
- * subreaper) has reaped it; -1 on kernels before 6.15 or when nobody reaps it within 5 s. With a
- * second, a test's client once lost a status (the sanitizer build, on a loaded machine); only a
- * system whose init never reaps waits the whole bound. */
-static int exit_status_from_pidfd(int pidfd) {
-        for (int tries = 0; tries < 500; tries++) {
-                struct pidfd_exit_info info = { .mask = PIDFD_INFO_EXIT };
-                if (ioctl(pidfd, PIDFD_GET_INFO, &info) < 0)
-                        return -1;
-                if (info.mask & PIDFD_INFO_EXIT)
-                        return info.exit_code;
-                (void) nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-        }
-        return -1;
 }
 
 /* The daemon vanished while the program runs (its zygote was killed): the program keeps running,
