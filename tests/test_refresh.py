@@ -283,3 +283,35 @@ def test_a_stopped_program_outlives_its_zygote():
         # continue it with the program is gone: its shell's `fg` does (docs/limitations.md).
         os.kill(client.pid, signal.SIGCONT)
         assert client.wait(timeout=30) == 0
+
+
+def test_exec_while_starting_sends_launches_to_exec_until_the_first_zygote_serves(tmp_path):
+    """A program started with the daemon (at boot) need not wait for its preload: with
+    --exec-while-starting the supervisor declines at once until its first zygote is ready, and the
+    client execs. Without it the client waits, here until its deadline, and its request, with the
+    fds it passed, stays queued for the zygote."""
+    env, slow, _ = slow_start_env(tmp_path)
+    debug = dict(env, HEADSTART_DEBUG="1")
+    argv = observe("exit", "6")
+    want = run_exec(argv, env=env)
+    slow.touch()
+    with private_daemon([], extra_args=SLOW_START, env=env, wait_ready=False) as d:
+        wait_for(d.socket.exists, d)
+        # Not through pipes: the queued request holds their write ends until the zygote reads it.
+        with open(tmp_path / "err", "w+b") as err:
+            client = [str(bin_path("headstart-run")), "--socket", str(d.socket), "--timeout", "300", *argv]
+            waited = subprocess.run(client, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err, timeout=60)
+            err.seek(0)
+            assert waited.returncode == 6 and b"did not answer within 300 ms" in err.read()
+    slow.touch()
+    with private_daemon([], extra_args=[*SLOW_START, "--exec-while-starting"], env=env, wait_ready=False) as d:
+        wait_for(d.socket.exists, d)
+        declined = run_served(d, argv, env=debug)
+        assert (declined.returncode, declined.stdout) == (6, want.stdout)
+        assert b"the daemon is starting (--exec-while-starting)" in declined.stderr, declined.stderr
+        assert "ready: listening" not in d.log_text()
+        slow.unlink()
+        wait_for(lambda: "ready: listening" in d.log_text(), d)
+        served = run_served(d, argv, env=env)
+        assert (served.returncode, served.stdout) == (6, want.stdout)
+        assert d.launches_started() == 1

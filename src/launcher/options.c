@@ -112,6 +112,8 @@ static int apply_setting(struct daemon_options *o, const char *key, const char *
                 return parse_number(key, value, 1, 65536, &o->learn_refresh);
         else if (strcmp(key, "verbose") == 0)
                 return parse_bool(key, value, &o->verbose);
+        else if (strcmp(key, "exec-while-starting") == 0)
+                return parse_bool(key, value, &o->exec_while_starting);
         else if (strcmp(key, "prepare-display") == 0)
                 r = string_list_add(&o->prepare_display, value);
         else if (strcmp(key, "max-children") == 0)
@@ -266,6 +268,9 @@ static void help(void) {
                 "  --report-launches SOCKET  tell headstart-pind (docs/pinning.md) each program served, so\n"
                 "                       that its pages stay resident; 'none' to not (default\n"
                 "                       " HS_LAUNCH_REPORT_SOCKET ")\n"
+                "  --exec-while-starting  until the daemon is ready to serve, decline every launch at once,\n"
+                "                       so that its client execs the program instead of waiting for the\n"
+                "                       daemon's start (a program started with it at boot)\n"
                 "  --max-children N     programs running at once before requests are declined (default 1024)\n"
                 "  --request-timeout S  seconds a client has to send its whole request (default 10)\n"
                 "  --trial-timeout S    seconds a test child may take to try a learned object, a\n"
@@ -296,7 +301,7 @@ static const struct long_option long_options[] = {
         { "version", false },       { "check", false },        { "no-learn", false },
         { "learn-file", true },    { "learn-refresh", true },  { "warm-up", true },
         { "terminal", true },       { "report-launches", true }, { "schedule", true },
-        { "prepare-display", true }, { "trial-timeout", true },
+        { "prepare-display", true }, { "trial-timeout", true }, { "exec-while-starting", false },
 };
 
 static const struct long_option *find_option(const char *name, size_t len) {

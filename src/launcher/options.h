@@ -21,6 +21,7 @@ struct daemon_options {
         struct string_list schedules; /* "PROGRAM KEY=VALUE...": how a program is scheduled (schedule.h) */
         bool allow_root;
         bool verbose;
+        bool exec_while_starting; /* decline launches until the first zygote is ready: their clients exec */
         unsigned max_children;
         unsigned pool_size; /* waiting children kept forked; 0: none */
         unsigned refresh_launches; /* start a fresh zygote after this many launches; 0: never */

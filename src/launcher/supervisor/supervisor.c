@@ -198,8 +198,9 @@ static void on_listen(struct supervisor *s) {
                 if (fd < 0)
                         return; /* EAGAIN: a zygote took it, or none is left */
                 (void) hs_send_reason(fd, HS_MSG_DECLINED, HS_DECLINE_BUSY,
-                                      s->retry_at ? "no zygote is running: starting one failed, and is tried again"
-                                                  : "no zygote serves yet: a new one is starting");
+                                      s->retry_at    ? "no zygote is running: starting one failed, and is tried again"
+                                      : s->announced ? "no zygote serves yet: a new one is starting"
+                                                     : "the daemon is starting (--exec-while-starting)");
                 close(fd);
         }
 }
@@ -409,6 +410,11 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
                 log_error_errno(r, "cannot set up the supervisor");
         else
                 spawn(&s, "first start");
+        /* Its clients exec rather than wait for the preload: at boot, with no display yet to prepare
+         * a program's toolkit ahead, a program served in preload mode reached its first frame no
+         * sooner than exec'd, and waited for the daemon besides (docs/results.md). */
+        if (r >= 0 && o->exec_while_starting)
+                decline_clients(&s, true);
 
         while (r >= 0 && !s.stop_requested && (s.zygotes || (s.retry_at && !s.stopping))) {
                 struct epoll_event events[16];
