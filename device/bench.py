@@ -94,10 +94,11 @@ def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int,
 
 def analysis_boot(arch: str, out: Path, accel: str) -> dict[str, Any]:
     """Arm 2 booted once with each initcall timed and every kernel line on the console, which the
-    advice reads (the slowest initcalls, the crypto self-tests). Not timed with the arms: those lines
-    cost a boot under emulation about 1.5 s on the console, which `quiet` would then take back in
-    arm 3 alone (docs/device.md)."""
-    plan = scenario.Plan(cold_mode="exec", warm_modes=["exec"], warm_runs=0, kernel_args=VERBOSE_ARGS)
+    advice reads (the slowest initcalls, the crypto self-tests), and the daemon's log (when it was
+    ready, and how it served the home screen). Not timed with the arms: those lines cost a boot
+    under emulation about 1.5 s on the console, which `quiet` would then take back in arm 3 alone
+    (docs/device.md)."""
+    plan = scenario.Plan(cold_mode="exec", warm_modes=["exec"], warm_runs=0, kernel_args=VERBOSE_ARGS, daemon_log=True)
     return _booted(arch, out, accel, "headstart", "analysis", -1, plan, NOTHING)
 
 
