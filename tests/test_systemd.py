@@ -65,3 +65,38 @@ def test_units_are_generated(unit):
     assert "@" not in text.replace("%t/", "").replace("%E/", "")
     if unit == "headstart.service":
         assert "Type=notify" in text and "ExecStart=/" in text
+
+
+def test_exec_while_starting_on_a_socket_systemd_passes(tmp_path):
+    """systemd passes a blocking socket. A supervisor declining launches while its first zygote
+    starts accepted until none was left, blocked in accept, and never read its zygote's READY: the
+    virtual device's unit failed its start. Two launches during the start are declined, then the
+    daemon says READY=1."""
+    from test_refresh import SLOW_START, slow_start_env
+
+    sock, notify = tmp_path / "activated.sock", tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(notify))
+    listener.settimeout(60)
+    slow_env, slow, _ = slow_start_env(tmp_path)
+    slow.touch()
+    daemon = [str(bin_path("headstartd")), *SLOW_START, "--exec-while-starting", "--verbose"]
+    if os.geteuid() == 0:
+        daemon.append("--allow-root")
+    env = dict(slow_env, NOTIFY_SOCKET=str(notify), XDG_RUNTIME_DIR=str(tmp_path))
+    with open(tmp_path / "log", "wb") as logf:
+        p = subprocess.Popen(["python3", "-c", ACTIVATE, str(sock), *daemon], env=env, stderr=logf)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = [str(bin_path("headstart-run")), "--socket", str(sock), str(bin_path("observe")), "exit", "6"]
+        for _ in range(2):
+            got = run_exec(client, env=base_env(HEADSTART_DEBUG="1"))
+            assert got.returncode == 6 and b"the daemon is starting" in got.stderr, got.stderr
+        slow.unlink()
+        assert b"READY=1" in listener.recv(4096)
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+        listener.close()

@@ -382,6 +382,11 @@ static int setup(struct supervisor *s) {
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return -errno;
+        /* on_listen accepts until none is left: a socket systemd passes blocks, and the supervisor
+         * declining before its first zygote made it non-blocking hung in accept, its zygote's READY
+         * unread (the virtual device's unit failed its start so). */
+        if (fcntl(s->listen_fd, F_SETFL, fcntl(s->listen_fd, F_GETFL) | O_NONBLOCK) < 0)
+                return -errno;
         return watch(s, s->signal_fd, &s->signal_watch);
 }
 
