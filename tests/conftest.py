@@ -78,6 +78,23 @@ def helper_path(name: str) -> Path:
     return bin_path("observe").parent / name
 
 
+# A warm-up step that takes as long as a file exists and writes the pid of the process that waits:
+# a zygote still starting, for as long as a test wants.
+SLOW_START = [
+    "--app",
+    str(helper_path("uses-plugin")),
+    "--warm-up",
+    "libhs-framework.so:framework_slow_init",
+    "--no-learn",
+]
+
+
+def slow_start_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """The environment for SLOW_START, the file that holds the start, and where its pid goes."""
+    slow, pid = tmp_path / "slow", tmp_path / "slow.pid"
+    return dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow), HS_FRAMEWORK_SLOW_PID=str(pid)), slow, pid
+
+
 def base_env(**extra: str) -> dict[str, str]:
     """A small, explicit environment, the same for exec and served runs."""
     env = {"PATH": "/usr/bin:/bin", "LANG": "C", "HOME": os.environ.get("HOME", "/root")}

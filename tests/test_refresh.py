@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from conftest import base_env, bin_path, helper_path, proc_fields, run_exec, run_served
+from conftest import SLOW_START, base_env, bin_path, proc_fields, run_exec, run_served, slow_start_env
 from headstart.daemon import RunningDaemon, private_daemon
 from headstart.errors import HeadstartError
 
@@ -136,16 +136,7 @@ def test_replacing_a_preloaded_library_refreshes_and_the_new_code_runs(tmp_path)
         assert run_served(d, [str(prog)]).stdout == b"versioned library 2\n"
 
 
-# A warm-up step that takes as long as a file exists and writes the pid of the process that waits:
-# a zygote still starting, for as long as a test wants.
-USES_PLUGIN = helper_path("uses-plugin")
 T = TypeVar("T")
-SLOW_START = ["--app", str(USES_PLUGIN), "--warm-up", "libhs-framework.so:framework_slow_init", "--no-learn"]
-
-
-def slow_start_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
-    slow, pid = tmp_path / "slow", tmp_path / "slow.pid"
-    return dict(os.environ, HS_FRAMEWORK_SLOW_WHILE=str(slow), HS_FRAMEWORK_SLOW_PID=str(pid)), slow, pid
 
 
 def children_of(pid: int) -> list[int]:

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import base_env, bin_path, run_exec
+from conftest import SLOW_START, base_env, bin_path, run_exec, slow_start_env
 
 # Execs headstartd with the listening socket as fd 3 and LISTEN_PID set to its own pid, as systemd does.
 ACTIVATE = """
@@ -72,8 +72,6 @@ def test_exec_while_starting_on_a_socket_systemd_passes(tmp_path):
     starts accepted until none was left, blocked in accept, and never read its zygote's READY: the
     virtual device's unit failed its start. Two launches during the start are declined, then the
     daemon says READY=1."""
-    from test_refresh import SLOW_START, slow_start_env
-
     sock, notify = tmp_path / "activated.sock", tmp_path / "notify.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind(str(notify))

@@ -347,8 +347,6 @@ int server_init(struct server *s, const struct daemon_options *o, int listen_fd,
         s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (s->epoll_fd < 0)
                 return log_error_errno(errno, "epoll_create1");
-        if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0)
-                return log_error_errno(errno, "cannot make the socket non-blocking");
         if ((r = watch_fd(s->epoll_fd, listen_fd, &s->listen_watch, EPOLLIN)) < 0 ||
             (r = watch_fd(s->epoll_fd, s->signal_fd, &s->signal_watch, EPOLLIN)) < 0 ||
             (s->control_fd >= 0 && (r = watch_fd(s->epoll_fd, s->control_fd, &s->control_watch, EPOLLIN)) < 0))
