@@ -1606,3 +1606,58 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     no_coldplug.write_text("\n".join(line for line in text.splitlines() if "Coldplug" not in line) + "\n")
     assert _display_advice(no_coldplug) == []
     assert _display_advice(VERBOSE) == []  # a boot with no card
+
+
+def _input_advice(log: Path, cpu: Path | None = None) -> list[dict]:
+    args = [str(log)] + ([str(cpu)] if cpu else [])
+    return [r for r in analyze_json(*args)["recommendations"] if r["topic"] == "input driver"]
+
+
+def test_input_modules_that_udev_loaded_late_are_advised_to_load_as_systemd_starts(tmp_path):
+    """The device's arm64 boot: udev loaded evdev, which makes the input devices' event nodes, 4.5 s
+    after its coldplug began, and gpio_keys, the board's buttons' driver, in the initramfs. A
+    compositor's seat waits for those nodes. A module already on the command line is not named
+    again; evdev loaded before coldplug, a boot without its initcall or with busy CPUs gets nothing."""
+    log = FIXTURES / "device-arm64-initcall-debug.log"
+    (advice,) = _input_advice(log)
+    assert advice["kernel_args"] == ["modules_load=evdev,gpio_keys"]
+    assert advice["seconds"] == pytest.approx(18.434844 - 13.893273, abs=0.01)
+    assert "appeared 4.5" in advice["message"] and "gpio-keys (gpio_keys)" in advice["message"]
+    assert [e.split(": ", 1)[0] for e in advice["evidence"]] == [
+        "device-arm64-initcall-debug.log:2282",
+        "device-arm64-initcall-debug.log:2362",
+        "device-arm64-initcall-debug.log:2152",
+        "device-arm64-initcall-debug.log:2150",
+    ]
+    text = log.read_text()
+
+    def variant(name: str, new: str) -> Path:
+        out = tmp_path / name
+        out.write_text(new)
+        return out
+
+    with_keys = variant(
+        "keys.log", text.replace("initcall_debug loglevel=8", "initcall_debug modules-load=gpio-keys loglevel=8", 1)
+    )
+    assert [a["kernel_args"] for a in _input_advice(with_keys)] == [["modules_load=evdev"]]
+    with_evdev = variant(
+        "evdev.log", text.replace("initcall_debug loglevel=8", "initcall_debug modules_load=evdev loglevel=8", 1)
+    )
+    assert _input_advice(with_evdev) == []
+    no_evdev = variant("no-evdev.log", "\n".join(x for x in text.splitlines() if "evdev_init" not in x) + "\n")
+    assert _input_advice(no_evdev) == []
+    # evdev loaded before coldplug (as systemd-modules-load would): nothing came late.
+    lines = text.splitlines()
+    evdev = [x for x in lines if "evdev_init" in x]
+    rest = [x for x in lines if "evdev_init" not in x]
+    at = next(i for i, x in enumerate(rest) if "Coldplug All udev Devices" in x)
+    early = [
+        x.replace("18.887356\t[   18.434844]", "14.300000\t[   13.800000]").replace(
+            "18.899278\t[   18.446747]", "14.310000\t[   13.810000]"
+        )
+        for x in evdev
+    ]
+    assert _input_advice(variant("early.log", "\n".join(rest[:at] + early + rest[at:]) + "\n")) == []
+    busy = tmp_path / "busy.txt"
+    busy.write_text("Id=a.service\nCPUUsageNSec=2000000000\n\ncpu  800 0 100 100 0 0 0 0\n")
+    assert _input_advice(log, busy) == []

@@ -82,6 +82,7 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_initramfs(t, log),
         *_initramfs_udev(t, log),
         *_display_driver(t, log),
+        *_input_driver(t, log),
         *_units(t, log),
         *_coldplug(t, log),
         *_generators(log),
@@ -558,6 +559,88 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
             [f"modules_load={modules}"],
         )
     ]
+
+
+# The kernel's line for each input device it registers (drivers/input/input.c), with the device's name.
+_INPUT_DEVICE = re.compile(r"\binput: (.+?) as /devices/")
+# The input devices' event interface: libinput (every Wayland compositor's seat, X's libinput driver)
+# opens /dev/input/event* alone, which exist only once this module is loaded.
+EVDEV_MODULE = "evdev"
+
+
+def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
+    """The modules an input device's event node waits for, when udev loaded them: evdev, and the
+    device's own driver (udev loads it in the initramfs or at coldplug: without udev in the initramfs,
+    as with the tiny initramfs, at coldplug). A compositor makes its seat from those nodes, and a
+    program shown before it has one may never be (weston's kiosk shell). Said when evdev came late
+    after coldplug began; a module already loaded as systemd starts is not named again."""
+    coldplug = next((line for line in log.lines if _COLDPLUG.search(line.text)), None)
+    started = t.time_of(coldplug) if coldplug else None
+    if started is None or (t.cpu.busy_share is not None and t.cpu.busy_share >= BUSY_SHARE):
+        return []
+    loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
+    evdev = next((c for c in t.module_initcalls if c.module == EVDEV_MODULE and c.start_s is not None), None)
+    if evdev is None or evdev.module in loaded or evdev.start_s - started < LATE_CARD_S:
+        return []
+    drivers: dict[str, tuple[Initcall, Line]] = {}  # module -> its initcall, its device's line
+    for line in log.lines:
+        m = _INPUT_DEVICE.search(line.text)
+        shown = t.time_of(line)
+        if m and shown is not None and (call := _registering(t, shown, m.group(1))) and call.module not in loaded:
+            drivers.setdefault(call.module, (call, line))
+    modules = [EVDEV_MODULE, *(m for m in drivers if m != EVDEV_MODULE)]
+    named = "".join(f", {_input_name(line)} ({module})" for module, (_, line) in drivers.items())
+    late = evdev.start_s - started
+    return [
+        Advice(
+            "input driver",
+            f"The input devices' event nodes (/dev/input/event*, module {EVDEV_MODULE}) appeared {late:.3f} s after "
+            f"udev's coldplug began: udev loaded the module when it reached an input device among all the others"
+            + (f", as it loaded the devices' own drivers{named}" if drivers else "")
+            + ". A compositor makes its seat from those nodes, and weston's kiosk shell never shows a window "
+            "whose first frame came before it had one: on the virtual device the home screen therefore waits "
+            "for its input device. Load the modules as systemd starts, before coldplug: "
+            f"`modules_load={','.join(modules)}` on the kernel command line, or the names in "
+            "/etc/modules-load.d/ (or build them in). On the virtual device, in boots of "
+            "arm 3, udev had set up its input device 6.3 s into the boot without them and 4.7-5.2 s with them, "
+            "the compositor ready at 4.7-5.3 s (the kernel's clock; docs/results.md).",
+            [f"{coldplug.source}: {coldplug.text.strip()}", f"{evdev.evidence.source}: {evdev.evidence.text.strip()}"]
+            + [f"{x.source}: {x.text.strip()}" for call, line in drivers.values() for x in (call.evidence, line)],
+            late,
+            [f"modules_load={','.join(modules)}"],
+        )
+    ]
+
+
+def _input_name(line: Line) -> str:
+    m = _INPUT_DEVICE.search(line.text)
+    return m.group(1) if m else line.text.strip()
+
+
+def _modules_loaded_as_systemd_starts(command_line: str) -> set[str]:
+    """The modules the kernel command line has systemd-modules-load load (modules_load=, modules-load=;
+    rd.modules_load= too, which the initramfs loads)."""
+    out: set[str] = set()
+    for arg in command_line.split():
+        key, _, value = arg.partition("=")
+        if key.removeprefix("rd.").replace("-", "_") == "modules_load":
+            out.update(m.replace("-", "_") for m in value.split(",") if m)
+    return out
+
+
+def _registering(t: Timeline, shown: float, name: str) -> Initcall | None:
+    """The module whose initcall was running when the kernel registered input device NAME: the one
+    named as the device (gpio-keys, module gpio_keys), else the only module's initcall running then."""
+    running = [
+        c
+        for c in t.module_initcalls
+        if c.start_s is not None
+        and c.module
+        and (end := t.time_of(c.evidence)) is not None
+        and c.start_s <= shown <= end
+    ]
+    named = [c for c in running if c.module == name.replace("-", "_")]
+    return named[0] if named else running[0] if len(running) == 1 else None
 
 
 def _loading(t: Timeline, started: float, shown: float, drm_name: str) -> Initcall | None:
