@@ -6,7 +6,8 @@
      boot of arm 2 (the only boot with initcall_debug, not timed), applied on the kernel command
      line, with the device's initramfs that the advice names (the root's drivers alone, or
      tiny-initramfs: no udev), and from a copy of arm 2's image with the advice's unit drop-ins written into it
-     (docs/device.md says which advice and why).
+     (docs/device.md says which advice and why); then booted once so, not timed either, for a second
+     round of advice that shows only once the first has made the rest faster (SECOND_ROUND_TOPICS).
 
 Each boot: power-on to the home screen's first frame (the phases by `headstart boot analyze`), then
 the second app opened cold (first after boot: served and exec'd in turn across the boots of arms 2
@@ -94,11 +95,27 @@ def one_boot(arch: str, out: Path, accel: str, arm: str, n: int, warm_runs: int,
 
 def analysis_boot(arch: str, out: Path, accel: str) -> dict[str, Any]:
     """Arm 2 booted once with each initcall timed and every kernel line on the console, which the
-    advice reads (the slowest initcalls, the crypto self-tests). Not timed with the arms: those lines
-    cost a boot under emulation about 1.5 s on the console, which `quiet` would then take back in
-    arm 3 alone (docs/device.md)."""
-    plan = scenario.Plan(cold_mode="exec", warm_modes=["exec"], warm_runs=0, kernel_args=VERBOSE_ARGS)
+    advice reads (the slowest initcalls, the crypto self-tests), and the daemon's log (when it was
+    ready, and how it served the home screen). Not timed with the arms: those lines cost a boot
+    under emulation about 1.5 s on the console, which `quiet` would then take back in arm 3 alone
+    (docs/device.md)."""
+    plan = scenario.Plan(cold_mode="exec", warm_modes=["exec"], warm_runs=0, kernel_args=VERBOSE_ARGS, daemon_log=True)
     return _booted(arch, out, accel, "headstart", "analysis", -1, plan, NOTHING)
+
+
+# Advice that shows only once the first round's has made the rest of the boot faster: the home
+# screen waiting for the daemon's start (in arm 2 and the analysis boot the daemon is ready first).
+SECOND_ROUND_TOPICS = ("served at boot",)
+
+
+def second_round(arch: str, out: Path, accel: str, applied: Applied) -> list[dict[str, Any]]:
+    """Arm 3 booted once with the first round's advice, not timed, and analysed again, as a user
+    applies advice and looks at the next boot: what SECOND_ROUND_TOPICS advise from it."""
+    plan = scenario.Plan(
+        cold_mode="exec", warm_modes=["exec"], warm_runs=0, kernel_args=applied.kernel_args, daemon_log=True
+    )
+    b = _booted(arch, out, accel, "headstart+advice", "analysis-round-2", -1, plan, applied)
+    return [r for r in b["analysis"]["recommendations"] if r["topic"] in SECOND_ROUND_TOPICS]
 
 
 def _booted(
@@ -211,11 +228,19 @@ def main() -> int:
                 host_cache_locked([*(out / "boot").glob("*"), out / "stock.img", out / "headstart.img"])
             )
             advised = analysis_boot(args.arch, out, accel)
-            applied = Applied.of(advised["analysis"]["recommendations"])
+            recommendations = advised["analysis"]["recommendations"]
+            applied = Applied.of(recommendations)
             print(f"analysis boot: home screen frame at {advised['home_frame_s']:.2f} s (not timed with the arms)")
-            print(f"advice applied: {applied.describe()}")
             if applied.drop_ins:
                 with_files(out / "headstart.img", out / ADVICE_IMAGE, applied.drop_ins)
+            later = second_round(args.arch, out, accel, applied)
+            print(f"second round: {', '.join(r['topic'] for r in later) or 'nothing more'} advised")
+            if later:
+                recommendations += [dict(r, round=2) for r in later]
+                applied = Applied.of(recommendations)
+                with_files(out / "headstart.img", out / ADVICE_IMAGE, applied.drop_ins)
+            print(f"advice applied: {applied.describe()}")
+            if applied.drop_ins:
                 locked.enter_context(host_cache_locked([out / ADVICE_IMAGE]))
             for n in range(args.boots):
                 # Each arm takes each place in turn (1 2 3, 2 3 1, 3 1 2): a boot slowed by the one

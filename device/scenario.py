@@ -45,6 +45,9 @@ class Plan:
     # after a launch (the next child's toolkit started ahead) then runs between launches, not during
     # the exec'd one that comes next. Seconds of the emulated board, where GTK starts in about 1 s.
     pause_s: float = 5.0
+    # The daemon's log on the console after the launches even when no launch was served: the advice
+    # reads when it was ready and how it served the home screen.
+    daemon_log: bool = False
 
 
 @dataclass
@@ -91,6 +94,7 @@ def run(arch: str, files: BootFiles, accel: str, plan: Plan, log: Path) -> BootR
                 result.launches.append(_launch(boot, mode, cold=False, daemon=daemon, home=home))
         if daemon:
             result.status = _lines(boot, "status", 120)
+        if daemon or plan.daemon_log:
             daemon_log = _lines(boot, "daemon-log", 120)
             log.with_suffix(".daemon.txt").write_text("".join(line + "\n" for line in daemon_log))
         boot.wait_for("^done$", 60, after=boot.send("done"))

@@ -368,6 +368,52 @@ device-home-screen.service @5.694s
 """
 
 
+DAEMON_READY = "headstartd[130]: headstartd: ready: listening on /run/headstart-kiosk.socket (pid 130)"
+DAEMON_SERVED = "headstartd[136]: headstartd[zygote 1]: started /usr/bin/gnome-font-viewer as 152 ({mode})"
+
+
+def served_at_boot(tmp_path: Path, name: str, ready_s: float, served_s: float, mode: str, relayed: bool = False):
+    """The advice on a boot whose chain ends at the home screen's unit (started at 6.694 s on the
+    kernel's clock) and whose daemon was ready, then served it, at these times."""
+    lines = [(ready_s, DAEMON_READY), (served_s, DAEMON_SERVED.format(mode=mode))]
+    if relayed:  # as the virtual device's agent prints the journal on the console, after the boot
+        text = "# headstart boot record device=/dev/pts/0 baud=115200 start=\n"
+        text += "0.030\t[    0.000000] Booting Linux on physical CPU 0x0000000000\n" + "".join(
+            f"{20 + i}.000\theadstart-device: daemon-log: at {at:.6f} s: device {line}\n"
+            for i, (at, line) in enumerate(lines)
+        )
+    else:  # journalctl -o short-monotonic
+        text = "".join(f"[{at:12.6f}] device {line}\n" for at, line in lines)
+    log, chain = tmp_path / f"{name}.log", tmp_path / f"{name}.chain.txt"
+    log.write_text(text)
+    chain.write_text(STARTUP_CHAIN)
+    return [r for r in analyze_json(str(log), str(chain))["recommendations"] if r["topic"] == "served at boot"]
+
+
+def test_a_program_that_waited_for_the_daemon_at_boot_is_advised_exec_while_starting(tmp_path):
+    """The home screen's unit started before headstartd was ready and was served as soon as it was,
+    in preload mode: the advice is --exec-while-starting, by a drop-in the daemon's unit reads. Not
+    for a program the daemon prepared ahead, nor one that started after the daemon was ready, nor a
+    launch long after it (that one did not wait)."""
+    (advice,) = served_at_boot(tmp_path, "waited", 7.0, 7.05, "preload, from the pool")
+    assert advice["seconds"] == pytest.approx(7.0 - 6.694)
+    assert advice["drop_ins"] == {
+        "/etc/systemd/system/headstart@.service.d/50-exec-while-starting.conf": (
+            "[Service]\nEnvironment=HEADSTART_OPTIONS=--exec-while-starting\n"
+        )
+    }
+    assert "306 ms before headstartd was ready" in advice["message"]
+    assert "/usr/bin/gnome-font-viewer 50 ms after that (preload, from the pool)" in advice["message"]
+    (relayed,) = served_at_boot(tmp_path, "relayed", 7.0, 7.05, "preload, from the pool", relayed=True)
+    assert relayed["seconds"] == advice["seconds"]
+    assert not served_at_boot(tmp_path, "prepared", 7.0, 7.05, "warm, prepared ahead")
+    assert not served_at_boot(tmp_path, "ready-first", 6.5, 6.8, "preload, from the pool")
+    assert not served_at_boot(tmp_path, "later", 7.0, 9.0, "preload, from the pool")
+    # headstart@.service passes HEADSTART_OPTIONS to headstartd, and sets it empty itself.
+    unit = (Path(__file__).parent.parent / "packaging" / "headstart@.service.in").read_text()
+    assert "Environment=HEADSTART_OPTIONS=\n" in unit and "$HEADSTART_OPTIONS\n" in unit
+
+
 def test_startup_weight_for_a_critical_chain_that_waited_in_systemds_queue(tmp_path):
     """systemd starts queued jobs by unit type, CPU weight, then name: the amd64 device's
     systemd-user-sessions.service started 0.94 s after basic.target, what it waited for. The units of

@@ -88,6 +88,7 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_generators(log),
         *_journal(log),
         *_startup_weight(t, log),
+        *_served_at_boot(log),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -874,6 +875,63 @@ def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
                 )
                 for unit in units
             },
+        )
+    ]
+
+
+# headstartd's lines in a journal (`journalctl -o short-monotonic`: the kernel's clock), or relayed
+# by the virtual device's agent ("at 5.514 s: ..." on the same clock, after the boot).
+_DAEMON_READY = re.compile(r"headstartd\[\d+\]: headstartd: ready: listening on ")
+_DAEMON_STARTED = re.compile(r"headstartd\[\d+\]: headstartd\[zygote \d+\]: started (\S+) as \d+ \(([^)]*)\)")
+_RELAYED_AT = re.compile(r"\bat (\d+\.\d+) s: ")
+EXEC_WHILE_STARTING_DROP_IN = f"/etc/systemd/system/{HEADSTART_DAEMON_UNIT}.d/50-exec-while-starting.conf"
+EXEC_WHILE_STARTING = "[Service]\nEnvironment=HEADSTART_OPTIONS=--exec-while-starting\n"
+# A launch this soon after the daemon's ready line had been waiting for it in the socket's queue.
+QUEUED_LAUNCH_S = 0.5
+
+
+def _kernel_clock_s(line: Line) -> float | None:
+    at = _RELAYED_AT.search(line.text)
+    return float(at[1]) if at else line.kernel_s
+
+
+def _served_at_boot(log: BootLog) -> list[Advice]:
+    """The program the boot waits for, served by headstartd as soon as the daemon was ready, its
+    unit started before: it waited for the daemon's preload, and served in preload mode (no display
+    to prepare its toolkit ahead before the compositor) it starts no sooner than exec'd."""
+    chain, user_space = log.critical_chain, log.user_space_kernel_s
+    ready = next((line for line in log.lines if _DAEMON_READY.search(line.text)), None)
+    if not chain or user_space is None or ready is None or (ready_s := _kernel_clock_s(ready)) is None:
+        return []
+    launch = next((line for line in log.lines if _DAEMON_STARTED.search(line.text)), None)
+    found = _DAEMON_STARTED.search(launch.text) if launch else None
+    launch_s = _kernel_clock_s(launch) if launch else None
+    unit_s = user_space + chain[0].at_s
+    if not found or launch_s is None or "prepared" in found[2] or not unit_s < ready_s <= launch_s:
+        return []
+    if launch_s - ready_s > QUEUED_LAUNCH_S:
+        return []
+    program, mode = found[1], found[2]
+    waited = ready_s - unit_s
+    return [
+        Advice(
+            "served at boot",
+            f"{chain[0].unit} started at {unit_s:.3f} s, {waited * 1000:,.0f} ms before headstartd was ready "
+            f"({ready_s:.3f} s), and the daemon served {program} {(launch_s - ready_s) * 1000:,.0f} ms after that "
+            f"({mode}): its request had waited for the daemon's start. Before the compositor is up no display "
+            "exists to prepare a program's toolkit ahead, and served in preload mode the virtual device's home "
+            "screen reached its first frame no sooner than exec'd; with it exec'd the boot's frame came about "
+            "0.2 s sooner (docs/results.md). With `--exec-while-starting` headstartd declines every launch until "
+            "it is ready: the program is exec'd at boot and served when it is started again. A drop-in, "
+            f"{EXEC_WHILE_STARTING_DROP_IN}, sets it through `HEADSTART_OPTIONS`, which headstart@.service passes "
+            "to headstartd.",
+            [
+                f"{chain[0].source}: {chain[0].unit} @{chain[0].at_s:.3f}s",
+                f"{ready.source}: {ready.text.strip()}",
+                f"{launch.source}: {launch.text.strip()}",
+            ],
+            waited,
+            drop_ins={EXEC_WHILE_STARTING_DROP_IN: EXEC_WHILE_STARTING},
         )
     ]
 
