@@ -16,7 +16,7 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	echo "adding the arm64 architecture to apt, to download its packages"
 	dpkg --add-architecture arm64
 	apt-get update -qq
-elif ! apt-cache show libc6:arm64 >/dev/null 2>&1; then
+elif ! apt-cache show "${programs[0]}:arm64" >/dev/null 2>&1; then
 	apt-get update -qq
 fi
 if ! dpkg-query -W -f='${Status}' libc6:arm64 2>/dev/null | grep -q 'install ok installed'; then

@@ -583,14 +583,14 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
     evdev = next((c for c in t.module_initcalls if c.module == EVDEV_MODULE and c.start_s is not None), None)
     if evdev is None or evdev.module in loaded or evdev.start_s - started < LATE_CARD_S:
         return []
-    drivers: dict[str, tuple[Initcall, Line]] = {}  # module -> its initcall, its device's line
+    drivers: dict[str, tuple[Initcall, Line, str]] = {}  # module -> its initcall, its device's line and name
     for line in log.lines:
         m = _INPUT_DEVICE.search(line.text)
         shown = t.time_of(line)
-        if m and shown is not None and (call := _registering(t, shown, m.group(1))) and call.module not in loaded:
-            drivers.setdefault(call.module, (call, line))
+        if m and shown is not None and (call := _registering(t, shown, m[1])) and call.module not in loaded:
+            drivers.setdefault(call.module, (call, line, m[1]))
     modules = [EVDEV_MODULE, *(m for m in drivers if m != EVDEV_MODULE)]
-    named = "".join(f", {_input_name(line)} ({module})" for module, (_, line) in drivers.items())
+    named = "".join(f", {name} ({module})" for module, (_, _, name) in drivers.items())
     late = evdev.start_s - started
     return [
         Advice(
@@ -606,16 +606,11 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
             "arm 3, udev had set up its input device 6.3 s into the boot without them and 4.7-5.2 s with them, "
             "the compositor ready at 4.7-5.3 s (the kernel's clock; docs/results.md).",
             [f"{coldplug.source}: {coldplug.text.strip()}", f"{evdev.evidence.source}: {evdev.evidence.text.strip()}"]
-            + [f"{x.source}: {x.text.strip()}" for call, line in drivers.values() for x in (call.evidence, line)],
+            + [f"{x.source}: {x.text.strip()}" for call, line, _ in drivers.values() for x in (call.evidence, line)],
             late,
             [f"modules_load={','.join(modules)}"],
         )
     ]
-
-
-def _input_name(line: Line) -> str:
-    m = _INPUT_DEVICE.search(line.text)
-    return m.group(1) if m else line.text.strip()
 
 
 def _modules_loaded_as_systemd_starts(command_line: str) -> set[str]:
@@ -924,7 +919,9 @@ def _served_at_boot(log: BootLog) -> list[Advice]:
             "0.2 s sooner (docs/results.md). With `--exec-while-starting` headstartd declines every launch until "
             "it is ready: the program is exec'd at boot and served when it is started again. A drop-in, "
             f"{EXEC_WHILE_STARTING_DROP_IN}, sets it through `HEADSTART_OPTIONS`, which headstart@.service passes "
-            "to headstartd.",
+            "to headstartd. A program that early can draw before its compositor has a seat, and weston's kiosk "
+            "shell never shows a window drawn before: have the program's unit wait for its input device, as "
+            "the virtual device's home screen does (device-input.service).",
             [
                 f"{chain[0].source}: {chain[0].unit} @{chain[0].at_s:.3f}s",
                 f"{ready.source}: {ready.text.strip()}",
