@@ -398,10 +398,16 @@ def test_a_program_that_waited_for_the_daemon_at_boot_is_advised_exec_while_star
     (advice,) = served_at_boot(tmp_path, "waited", 7.0, 7.05, "preload, from the pool")
     assert advice["seconds"] == pytest.approx(7.0 - 6.694)
     assert advice["drop_ins"] == {
-        "/etc/systemd/system/headstart@.service.d/50-exec-while-starting.conf": (
+        "/etc/systemd/system/headstart@.service.d/60-exec-while-starting.conf": (
             "[Service]\nEnvironment=HEADSTART_OPTIONS=--exec-while-starting\n"
+            "# It serves nothing the boot waits for now: the default weights while the system starts.\n"
+            "StartupCPUWeight=100\nStartupIOWeight=100\n"
         )
     }
+    # systemd reads a unit's drop-ins in the order of their names, the last setting winning: this one
+    # must come after the startup weight advice's, which gives the daemon 1000.
+    (path,) = advice["drop_ins"]
+    assert sorted([path, "/etc/systemd/system/headstart@.service.d/50-startup-weight.conf"])[-1] == path
     assert "306 ms before headstartd was ready" in advice["message"]
     assert "/usr/bin/gnome-font-viewer 50 ms after that (preload, from the pool)" in advice["message"]
     (relayed,) = served_at_boot(tmp_path, "relayed", 7.0, 7.05, "preload, from the pool", relayed=True)
