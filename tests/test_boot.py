@@ -372,7 +372,15 @@ DAEMON_READY = "headstartd[130]: headstartd: ready: listening on /run/headstart-
 DAEMON_SERVED = "headstartd[136]: headstartd[zygote 1]: started /usr/bin/gnome-font-viewer as 152 ({mode})"
 
 
-def served_at_boot(tmp_path: Path, name: str, ready_s: float, served_s: float, mode: str, relayed: bool = False):
+def served_at_boot(
+    tmp_path: Path,
+    name: str,
+    ready_s: float,
+    served_s: float,
+    mode: str,
+    relayed: bool = False,
+    topics: tuple[str, ...] = ("served at boot",),
+):
     """The advice on a boot whose chain ends at the home screen's unit (started at 6.694 s on the
     kernel's clock) and whose daemon was ready, then served it, at these times."""
     lines = [(ready_s, DAEMON_READY), (served_s, DAEMON_SERVED.format(mode=mode))]
@@ -387,7 +395,7 @@ def served_at_boot(tmp_path: Path, name: str, ready_s: float, served_s: float, m
     log, chain = tmp_path / f"{name}.log", tmp_path / f"{name}.chain.txt"
     log.write_text(text)
     chain.write_text(STARTUP_CHAIN)
-    return [r for r in analyze_json(str(log), str(chain))["recommendations"] if r["topic"] == "served at boot"]
+    return [r for r in analyze_json(str(log), str(chain))["recommendations"] if r["topic"] in topics]
 
 
 def test_a_program_that_waited_for_the_daemon_at_boot_is_advised_exec_while_starting(tmp_path):
@@ -415,6 +423,14 @@ def test_a_program_that_waited_for_the_daemon_at_boot_is_advised_exec_while_star
     assert not served_at_boot(tmp_path, "prepared", 7.0, 7.05, "warm, prepared ahead")
     assert not served_at_boot(tmp_path, "ready-first", 6.5, 6.8, "preload, from the pool")
     assert not served_at_boot(tmp_path, "later", 7.0, 9.0, "preload, from the pool")
+    # The startup weight advice of the same boot (its chain waited in systemd's queue) gives the
+    # daemon a weight only while it serves the program at boot.
+    for served, weighed in ((7.05, False), (9.0, True)):
+        topics = ("served at boot", "startup weight")
+        said = served_at_boot(tmp_path, "weighed", 7.0, served, "preload, from the pool", topics=topics)
+        (weight,) = [r for r in said if r["topic"] == "startup weight"]
+        daemon = "/etc/systemd/system/headstart@.service.d/50-startup-weight.conf"
+        assert (daemon in weight["drop_ins"]) == weighed, served
     # headstart@.service passes HEADSTART_OPTIONS to headstartd, and sets it empty itself.
     unit = (Path(__file__).parent.parent / "packaging" / "headstart@.service.in").read_text()
     assert "Environment=HEADSTART_OPTIONS=\n" in unit and "$HEADSTART_OPTIONS\n" in unit
@@ -1600,7 +1616,7 @@ def _display_advice(log: Path) -> list[dict]:
 def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_systemd_starts(tmp_path):
     """The device's arm64 boot: udev loaded virtio_gpu 6.1 s after its coldplug began, and the
     compositor waits for the card. The module is named by its own initcall line, not by the DRM
-    driver's name; a command line that already loads modules, a boot without coldplug's line or one
+    driver's name; a command line that already loads it, a boot without coldplug's line or one
     whose card came with the coldplug's start gets no such advice."""
     log = FIXTURES / "device-arm64-initcall-debug.log"
     (advice,) = _display_advice(log)
@@ -1616,6 +1632,11 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     loaded = tmp_path / "loaded.log"
     loaded.write_text(text.replace("initcall_debug loglevel=8", "initcall_debug modules_load=virtio_gpu loglevel=8", 1))
     assert _display_advice(loaded) == []
+    # Another module loaded as systemd starts (the input advice's) leaves the card's to be said.
+    loaded.write_text(
+        text.replace("initcall_debug loglevel=8", "initcall_debug modules_load=evdev,gpio_keys loglevel=8", 1)
+    )
+    assert [a["kernel_args"] for a in _display_advice(loaded)] == [["modules_load=virtio_gpu"]]
     # Its own count short, as when another module's "calling" line came after its own (the kernel
     # keeps one start time for all): its lines say it was still running when the card came.
     short = tmp_path / "short.log"

@@ -72,6 +72,7 @@ NOT_A_KIOSK = (
 def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
     """Every piece of advice the logs support. Without kiosk, that of KIOSK_TOPICS is said, with its
     time, but carries nothing to apply: only the user knows the device is a kiosk."""
+    served = _served_at_boot(log)  # then the daemon serves nothing the boot waits for: no weight for it
     out = [
         *_console(t, log),
         *_calibration(log),
@@ -87,8 +88,8 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_coldplug(t, log),
         *_generators(log),
         *_journal(log),
-        *_startup_weight(t, log),
-        *_served_at_boot(log),
+        *_startup_weight(t, log, daemon_serves=not served),
+        *served,
         *_cpu(t),
         *_first_program(t),
     ]
@@ -512,9 +513,19 @@ def _printed_between(log: BootLog, first: Line, last: Line) -> list[Line]:
 # drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c), with the DRM driver's name.
 _DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .* on minor \d+")
 _COLDPLUG = re.compile(r"Starting .*(?:systemd-udev-trigger|Coldplug All udev Devices)")
-_MODULES_LOAD = re.compile(r"(^|\s)(rd\.)?modules[-_]load=")
 # Less than this after coldplug began, and there is little to move.
 LATE_CARD_S = 0.25
+
+
+def _coldplug_on_idle_cpus(t: Timeline, log: BootLog) -> tuple[Line, float] | None:
+    """udev's coldplug line and when it began, for the advice to load modules before it; None without
+    one, or on a boot bound by its CPUs: there the units after a device that came sooner only wait for
+    a CPU instead (the CPU advice says so)."""
+    coldplug = next((line for line in log.lines if _COLDPLUG.search(line.text)), None)
+    started = t.time_of(coldplug) if coldplug else None
+    if started is None or (t.cpu.busy_share is not None and t.cpu.busy_share >= BUSY_SHARE):
+        return None
+    return coldplug, started
 
 
 def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
@@ -523,21 +534,17 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     (systemd-modules-load, before coldplug) makes the card sooner. Every card counts: the log does
     not say which one drives the display (a render-only GPU registers one too). Said only with the
     module's own initcall in the log (initcall_debug): a DRM driver's name need not be its module's."""
-    coldplug = next((line for line in log.lines if _COLDPLUG.search(line.text)), None)
-    started = t.time_of(coldplug) if coldplug else None
-    if started is None or _MODULES_LOAD.search(_command_line(log) or ""):
+    if (began := _coldplug_on_idle_cpus(t, log)) is None:
         return []
-    # A boot bound by its CPUs gains next to nothing: the units after the card wait for a CPU instead
-    # (the CPU advice says so).
-    if t.cpu.busy_share is not None and t.cpu.busy_share >= BUSY_SHARE:
-        return []
+    coldplug, started = began
+    loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
     late: dict[str, tuple[Initcall, Line, float]] = {}  # module -> its initcall, its card's line, when
     for line in log.lines:
         shown = t.time_of(line)
         m = _DRM_CARD.search(line.text)
         if m and shown is not None and shown - started >= LATE_CARD_S:
-            call = _loading(t, started, shown, m.group(1))
-            if call and call.module and call.module not in late:
+            call = _module_running(t, shown, m.group(1), since=started, drivers_only=True)
+            if call and call.module not in loaded and call.module not in late:
                 late[call.module] = (call, line, shown)
     if not late:
         return []
@@ -575,10 +582,9 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
     as with the tiny initramfs, at coldplug). A compositor makes its seat from those nodes, and a
     program shown before it has one may never be (weston's kiosk shell). Said when evdev came late
     after coldplug began; a module already loaded as systemd starts is not named again."""
-    coldplug = next((line for line in log.lines if _COLDPLUG.search(line.text)), None)
-    started = t.time_of(coldplug) if coldplug else None
-    if started is None or (t.cpu.busy_share is not None and t.cpu.busy_share >= BUSY_SHARE):
+    if (began := _coldplug_on_idle_cpus(t, log)) is None:
         return []
+    coldplug, started = began
     loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
     evdev = next((c for c in t.module_initcalls if c.module == EVDEV_MODULE and c.start_s is not None), None)
     if evdev is None or evdev.module in loaded or evdev.start_s - started < LATE_CARD_S:
@@ -587,7 +593,7 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
     for line in log.lines:
         m = _INPUT_DEVICE.search(line.text)
         shown = t.time_of(line)
-        if m and shown is not None and (call := _registering(t, shown, m[1])) and call.module not in loaded:
+        if m and shown is not None and (call := _module_running(t, shown, m[1])) and call.module not in loaded:
             drivers.setdefault(call.module, (call, line, m[1]))
     modules = [EVDEV_MODULE, *(m for m in drivers if m != EVDEV_MODULE)]
     named = "".join(f", {name} ({module})" for module, (_, _, name) in drivers.items())
@@ -624,35 +630,26 @@ def _modules_loaded_as_systemd_starts(command_line: str) -> set[str]:
     return out
 
 
-def _registering(t: Timeline, shown: float, name: str) -> Initcall | None:
-    """The module whose initcall was running when the kernel registered input device NAME: the one
-    named as the device (gpio-keys, module gpio_keys), else the only module's initcall running then."""
+def _module_running(
+    t: Timeline, shown: float, name: str, since: float | None = None, drivers_only: bool = False
+) -> Initcall | None:
+    """The module whose initcall was running when the kernel printed a device's line at SHOWN (a
+    driver registers its devices as it probes them there): the one named NAME (gpio-keys, module
+    gpio_keys; a DRM driver's name), else the only one running then; None when that is not sure (udev
+    loads modules side by side). SINCE: only initcalls started from then; DRIVERS_ONLY: only
+    module_*_driver() initcalls."""
     running = [
         c
         for c in t.module_initcalls
         if c.start_s is not None
         and c.module
+        and (since is None or since <= c.start_s)
+        and (not drivers_only or initcalls.driver(c.name))
         and (end := t.time_of(c.evidence)) is not None
         and c.start_s <= shown <= end
     ]
     named = [c for c in running if c.module == name.replace("-", "_")]
     return named[0] if named else running[0] if len(running) == 1 else None
-
-
-def _loading(t: Timeline, started: float, shown: float, drm_name: str) -> Initcall | None:
-    """The driver module whose initcall was running, since coldplug began, when a card registered (a
-    driver probes its devices there): the one named as the DRM driver, else the only driver among
-    them; None when that is not sure (udev loads modules side by side)."""
-    drivers = [
-        c
-        for c in t.module_initcalls
-        if c.start_s is not None
-        and initcalls.driver(c.name)
-        and (end := t.time_of(c.evidence)) is not None
-        and started <= c.start_s <= shown <= end
-    ]
-    named = [c for c in drivers if c.module == drm_name.replace("-", "_")]
-    return named[0] if named else drivers[0] if len(drivers) == 1 else None
 
 
 def _units(t: Timeline, log: BootLog) -> list[Advice]:
@@ -829,7 +826,7 @@ _HEADSTART_DAEMON = re.compile(r"\bheadstartd\[|\bStart(?:ed|ing) headstart@\S*\
 HEADSTART_DAEMON_UNIT = "headstart@.service"
 
 
-def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
+def _startup_weight(t: Timeline, log: BootLog, daemon_serves: bool = True) -> list[Advice]:
     """systemd starts queued jobs one at a time, by unit type, then CPU weight, then name: at equal
     weights a unit of the critical chain whose name sorts late waits behind every unit started
     with it (on the virtual device, systemd-user-sessions.service started 0.86 s after
@@ -846,7 +843,7 @@ def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
         return []
     chained = [c.unit for c in above[:-1] if c.unit.rpartition(".")[2] in _WEIGHT_SECTIONS]
     units, besides = list(chained), ""
-    for why, extra in _waited_beside_the_chain(t, log, chain[0]):
+    for why, extra in _waited_beside_the_chain(t, log, chain[0], daemon_serves):
         besides += f", and {', '.join(extra)} ({why})"
         units += [u for u in extra if u not in units]
     said = "; ".join(f"{unit.unit} started {gap * 1000:,.0f} ms after {_up(before)}" for unit, before, gap in waits)
@@ -879,8 +876,9 @@ def _startup_weight(t: Timeline, log: BootLog) -> list[Advice]:
 _DAEMON_READY = re.compile(r"headstartd\[\d+\]: headstartd: ready: listening on ")
 _DAEMON_STARTED = re.compile(r"headstartd\[\d+\]: headstartd\[zygote \d+\]: started (\S+) as \d+ \(([^)]*)\)")
 _RELAYED_AT = re.compile(r"\bat (\d+\.\d+) s: ")
-# Named to come after the startup weight's drop-in (STARTUP_WEIGHT_DROP_IN), whose weight it undoes:
-# the daemon no longer serves the program the boot waits for, and at 1000 it took the CPUs from it.
+# Named to come after the startup weight's drop-in (STARTUP_WEIGHT_DROP_IN), whose weight it undoes
+# when an earlier round applied it: the daemon no longer serves the program the boot waits for, and
+# at 1000 it took the CPUs from it. In the same analysis the weight advice leaves the daemon out.
 EXEC_WHILE_STARTING_DROP_IN = f"/etc/systemd/system/{HEADSTART_DAEMON_UNIT}.d/60-exec-while-starting.conf"
 EXEC_WHILE_STARTING = (
     "[Service]\nEnvironment=HEADSTART_OPTIONS=--exec-while-starting\n"
@@ -958,13 +956,16 @@ def _took(link: ChainLink) -> str:
     return f" +{link.took_s:.3f}s" if link.took_s is not None else ""
 
 
-def _waited_beside_the_chain(t: Timeline, log: BootLog, program: ChainLink) -> list[tuple[str, tuple[str, ...]]]:
+def _waited_beside_the_chain(
+    t: Timeline, log: BootLog, program: ChainLink, daemon_serves: bool
+) -> list[tuple[str, tuple[str, ...]]]:
     """The units the ready program waits for that the chain does not show, with why: a login
-    session's, opened before the program was ready, and headstart's daemon."""
+    session's, opened before the program was ready, and headstart's daemon, unless DAEMON_SERVES is
+    false (the served-at-boot advice has the program exec'd at boot)."""
     out = []
     if any(_SESSION.search(line.text) and _before_ready(t, log, line, program) for line in log.lines):
         out.append(("the login session opened at boot, which logind opens over D-Bus", SESSION_UNITS))
-    if any(_HEADSTART_DAEMON.search(line.text) for line in log.lines):
+    if daemon_serves and any(_HEADSTART_DAEMON.search(line.text) for line in log.lines):
         out.append(("headstart's daemon, which serves the program at boot", (HEADSTART_DAEMON_UNIT,)))
     return out
 
