@@ -310,6 +310,14 @@ def test_a_wrapped_dmesg_says_so_whatever_else_it_holds(tmp_path):
         "[11486.727001] EXT4-fs (loop0): mounted filesystem with ordered data mode. Quota mode: none.\n"
     )
     one_line_error(headstart("boot", "analyze", str(log), "--ready", "segfault"), "its ring buffer has wrapped")
+    # A loop mount before the ready line, too: no phase from that "root mount" to it (it was timed as
+    # a boot of 11,640 s, another day's dmesg of this machine).
+    log.write_text(
+        "[14502.024196] traps: observe[4751] general protection fault ip:7ff2089397ab sp:7fff61dc7800 error:0\n"
+        "[31996.954000] EXT4-fs (loop0): mounted filesystem with ordered data mode. Quota mode: none.\n"
+        "[43637.913097] EXT4-fs (loop0): write access unavailable, cannot proceed (try mounting with noload)\n"
+    )
+    one_line_error(headstart("boot", "analyze", str(log), "--ready", "write access"), "its ring buffer has wrapped")
 
 
 def test_analyze_malformed_and_truncated_logs(tmp_path):
@@ -618,6 +626,25 @@ def test_units_the_logs_show_in_use_are_not_advised_away(tmp_path):
     }
     assert not masked(REDTEAM / "nfs-journal.txt", REDTEAM / "nfs-blame.txt")
     assert masked(REDTEAM / "nfs-blame.txt") == {"systemd.mask=NetworkManager-wait-online.service"}
+
+
+def test_static_device_nodes_are_masked_together_once():
+    """kmod-static-nodes.service lists the nodes systemd-tmpfiles-setup-dev.service creates, both
+    before udev starts: on a kiosk the pair is advised masked together, in one piece of advice (each
+    of them slow in the device's blame), and the fuse and loop advice says what that costs them."""
+    data = analyze_json(str(FIXTURES / "device-amd64.log"), str(FIXTURES / "device-amd64.systemd.txt"), "--kiosk")
+    pair = [r for r in data["recommendations"] if r["topic"] == "unit" and "kmod-static-nodes" in str(r["kernel_args"])]
+    (advice,) = pair
+    assert advice["kernel_args"] == [
+        "systemd.mask=kmod-static-nodes.service",
+        "systemd.mask=systemd-tmpfiles-setup-dev.service",
+    ]
+    assert advice["seconds"] == pytest.approx(3.017)
+    assert "/etc/modules-load.d/" in advice["message"]
+    assert not [
+        r for r in data["recommendations"] if r["kernel_args"] == ["systemd.mask=systemd-tmpfiles-setup-dev.service"]
+    ]
+    assert "with that one masked too, not at all" in advice_module.kiosk_optional("modprobe@fuse.service")
 
 
 def test_the_driver_that_finds_the_roots_disk_is_never_advised_away(tmp_path):

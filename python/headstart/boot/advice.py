@@ -656,11 +656,13 @@ def _units(t: Timeline, log: BootLog) -> list[Advice]:
     """Units that a device showing one program full screen does without, among the slow ones in
     systemd's blame: only those named in KIOSK_OPTIONAL, each with why it is safe to mask there, and
     none that the logs show this device using (UNITS_IN_USE)."""
-    out = []
+    out: list[Advice] = []
     for unit, seconds, source in t.services:
         why = kiosk_optional(unit)
         if why is None or seconds < SLOW_UNIT_S or _in_use(unit, log):
             continue
+        if any(f"systemd.mask={unit}" in a.kernel_args for a in out):
+            continue  # masked with an earlier one (MASKED_WITH)
         units = [unit, *MASKED_WITH.get(unit, [])]
         also = f" with {', '.join(units[1:])}, which would fail without it" if len(units) > 1 else ""
         out.append(
@@ -680,7 +682,13 @@ def _units(t: Timeline, log: BootLog) -> list[Advice]:
 
 # Units masked with the one advised: an automount whose mount is masked fails to set up ("unit ...
 # to trigger not loaded"), which leaves the system degraded (seen on the virtual device, 2026-11-30).
-MASKED_WITH = {"proc-sys-fs-binfmt_misc.mount": ["proc-sys-fs-binfmt_misc.automount"]}
+# Static device nodes: the list without the unit that creates them, or that unit without its list,
+# would do nothing for the device's programs.
+MASKED_WITH = {
+    "proc-sys-fs-binfmt_misc.mount": ["proc-sys-fs-binfmt_misc.automount"],
+    "kmod-static-nodes.service": ["systemd-tmpfiles-setup-dev.service"],
+    "systemd-tmpfiles-setup-dev.service": ["kmod-static-nodes.service"],
+}
 
 
 COLDPLUG_UNIT = "systemd-udev-trigger.service"
@@ -1159,6 +1167,18 @@ def _unit_name(unit: str) -> str:
 
 
 SLOW_UNIT_S = 0.050
+# What kmod-static-nodes.service and systemd-tmpfiles-setup-dev.service make, masked together. On
+# the virtual device their 0.5-0.6 s came before udev's start, and the home screen's frame came
+# sooner without them in 7 of 8 pairs of boots, by a median 0.44 s (docs/results.md, 2026-12-01).
+_STATIC_NODES = (
+    "the device nodes of modules not loaded yet, from kmod's list (/dev/fuse, /dev/loop-control, "
+    "/dev/net/tun, /dev/uinput, /dev/uhid, /dev/snd/seq and others), so that the kernel loads a module "
+    "when a program first opens its node. Both run before udev starts, in the chain every later unit "
+    "waits for. Without them a node appears when its module is loaded, and udev gives it its permissions "
+    "then: a product whose programs open such a node names its module in /etc/modules-load.d/. Debian 12 "
+    "creates nothing else under /dev with systemd-tmpfiles at boot (`systemd-tmpfiles --cat-config` shows"
+    " a product's own lines)."
+)
 # Units a kiosk (one user, one program full screen, no login, no LVM) can mask without losing
 # anything it uses, and why. A unit not named here is never advised away: the advice cannot know
 # what else a system relies on.
@@ -1195,9 +1215,13 @@ KIOSK_OPTIONAL = {
     "modprobe@configfs.service": "It loads configfs ahead of time for USB gadgets and storage targets, not a kiosk's.",
     "sys-fs-fuse-connections.mount": "It mounts FUSE's control file system, for aborting hung FUSE mounts; "
     "the fuse module still loads when /dev/fuse is opened.",
-    "modprobe@fuse.service": "It loads fuse ahead of time; the kernel loads it when /dev/fuse is first opened.",
+    "modprobe@fuse.service": "It loads fuse ahead of time; the kernel loads it when /dev/fuse is first opened "
+    "(a node kmod-static-nodes.service has made ahead: with that one masked too, not at all).",
     "modprobe@loop.service": "It loads the loop driver ahead of time; the kernel loads it when "
-    "/dev/loop-control is first opened, and only image mounts use it.",
+    "/dev/loop-control is first opened (a node kmod-static-nodes.service has made ahead: with that one masked "
+    "too, not at all), and only image mounts use it.",
+    "kmod-static-nodes.service": "It lists, for systemd-tmpfiles-setup-dev.service to create, " + _STATIC_NODES,
+    "systemd-tmpfiles-setup-dev.service": "It creates, from kmod-static-nodes.service's list, " + _STATIC_NODES,
     "modprobe@dm_mod.service": "It loads the device mapper for LVM and dm-crypt ahead of time; a device "
     "whose root is a plain partition has no mapped devices.",
     "modprobe@efi_pstore.service": "It loads efi_pstore, which keeps crash logs in UEFI variables; a board "

@@ -158,6 +158,11 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
         first(name, pattern)
     if ready is not None:
         first("ready", ready)
+    if _wrapped_at(log) is not None:
+        # Its kernel lines are not the boot's: a wrapped dmesg's first ext4 mount is a loop device's,
+        # hours later, and a phase from it to a ready line would time what is not a boot.
+        for name in [n for n, m in moments.items() if m.evidence.kernel_s is not None]:
+            del moments[name]
     dropped = _in_boot_order(moments, chain)
 
     calls = _initcalls(log, axis, offset)
@@ -388,11 +393,16 @@ def _phases(t: Timeline, log: BootLog) -> list[Phase]:
     return phases
 
 
+def _wrapped_at(log: BootLog) -> float | None:
+    """When the kernel's lines of a dmesg or journal start, if not at boot: its ring buffer wrapped.
+    A serial capture has the boot whole: a quiet kernel's first printed line may come late."""
+    first_kernel = next((line.kernel_s for line in log.lines if line.kernel_s is not None), None)
+    return first_kernel if first_kernel is not None and first_kernel >= 1.0 and not log.recorded else None
+
+
 def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[str]:
     out = []
-    first_kernel = next((line.kernel_s for line in log.lines if line.kernel_s is not None), None)
-    # A serial capture has the boot whole: a quiet kernel's first printed line may come late.
-    if first_kernel is not None and first_kernel >= 1.0 and not log.recorded:
+    if (first_kernel := _wrapped_at(log)) is not None:
         out.append(
             f"the kernel's lines start at {first_kernel:.3f} s, not at boot: its ring buffer has wrapped "
             "(dmesg keeps only the newest lines), so the boot itself is not in this log"
