@@ -320,6 +320,27 @@ def test_a_wrapped_dmesg_says_so_whatever_else_it_holds(tmp_path):
     one_line_error(headstart("boot", "analyze", str(log), "--ready", "write access"), "its ring buffer has wrapped")
 
 
+def test_a_journal_without_kernel_messages_is_timed_from_systemds_lines(tmp_path):
+    """journald's ReadKMsg=no (the journal advice's drop-in) leaves a journal that starts after 1 s
+    with systemd's own lines: not a wrapped dmesg. Its phases start at systemd's moments, and the
+    warning says what the log is."""
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "[    1.604000] device systemd-journald[180]: Journal started\n"
+        "[    2.311000] device systemd[1]: Reached target sysinit.target - System Initialization.\n"
+        "[    2.402000] device systemd[1]: Reached target basic.target - Basic System.\n"
+        "[    4.877000] device home-screen[301]: home screen frame\n"
+    )
+    data = analyze_json(str(journal), "--ready", "home screen frame")
+    assert [p["name"] for p in data["phases"]] == [
+        "sysinit.target to basic.target",
+        "basic.target to first program ready",
+    ]
+    assert data["phases"][-1]["duration_s"] == pytest.approx(4.877 - 2.402)
+    assert any("ReadKMsg=no" in w for w in data["warnings"])
+    assert not any("ring buffer" in w for w in data["warnings"])
+
+
 def test_analyze_malformed_and_truncated_logs(tmp_path):
     junk = tmp_path / "junk.log"
     junk.write_text("hello\nthis is not a boot log\n")
@@ -639,12 +660,15 @@ def test_static_device_nodes_are_masked_together_once():
         "systemd.mask=kmod-static-nodes.service",
         "systemd.mask=systemd-tmpfiles-setup-dev.service",
     ]
-    assert advice["seconds"] == pytest.approx(3.017)
+    assert advice["seconds"] == pytest.approx(3.017 + 1.284)  # both units' own activations
+    assert len(advice["evidence"]) == 2
+    assert "with systemd-tmpfiles-setup-dev.service, which creates the nodes it lists" in advice["message"]
     assert "/etc/modules-load.d/" in advice["message"]
-    assert not [
-        r for r in data["recommendations"] if r["kernel_args"] == ["systemd.mask=systemd-tmpfiles-setup-dev.service"]
-    ]
-    assert "with that one masked too, not at all" in advice_module.kiosk_optional("modprobe@fuse.service")
+    masks = [a for r in data["recommendations"] for a in r["kernel_args"] if a.startswith("systemd.mask=")]
+    assert len(masks) == len(set(masks))  # nothing masked twice
+    # fuse's own unit, masked on the same device, says that nothing loads fuse then.
+    (fuse,) = [r for r in data["recommendations"] if r["kernel_args"] == ["systemd.mask=modprobe@fuse.service"]]
+    assert "nothing loads fuse" in fuse["message"] and "keep this unit" in fuse["message"]
 
 
 def test_the_driver_that_finds_the_roots_disk_is_never_advised_away(tmp_path):
@@ -1114,6 +1138,12 @@ def test_advice_says_how_to_apply_it_on_the_command_line(tmp_path):
         "systemd.mask=user@1000.service",
     ]
     assert {r["kernel_args"][0]: r["seconds"] for r in units}["systemd.mask=e2scrub_reap.service"] == pytest.approx(1.2)
+    # The automount slow too: masked once, with its mount, not again on its own.
+    more = tmp_path / "more.txt"
+    more.write_text(blame.read_text() + "  120ms proc-sys-fs-binfmt_misc.automount\n")
+    again = analyze_json(str(VERBOSE), str(more), "--ready", READY, "--kiosk")
+    masks = [a for r in again["recommendations"] if r["topic"] == "unit" for a in r["kernel_args"]]
+    assert masks.count("systemd.mask=proc-sys-fs-binfmt_misc.automount") == 1
     assert all(r["initramfs"] == "" for r in units)
     # Not said to be a kiosk: the same units named, with their time, and nothing to apply.
     plain = [

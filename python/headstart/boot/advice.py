@@ -514,7 +514,7 @@ def _printed_between(log: BootLog, first: Line, last: Line) -> list[Line]:
 _DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .* on minor \d+")
 _COLDPLUG = re.compile(r"Starting .*(?:systemd-udev-trigger|Coldplug All udev Devices)")
 # Less than this after coldplug began, and there is little to move.
-LATE_CARD_S = 0.25
+LATE_MODULE_S = 0.25
 
 
 def _coldplug_on_idle_cpus(t: Timeline, log: BootLog) -> tuple[Line, float] | None:
@@ -542,7 +542,7 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     for line in log.lines:
         shown = t.time_of(line)
         m = _DRM_CARD.search(line.text)
-        if m and shown is not None and shown - started >= LATE_CARD_S:
+        if m and shown is not None and shown - started >= LATE_MODULE_S:
             call = _module_running(t, shown, m.group(1), since=started, drivers_only=True)
             if call and call.module not in loaded and call.module not in late:
                 late[call.module] = (call, line, shown)
@@ -587,7 +587,7 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
     coldplug, started = began
     loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
     evdev = next((c for c in t.module_initcalls if c.module == EVDEV_MODULE and c.start_s is not None), None)
-    if evdev is None or evdev.module in loaded or evdev.start_s - started < LATE_CARD_S:
+    if evdev is None or evdev.module in loaded or evdev.start_s - started < LATE_MODULE_S:
         return []
     drivers: dict[str, tuple[Initcall, Line, str]] = {}  # module -> its initcall, its device's line and name
     for line in log.lines:
@@ -603,7 +603,12 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
             "input driver",
             f"The input devices' event nodes (/dev/input/event*, module {EVDEV_MODULE}) appeared {late:.3f} s after "
             f"udev's coldplug began: udev loaded the module when it reached an input device among all the others"
-            + (f", as it loaded the devices' own drivers{named}" if drivers else "")
+            + (
+                f"; it loads the devices' own drivers too{named}, in the initramfs or, with one without udev "
+                "(the tiny initramfs), at coldplug"
+                if drivers
+                else ""
+            )
             + ". A compositor makes its seat from those nodes, and weston's kiosk shell never shows a window "
             "whose first frame came before it had one: on the virtual device the home screen therefore waits "
             "for its input device. Load the modules as systemd starts, before coldplug: "
@@ -637,7 +642,8 @@ def _module_running(
     driver registers its devices as it probes them there): the one named NAME (gpio-keys, module
     gpio_keys; a DRM driver's name), else the only one running then; None when that is not sure (udev
     loads modules side by side). SINCE: only initcalls started from then; DRIVERS_ONLY: only
-    module_*_driver() initcalls."""
+    module_*_driver() initcalls. An input device registered from elsewhere (a USB hub's thread) as
+    one other module loads would name that module: loading it early too costs little."""
     running = [
         c
         for c in t.module_initcalls
@@ -657,14 +663,17 @@ def _units(t: Timeline, log: BootLog) -> list[Advice]:
     systemd's blame: only those named in KIOSK_OPTIONAL, each with why it is safe to mask there, and
     none that the logs show this device using (UNITS_IN_USE)."""
     out: list[Advice] = []
-    for unit, seconds, source in t.services:
+    masked: set[str] = set()
+    blame = {unit: (seconds, source) for unit, seconds, source in t.services}
+    for unit, seconds, _ in t.services:
         why = kiosk_optional(unit)
-        if why is None or seconds < SLOW_UNIT_S or _in_use(unit, log):
+        if why is None or seconds < SLOW_UNIT_S or _in_use(unit, log) or unit in masked:
             continue
-        if any(f"systemd.mask={unit}" in a.kernel_args for a in out):
-            continue  # masked with an earlier one (MASKED_WITH)
-        units = [unit, *MASKED_WITH.get(unit, [])]
-        also = f" with {', '.join(units[1:])}, which would fail without it" if len(units) > 1 else ""
+        with_it, because = MASKED_WITH.get(unit, ([], ""))
+        units = [unit, *(u for u in with_it if u not in masked)]
+        masked.update(units)
+        also = f" with {', '.join(units[1:])}, {because}" if len(units) > 1 else ""
+        timed = [(u, *blame[u]) for u in units if u in blame]
         out.append(
             Advice(
                 "unit",
@@ -672,8 +681,8 @@ def _units(t: Timeline, log: BootLog) -> list[Advice]:
                 f"other units may have run beside). {why} On such a device, mask it{also} "
                 f"(`systemctl mask {' '.join(units)}`, or {', '.join(f'`systemd.mask={u}`' for u in units)} "
                 "on the kernel command line).",
-                [f"{source}: {unit} {seconds:.3f}s"],
-                seconds,
+                [f"{where}: {u} {took:.3f}s" for u, took, where in timed],
+                sum(took for _, took, _ in timed),
                 [f"systemd.mask={u}" for u in units],
             )
         )
@@ -682,12 +691,15 @@ def _units(t: Timeline, log: BootLog) -> list[Advice]:
 
 # Units masked with the one advised: an automount whose mount is masked fails to set up ("unit ...
 # to trigger not loaded"), which leaves the system degraded (seen on the virtual device, 2026-11-30).
-# Static device nodes: the list without the unit that creates them, or that unit without its list,
-# would do nothing for the device's programs.
+# Static device nodes: kmod's list without the unit that creates them, or that unit without the
+# list, does nothing for the device's programs. Each with why it goes too.
 MASKED_WITH = {
-    "proc-sys-fs-binfmt_misc.mount": ["proc-sys-fs-binfmt_misc.automount"],
-    "kmod-static-nodes.service": ["systemd-tmpfiles-setup-dev.service"],
-    "systemd-tmpfiles-setup-dev.service": ["kmod-static-nodes.service"],
+    "proc-sys-fs-binfmt_misc.mount": (["proc-sys-fs-binfmt_misc.automount"], "which fails to set up without it"),
+    "kmod-static-nodes.service": (
+        ["systemd-tmpfiles-setup-dev.service"],
+        "which creates the nodes it lists, and on Debian nothing else",
+    ),
+    "systemd-tmpfiles-setup-dev.service": (["kmod-static-nodes.service"], "which only lists the nodes for it"),
 }
 
 
@@ -1172,12 +1184,13 @@ SLOW_UNIT_S = 0.050
 # sooner without them in 7 of 8 pairs of boots, by a median 0.44 s (docs/results.md, 2026-12-01).
 _STATIC_NODES = (
     "the device nodes of modules not loaded yet, from kmod's list (/dev/fuse, /dev/loop-control, "
-    "/dev/net/tun, /dev/uinput, /dev/uhid, /dev/snd/seq and others), so that the kernel loads a module "
-    "when a program first opens its node. Both run before udev starts, in the chain every later unit "
-    "waits for. Without them a node appears when its module is loaded, and udev gives it its permissions "
-    "then: a product whose programs open such a node names its module in /etc/modules-load.d/. Debian 12 "
-    "creates nothing else under /dev with systemd-tmpfiles at boot (`systemd-tmpfiles --cat-config` shows"
-    " a product's own lines)."
+    "/dev/net/tun, /dev/uinput, /dev/uhid, /dev/snd/seq, /dev/mapper/control and others), so that the "
+    "kernel loads a module when a program first opens its node. Both run before udev starts, in the "
+    "chain every later unit waits for. Without them a node appears when its module is loaded, and udev "
+    "gives it its permissions then: a product whose programs open such a node names its module in "
+    "/etc/modules-load.d/. Debian 12 creates nothing else under /dev with systemd-tmpfiles at boot "
+    "(`systemd-tmpfiles --cat-config` shows a product's own lines). With modprobe@fuse.service and "
+    "modprobe@loop.service masked too (their own advice), nothing then loads fuse or loop."
 )
 # Units a kiosk (one user, one program full screen, no login, no LVM) can mask without losing
 # anything it uses, and why. A unit not named here is never advised away: the advice cannot know
@@ -1214,12 +1227,15 @@ KIOSK_OPTIONAL = {
     "sys-kernel-config.mount": "It mounts configfs, which sets up USB gadgets and storage targets, not a kiosk's.",
     "modprobe@configfs.service": "It loads configfs ahead of time for USB gadgets and storage targets, not a kiosk's.",
     "sys-fs-fuse-connections.mount": "It mounts FUSE's control file system, for aborting hung FUSE mounts; "
-    "the fuse module still loads when /dev/fuse is opened.",
-    "modprobe@fuse.service": "It loads fuse ahead of time; the kernel loads it when /dev/fuse is first opened "
-    "(a node kmod-static-nodes.service has made ahead: with that one masked too, not at all).",
+    "FUSE itself works without it.",
+    "modprobe@fuse.service": "It loads fuse ahead of time; the kernel loads it when /dev/fuse is first opened, "
+    "a node kmod-static-nodes.service lists ahead. With that one masked too (its own advice), nothing loads "
+    "fuse: on a device whose programs use FUSE (an AppImage, Flatpak's portals), keep this unit or name fuse "
+    "in /etc/modules-load.d/.",
     "modprobe@loop.service": "It loads the loop driver ahead of time; the kernel loads it when "
-    "/dev/loop-control is first opened (a node kmod-static-nodes.service has made ahead: with that one masked "
-    "too, not at all), and only image mounts use it.",
+    "/dev/loop-control is first opened, a node kmod-static-nodes.service lists ahead, and only image mounts "
+    "use it. With that one masked too (its own advice), nothing loads loop: on a device that mounts images, "
+    "keep this unit or name loop in /etc/modules-load.d/.",
     "kmod-static-nodes.service": "It lists, for systemd-tmpfiles-setup-dev.service to create, " + _STATIC_NODES,
     "systemd-tmpfiles-setup-dev.service": "It creates, from kmod-static-nodes.service's list, " + _STATIC_NODES,
     "modprobe@dm_mod.service": "It loads the device mapper for LVM and dm-crypt ahead of time; a device "

@@ -159,10 +159,11 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
     if ready is not None:
         first("ready", ready)
     if _wrapped_at(log) is not None:
-        # Its kernel lines are not the boot's: a wrapped dmesg's first ext4 mount is a loop device's,
-        # hours later, and a phase from it to a ready line would time what is not a boot.
-        for name in [n for n, m in moments.items() if m.evidence.kernel_s is not None]:
-            del moments[name]
+        # The kernel's lines are not the boot's: a wrapped dmesg's first ext4 mount is a loop device's,
+        # hours later, and a phase from it to a ready line would time what is not a boot. (systemd's
+        # moments stay: a journal that keeps no kernel messages has them.)
+        for name in KERNEL_MOMENTS:
+            moments.pop(name, None)
     dropped = _in_boot_order(moments, chain)
 
     calls = _initcalls(log, axis, offset)
@@ -394,15 +395,25 @@ def _phases(t: Timeline, log: BootLog) -> list[Phase]:
 
 
 def _wrapped_at(log: BootLog) -> float | None:
-    """When the kernel's lines of a dmesg or journal start, if not at boot: its ring buffer wrapped.
-    A serial capture has the boot whole: a quiet kernel's first printed line may come late."""
-    first_kernel = next((line.kernel_s for line in log.lines if line.kernel_s is not None), None)
+    """When the kernel's lines of a dmesg or journal start, if not at boot: its ring buffer wrapped
+    (or the journal kept no kernel messages). A serial capture has the boot whole: a quiet kernel's
+    first printed line may come late."""
+    first_kernel = min((line.kernel_s for line in log.lines if line.kernel_s is not None), default=None)
     return first_kernel if first_kernel is not None and first_kernel >= 1.0 and not log.recorded else None
+
+
+# The moments the kernel's lines give (init's too: a manager re-executed hours later greets again).
+KERNEL_MOMENTS = ("kernel_setup", "console", "initramfs_unpack", "initramfs_done", "root_mounted", "init")
 
 
 def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[str]:
     out = []
-    if (first_kernel := _wrapped_at(log)) is not None:
+    if (first_kernel := _wrapped_at(log)) is not None and {"sysinit", "basic"} & set(t.moments):
+        out.append(
+            f"the log starts at {first_kernel:.3f} s, after the kernel's start, with systemd's lines: a journal "
+            "that kept no kernel messages (journald's ReadKMsg=no), so the phases start at systemd's"
+        )
+    elif first_kernel is not None:
         out.append(
             f"the kernel's lines start at {first_kernel:.3f} s, not at boot: its ring buffer has wrapped "
             "(dmesg keeps only the newest lines), so the boot itself is not in this log"
