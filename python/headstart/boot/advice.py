@@ -1181,7 +1181,7 @@ def _unit_name(unit: str) -> str:
 SLOW_UNIT_S = 0.050
 # What kmod-static-nodes.service and systemd-tmpfiles-setup-dev.service make, masked together. On
 # the virtual device their 0.5-0.6 s came before udev's start, and the home screen's frame came
-# sooner without them in 7 of 8 pairs of boots, by a median 0.44 s (docs/results.md, 2026-12-01).
+# sooner without them in 7 of 8 pairs of boots, by a median 0.43 s (docs/results.md, 2026-12-01).
 _STATIC_NODES = (
     "the device nodes of modules not loaded yet, from kmod's list (/dev/fuse, /dev/loop-control, "
     "/dev/net/tun, /dev/uinput, /dev/uhid, /dev/snd/seq, /dev/mapper/control and others), so that the "
