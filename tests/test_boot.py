@@ -577,10 +577,19 @@ def test_journal_advice_for_its_start_and_flush_on_the_critical_chain(tmp_path):
     }
     assert sorted(r["seconds"] for r in advised) == [pytest.approx(0.369), pytest.approx(1.021)]
     assert any("systemd-journal-flush.service took 369 ms" in r["message"] for r in advised)
+    # In memory the flush has nothing to move, and its unit is masked with the setting; the
+    # journal's own start is not.
+    masks = {next(iter(r["drop_ins"])): r["kernel_args"] for r in advised}
+    assert masks == {
+        "/etc/systemd/journald.conf.d/50-volatile.conf": ["systemd.mask=systemd-journal-flush.service"],
+        "/etc/systemd/journald.conf.d/50-no-kernel-messages.conf": [],
+    }
     # Without --kiosk: said, with nothing to apply.
     plain = [r for r in analyze_json(str(chain))["recommendations"] if r["topic"] == "journal"]
-    assert len(plain) == 2 and all(not r["drop_ins"] and "--kiosk" in r["message"] for r in plain)
-    # A journal already kept in memory flushes in no time: nothing to say about it.
+    assert len(plain) == 2 and all(
+        not r["drop_ins"] and not r["kernel_args"] and "--kiosk" in r["message"] for r in plain
+    )
+    # A flush that took no time: nothing to say about it.
     quick = tmp_path / "quick.txt"
     quick.write_text(JOURNAL_CHAIN.replace("@2.152s +369ms", "@2.152s +12ms"))
     advised = [r for r in analyze_json(str(quick), "--kiosk")["recommendations"] if r["topic"] == "journal"]
