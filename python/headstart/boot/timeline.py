@@ -121,6 +121,10 @@ def _time(line: Line, axis: str, offset: float | None) -> float | None:
     return line.kernel_s
 
 
+# The moments the kernel's lines give (init's too: a manager re-executed hours later greets again).
+KERNEL_MOMENTS = ("kernel_setup", "console", "initramfs_unpack", "initramfs_done", "root_mounted", "init")
+
+
 def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re.Pattern[str]]] = ()) -> Timeline:
     """MARKS: moments of the user's own between init and ready (the compositor up, say), each
     named and found by the first line its pattern matches, in boot order."""
@@ -158,7 +162,8 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
         first(name, pattern)
     if ready is not None:
         first("ready", ready)
-    if _wrapped_at(log) is not None:
+    wrapped_at = _wrapped_at(log)
+    if wrapped_at is not None:
         # The kernel's lines are not the boot's: a wrapped dmesg's first ext4 mount is a loop device's,
         # hours later, and a phase from it to a ready line would time what is not a boot. (systemd's
         # moments stay: a journal that keeps no kernel messages has them.)
@@ -183,7 +188,7 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
     timeline.phases = _phases(timeline, log)
     # What is wrong with the log as a whole (a wrapped ring buffer, a panic) before the moments it
     # left out: it is often why (a wrapped dmesg's first ext4 mount is a loop device's, hours later).
-    timeline.warnings = _warnings(timeline, log, ready) + dropped
+    timeline.warnings = _warnings(timeline, log, ready, wrapped_at) + dropped
     return timeline
 
 
@@ -402,13 +407,9 @@ def _wrapped_at(log: BootLog) -> float | None:
     return first_kernel if first_kernel is not None and first_kernel >= 1.0 and not log.recorded else None
 
 
-# The moments the kernel's lines give (init's too: a manager re-executed hours later greets again).
-KERNEL_MOMENTS = ("kernel_setup", "console", "initramfs_unpack", "initramfs_done", "root_mounted", "init")
-
-
-def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None) -> list[str]:
+def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None, first_kernel: float | None) -> list[str]:
     out = []
-    if (first_kernel := _wrapped_at(log)) is not None and {"sysinit", "basic"} & set(t.moments):
+    if first_kernel is not None and {"sysinit", "basic"} & set(t.moments):
         out.append(
             f"the log starts at {first_kernel:.3f} s, after the kernel's start, with systemd's lines: a journal "
             "that kept no kernel messages (journald's ReadKMsg=no), so the phases start at systemd's"
