@@ -103,6 +103,25 @@ static void report(int argc, char *argv[]) {
         print_file("environ", "/proc/self/environ");
 }
 
+/* Announces readiness on stdout, then waits until a handler of one of sigs has set *flag. The
+ * signals stay blocked except inside sigsuspend: with pause, one that came between the look at the
+ * flag and the wait was handled before it, and the wait never ended (seen under the sanitizers,
+ * whose interceptor of pause widens that window). */
+static void announce_and_wait(const int *sigs, size_t n, void (*handler)(int), volatile sig_atomic_t *flag) {
+        sigset_t block, old;
+        sigemptyset(&block);
+        for (size_t i = 0; i < n; i++) {
+                signal(sigs[i], handler);
+                sigaddset(&block, sigs[i]);
+        }
+        sigprocmask(SIG_BLOCK, &block, &old);
+        printf("ready\n");
+        fflush(stdout);
+        while (!*flag)
+                sigsuspend(&old);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static volatile sig_atomic_t got_signal;
 
 static void on_signal(int sig) {
@@ -112,12 +131,7 @@ static void on_signal(int sig) {
 /* Announces readiness on stdout, then exits with the number of the first signal it gets. */
 static int wait_signal(void) {
         int sigs[] = { SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGWINCH, SIGCONT };
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-                signal(sigs[i], on_signal);
-        printf("ready\n");
-        fflush(stdout);
-        while (!got_signal)
-                pause();
+        announce_and_wait(sigs, sizeof sigs / sizeof sigs[0], on_signal, &got_signal);
         printf("got %d\n", (int) got_signal);
         return (int) got_signal;
 }
@@ -131,11 +145,7 @@ static void on_continue(int sig) {
 
 /* Announces readiness, then counts the SIGCONTs it gets until 0.5 s after the first: its exit status. */
 static int count_continues(void) {
-        signal(SIGCONT, on_continue);
-        printf("ready\n");
-        fflush(stdout);
-        while (!continues)
-                pause();
+        announce_and_wait((int[]){ SIGCONT }, 1, on_continue, &continues);
         struct timespec left = { .tv_nsec = 500 * 1000 * 1000 };
         while (nanosleep(&left, &left) < 0 && errno == EINTR)
                 ;
