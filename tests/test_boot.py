@@ -1800,3 +1800,42 @@ def test_input_modules_that_udev_loaded_late_are_advised_to_load_as_systemd_star
     busy = tmp_path / "busy.txt"
     busy.write_text("Id=a.service\nCPUUsageNSec=2000000000\n\ncpu  800 0 100 100 0 0 0 0\n")
     assert _input_advice(log, busy) == []
+
+
+FUZZ_CHAIN_WITHOUT_FUZZ = """Startup finished in 1.279s (kernel) + 6.758s (userspace) = 8.038s
+device-home-screen.service @5.739s
+└─device-compositor.service @4.191s +1.417s
+  └─device-gpu.service @3.639s +501ms
+    └─basic.target @3.513s
+      └─sockets.target @3.512s
+        └─headstart@kiosk.socket @3.455s +54ms
+          └─sysinit.target @3.414s
+            └─systemd-tmpfiles-setup.service @2.607s +803ms
+              └─systemd-journald.service @1.460s +1.090s
+                └─systemd-journald.socket @1.330s
+                  └─-.mount @1.160s
+                    └─-.slice @1.159s
+"""
+
+
+def test_a_critical_chain_printed_with_fuzz_is_read_as_its_chain_and_what_came_close_behind(tmp_path):
+    """`systemd-analyze critical-chain --fuzz=1s` (the virtual device's home screen, arm 3) prints,
+    below each unit, every unit it waited for that was up within a second of the last, and their own
+    trees: the chain is still the first unit at each level (the journal's advice was given twice from
+    it before), and the unit the home screen also waited for, up 986 ms before the compositor, is
+    the most that cutting the compositor's chain can gain."""
+    fuzz = FIXTURES / "device-arm64-fuzz-chain.txt"
+    said = analyze_json(str(fuzz), "--kiosk")["recommendations"]
+    (behind,) = [r for r in said if r["topic"] == "close behind"]
+    assert behind["seconds"] == pytest.approx(4.191 + 1.417 - (3.663 + 0.959))
+    assert "waited last for device-compositor.service" in behind["message"]
+    assert "device-input.service, which device-home-screen.service waited for too, was up 986 ms" in behind["message"]
+    journal = [r for r in said if r["topic"] == "journal"]
+    assert len(journal) == 1 and "systemd-journald.service took 1,090 ms" in journal[0]["message"]
+
+    # The same boot's chain without the fuzz: the same advice, and nothing said about what came behind.
+    chain = tmp_path / "chain.txt"
+    chain.write_text(FUZZ_CHAIN_WITHOUT_FUZZ)
+    plain = analyze_json(str(chain), "--kiosk")["recommendations"]
+    assert not [r for r in plain if r["topic"] == "close behind"]
+    assert [r["message"] for r in plain] == [r["message"] for r in said if r["topic"] != "close behind"]

@@ -90,6 +90,7 @@ def advise(t: Timeline, log: BootLog, kiosk: bool = False) -> list[Advice]:
         *_journal(log),
         *_startup_weight(t, log, daemon_serves=not served),
         *served,
+        *_close_behind(log),
         *_cpu(t),
         *_first_program(t),
     ]
@@ -967,6 +968,37 @@ def _served_at_boot(log: BootLog) -> list[Advice]:
             ],
             waited,
             drop_ins={EXEC_WHILE_STARTING_DROP_IN: EXEC_WHILE_STARTING},
+        )
+    ]
+
+
+def _up_s(link: ChainLink) -> float:
+    """When a unit of the chain was up (a target: reached), after user space started."""
+    return link.at_s + (link.took_s or 0.0)
+
+
+def _close_behind(log: BootLog) -> list[Advice]:
+    """With `systemd-analyze critical-chain --fuzz`: the units the chain's unit waited for that were
+    up just before the one on the chain. Cutting the chain's own units moves the unit no further
+    than the next of them: on the virtual device the home screen waited for the compositor and the
+    input device, up within a few hundred ms of each other, and a trial that took 1.2 s from the
+    input device's unit moved the frame by nothing (docs/results.md)."""
+    chain = log.critical_chain
+    beside = next((b for c, b in zip(log.critical_chains, log.chains_beside, strict=True) if c is chain), [])
+    if len(chain) < 2 or not beside:
+        return []
+    last, next_up = chain[1], max(beside, key=_up_s)
+    margin = max(0.0, _up_s(last) - _up_s(next_up))
+    return [
+        Advice(
+            "close behind",
+            f"The critical chain to {chain[0].unit} waited last for {last.unit}, up at {_up_s(last):.3f} s after "
+            f"user space started; {next_up.unit}, which {chain[0].unit} waited for too, was up "
+            f"{margin * 1000:,.0f} ms before it. Cutting the chain through {last.unit} moves {chain[0].unit} by "
+            f"at most {margin * 1000:,.0f} ms unless {next_up.unit} comes sooner too: weigh each piece of advice "
+            "on the chain against that, and cut both where the margin is small.",
+            [f"{link.source}: {link.unit} @{link.at_s:.3f}s{_took(link)}" for link in (chain[0], last, next_up)],
+            margin,
         )
     ]
 

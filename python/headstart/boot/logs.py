@@ -2,11 +2,12 @@
 `headstart boot record`, grabserial or moreutils' ts: see formats.py), `dmesg` or
 `journalctl -o short-monotonic` output (printk time), `systemd-analyze` / `systemd-analyze
 blame` output (durations), `systemd-analyze critical-chain` output (when sysinit.target and
-basic.target were reached), and the CPU time spent since boot: `systemctl show -p Id -p CPUUsageNSec
-'*'` per unit, the journal's "UNIT: Consumed ... CPU time" lines for units that ended, the `cpu`
-lines of /proc/stat for the whole machine, and how long systemd ran its generators (`systemctl show -p
-GeneratorsStartTimestampMonotonic -p GeneratorsFinishTimestampMonotonic`). Each log must hold one boot,
-and all of them the same boot (boots.py)."""
+basic.target were reached; with `--fuzz`, what else the chain's unit waited for), and the CPU time
+spent since boot: `systemctl show -p Id -p CPUUsageNSec '*'` per unit, the journal's "UNIT:
+Consumed ... CPU time" lines for units that ended, the `cpu` lines of /proc/stat for the whole
+machine, and how long systemd ran its generators (`systemctl show -p
+GeneratorsStartTimestampMonotonic -p GeneratorsFinishTimestampMonotonic`). Each log must hold one
+boot, and all of them the same boot (boots.py)."""
 
 from __future__ import annotations
 
@@ -89,6 +90,9 @@ class BootLog:
     # systemd-analyze critical-chain, each chain given: the unit it ends at first, then each unit the
     # one before waited for
     critical_chains: list[list[ChainLink]] = field(default_factory=list)
+    # With `--fuzz`, for each chain: the other units its first unit waited for, up within the fuzz
+    chains_beside: list[list[ChainLink]] = field(default_factory=list)
+    last_chain_line: ChainLink | None = field(default=None, repr=False)  # while reading: the chain goes on below it
 
     @property
     def critical_chain(self) -> list[ChainLink]:
@@ -214,6 +218,7 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.recorded = log.recorded or one.recorded
     log.generators |= one.generators
     log.critical_chains += one.critical_chains
+    log.chains_beside += one.chains_beside
     log.formats += one.formats
 
 
@@ -277,13 +282,23 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
 
 
 def _chain_link(link: re.Match[str], source: str, log: BootLog) -> None:
-    """One line of a critical chain: its first line, not indented, begins a chain."""
-    if not link.group("tree").strip() or not log.critical_chains:
+    """One line of a critical chain: its first line, not indented, begins a chain. Each level of the
+    tree is two columns wide. With `--fuzz`, systemd also prints, below each unit, the others it
+    waited for that were up within the fuzz of the last, latest first, and their own trees: the
+    chain is the first unit printed at each level; the others the chain's unit waited for are kept
+    beside it, and the rest left out."""
+    tree = link.group("tree")
+    if not tree.strip() or not log.critical_chains:
         log.critical_chains.append([])
+        log.chains_beside.append([])
     took = link.group("took")
-    log.critical_chains[-1].append(
-        ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
-    )
+    one = ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
+    chain, depth = log.critical_chains[-1], len(tree) // 2
+    if depth == len(chain) and (depth == 0 or chain[-1] is log.last_chain_line):
+        chain.append(one)
+    elif depth == 1:
+        log.chains_beside[-1].append(one)
+    log.last_chain_line = one
 
 
 def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:
