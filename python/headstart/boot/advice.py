@@ -983,8 +983,7 @@ def _close_behind(log: BootLog) -> list[Advice]:
     than the next of them: on the virtual device the home screen waited for the compositor and the
     input device, up within a few hundred ms of each other, and a trial that took 1.2 s from the
     input device's unit moved the frame by nothing (docs/results.md)."""
-    chain = log.critical_chain
-    beside = next((b for c, b in zip(log.critical_chains, log.chains_beside, strict=True) if c is chain), [])
+    chain, beside = log.critical_chain, log.critical_chain_beside
     if len(chain) < 2 or not beside:
         return []
     last, next_up = chain[1], max(beside, key=_up_s)
@@ -1008,7 +1007,7 @@ def _queued_s(unit: ChainLink, before: ChainLink) -> float:
     target: reached); 0 after a unit that starts it on an event, whose wait is the event's."""
     if before.unit.endswith(_ACTIVATORS):
         return 0.0
-    return unit.at_s - before.at_s - (before.took_s or 0.0)
+    return unit.at_s - _up_s(before)
 
 
 def _up(link: ChainLink) -> str:

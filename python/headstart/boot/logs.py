@@ -98,8 +98,17 @@ class BootLog:
     def critical_chain(self) -> list[ChainLink]:
         """The chain to a program's unit when one was given (the command without a unit prints the
         default target's, which need not pass through it), else the first."""
-        units = [c for c in self.critical_chains if not c[0].unit.endswith(".target")]
-        return (units or self.critical_chains or [[]])[0]
+        return self.critical_chains[self._chosen_chain] if self.critical_chains else []
+
+    @property
+    def critical_chain_beside(self) -> list[ChainLink]:
+        """What the critical chain's first unit waited for besides its chain (given with `--fuzz`)."""
+        return self.chains_beside[self._chosen_chain] if self.chains_beside else []
+
+    @property
+    def _chosen_chain(self) -> int:
+        units = [i for i, c in enumerate(self.critical_chains) if not c[0].unit.endswith(".target")]
+        return units[0] if units else 0
 
     @property
     def chain_targets(self) -> dict[str, tuple[float, str]]:
