@@ -368,6 +368,8 @@ def test_a_quiet_console_says_how_to_split_the_kernels_phases(tmp_path):
     data = analyze_json(str(QUIET), str(dmesg), "--ready", READY)
     assert data["moments"]["init"]["at_s"] < data["moments"]["ready"]["at_s"]
     assert not any("printed no line of the kernel's start" in w for w in data["warnings"])
+    # Placed from the console's lines printed before the kernel's clock started: said to be early.
+    assert any(w.startswith("no console line was stamped after the kernel started its clock") for w in data["warnings"])
 
 
 def test_systemds_targets_from_its_critical_chain_or_its_console_lines(tmp_path):
@@ -1214,7 +1216,7 @@ def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tm
     data = analyze_json(str(verbose))
     (advice,) = [r for r in data["recommendations"] if r["topic"] == "initramfs udev"]
     assert advice["seconds"] == pytest.approx(3.210173)
-    assert "started udev 781 ms after /init" in advice["message"] and "tiny-initramfs" in advice["message"]
+    assert "started udev 367 ms after /init" in advice["message"] and "tiny-initramfs" in advice["message"]
     assert "`root=/dev/vda`, which it finds" in advice["message"]
     assert advice["evidence"][-1].endswith("Starting systemd-udevd version 252.39-1~deb12u2")
     assert advice["initramfs"] == "tiny" and advice["kernel_args"] == [] and advice["drop_ins"] == {}
@@ -1256,9 +1258,10 @@ def test_an_initramfs_that_starts_udev_before_the_root_is_advised_one_without(tm
     # The amd64 device's console (its analysis boot, the initcalls' lines taken out): the line of the
     # kernel's first message began with SeaBIOS's clearing of the screen 3 s before it, which once
     # put the kernel's clock 3 s early and udevd's line 3.3 s after /init, past the root's mount.
-    # Timed by the kernel's clock from its first line of its own, udevd started 315 ms after /init.
+    # Timed by the kernel's clock from its first line stamped after the clock started, udevd started
+    # 287 ms after /init.
     (amd64,) = [r for r in analyze_json(str(AMD64_VERBOSE))["recommendations"] if r["topic"] == "initramfs udev"]
-    assert amd64["initramfs"] == "tiny" and "started udev 315 ms after /init" in amd64["message"]
+    assert amd64["initramfs"] == "tiny" and "started udev 287 ms after /init" in amd64["message"]
     x86 = analyze_json(str(INITRD_ROOT))
     (advice,) = [r for r in x86["recommendations"] if r["topic"] == "initramfs udev"]
     assert advice["seconds"] == pytest.approx(7.667182 - 3.846223)  # kernel times of /init and the mount
@@ -1528,6 +1531,20 @@ def test_a_serial_capture_and_dmesg_of_one_boot_count_each_initcall_once(tmp_pat
     assert both["phases"] == alone["phases"]  # the serial copy, with its host time, is the one kept
 
 
+def test_the_kernels_clock_starts_after_its_first_lines(tmp_path):
+    """Lines stamped 0 were printed before the kernel started its clock: its start is the first of
+    them, its clock's zero the least late of the lines stamped after (the arm64 device's kernel ran
+    0.41 s under TCG before its clock started; taken as the clock's zero, its first line put every
+    moment on the kernel's clock that much early)."""
+    data = analyze_json(str(FIXTURES / "device-arm64-initcall-debug.log"))
+    assert data["moments"]["kernel_start"]["at_s"] == pytest.approx(0.038004)
+    assert data["kernel_offset_s"] == pytest.approx(0.452222)
+    # ... which is never before a line stamped 0 was printed
+    zero = [r for r in (FIXTURES / "device-arm64-initcall-debug.log").read_text().splitlines() if "[    0.000000]" in r]
+    assert data["kernel_offset_s"] >= max(float(r.split("\t")[0]) for r in zero)
+    assert not [w for w in data["warnings"] if "started its clock" in w]
+
+
 def test_a_boot_that_panics_says_so_and_fails_a_compare_budget(tmp_path):
     lines = VERBOSE.read_text().splitlines(True)
     panicked = tmp_path / "panicked.log"
@@ -1535,8 +1552,8 @@ def test_a_boot_that_panics_says_so_and_fails_a_compare_budget(tmp_path):
         "".join(lines[:1741]) + "5.200000\t[    2.100000] Kernel panic - not syncing: Attempted to kill init!\n"
     )
     warnings = analyze_json(str(panicked), "--ready", READY)["warnings"]
-    # at its printk time on the host's clock (2.1 s after the kernel's clock started, at about 3.03 s)
-    assert "the kernel panicked at 5.129 s: Kernel panic - not syncing: Attempted to kill init!" in warnings
+    # at its printk time on the host's clock (2.1 s after the kernel's clock started, at about 3.05 s)
+    assert "the kernel panicked at 5.152 s: Kernel panic - not syncing: Attempted to kill init!" in warnings
     # Compared to the last moment both reached (init), B would be as fast as A and pass any budget.
     done = headstart("boot", "compare", str(VERBOSE), str(panicked), "--ready", READY, "--budget-ms", "100000")
     assert done.returncode == 1
