@@ -370,6 +370,16 @@ def test_a_quiet_console_says_how_to_split_the_kernels_phases(tmp_path):
     assert not any("printed no line of the kernel's start" in w for w in data["warnings"])
     # Placed from the console's lines printed before the kernel's clock started: said to be early.
     assert any(w.startswith("no console line was stamped after the kernel started its clock") for w in data["warnings"])
+    # A line of user space's in the kernel's format, its clock read as it printed it (the virtual
+    # device's relay of its marks does so on a quiet console), places the clock instead.
+    rows = QUIET.read_text().splitlines()
+    rows.insert(-1, "4.600000\t[    1.500000] the kernel clock, read by headstart-device's relay")
+    clocked = tmp_path / "clocked.log"
+    clocked.write_text("\n".join(rows) + "\n")
+    data = analyze_json(str(clocked), str(dmesg), "--ready", READY)
+    assert data["kernel_offset_s"] == pytest.approx(4.6 - 1.5)
+    assert data["moments"]["init"]["at_s"] == pytest.approx(4.6 - 1.5 + 1.7)
+    assert not any("started its clock" in w for w in data["warnings"])
 
 
 def test_systemds_targets_from_its_critical_chain_or_its_console_lines(tmp_path):
