@@ -109,9 +109,9 @@ def _kernel_offset(log: BootLog) -> tuple[float, Line] | None:
     """The host's time at the kernel's time 0, and the line that gives it. A line stamped after the
     clock started bounds it from above (it can reach the console late, never early): the least late
     gives it. A line stamped 0 was printed before the clock started and bounds it from below only:
-    under TCG the arm64 device's kernel ran 0.34-0.36 s before its clock did, and taken as its time 0
-    that put every moment of the kernel's clock, and systemd's, that much early. With no line stamped
-    after (a quiet console), the last of those is the estimate, early by as much."""
+    under TCG the arm64 device's kernel ran 0.41 s before its clock did, and taken as its time 0 that
+    put every moment on the kernel's clock, and systemd's, that much early. With no line stamped
+    after (a quiet console), the last of those is the estimate, early by up to as much."""
     both = [
         (line.host_s - line.kernel_s, line)
         for line in log.lines
