@@ -1810,6 +1810,16 @@ def test_input_modules_that_udev_loaded_late_are_advised_to_load_as_systemd_star
         "evdev.log", text.replace("initcall_debug loglevel=8", "initcall_debug modules_load=evdev loglevel=8", 1)
     )
     assert _input_advice(with_evdev) == []
+    # A PS/2 mouse registered while virtio_console loads (as on the amd64 device, while sr_mod did):
+    # its probe of serio1, begun 0.86 s before, registered it, not that module.
+    rows = text.splitlines()
+    at = next(i for i, x in enumerate(rows) if "calling  virtio_console_init" in x) + 1
+    mouse = "19.930000\t[   19.480000] input: ImExPS/2 Mouse as /devices/platform/i8042/serio1/input/input2"
+    probe = "19.931000\t[   19.481000] probe of serio1 returned 0 after 861096 usecs"
+    probed = variant("probed.log", "\n".join([*rows[:at], mouse, probe, *rows[at:]]) + "\n")
+    assert [a["kernel_args"] for a in _input_advice(probed)] == [["modules_load=evdev,gpio_keys"]]
+    unprobed = variant("unprobed.log", "\n".join([*rows[:at], mouse, *rows[at:]]) + "\n")
+    assert [a["kernel_args"] for a in _input_advice(unprobed)] == [["modules_load=evdev,gpio_keys,virtio_console"]]
     no_evdev = variant("no-evdev.log", "\n".join(x for x in text.splitlines() if "evdev_init" not in x) + "\n")
     assert _input_advice(no_evdev) == []
     # evdev loaded before coldplug (as systemd-modules-load would): nothing came late.

@@ -571,7 +571,9 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
 
 
 # The kernel's line for each input device it registers (drivers/input/input.c), with the device's name.
-_INPUT_DEVICE = re.compile(r"\binput: (.+?) as /devices/")
+_INPUT_DEVICE = re.compile(r"\binput: (.+?) as (/devices/\S+)")
+# initcall_debug's line for each device probed: a device registered during it is that probe's.
+_PROBE = re.compile(r"\bprobe of (\S+) returned -?\d+ after (\d+) usecs")
 # The input devices' event interface: libinput (every Wayland compositor's seat, X's libinput driver)
 # opens /dev/input/event* alone, which exist only once this module is loaded.
 EVDEV_MODULE = "evdev"
@@ -594,7 +596,13 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
     for line in log.lines:
         m = _INPUT_DEVICE.search(line.text)
         shown = t.time_of(line)
-        if m and shown is not None and (call := _module_running(t, shown, m[1])) and call.module not in loaded:
+        if (
+            m
+            and shown is not None
+            and (call := _module_running(t, shown, m[1]))
+            and call.module not in loaded
+            and not _probed_before(t, log, line, m[2], call)
+        ):
             drivers.setdefault(call.module, (call, line, m[1]))
     modules = [EVDEV_MODULE, *(m for m in drivers if m != EVDEV_MODULE)]
     named = "".join(f", {name} ({module})" for module, (_, _, name) in drivers.items())
@@ -623,6 +631,21 @@ def _input_driver(t: Timeline, log: BootLog) -> list[Advice]:
             [f"modules_load={','.join(modules)}"],
         )
     ]
+
+
+def _probed_before(t: Timeline, log: BootLog, device: Line, path: str, call: Initcall) -> bool:
+    """Whether the input device came from a probe of one of the devices above it that began before the
+    module's initcall: then that probe registered it, not the module, which only happened to be
+    loading (the amd64 device's PS/2 mouse, probed for 0.86 s by the built-in psmouse while udev
+    loaded sr_mod, the CD-ROM's driver: its 0.2 s initcall is no input driver's)."""
+    parents = set(path.split("/"))
+    after = itertools.dropwhile(lambda line: line is not device, log.lines)
+    for line in itertools.islice(after, 1, 50):
+        probe = _PROBE.search(line.text)
+        ended = t.time_of(line)
+        if probe and probe[1] in parents and ended is not None and call.start_s is not None:
+            return ended - int(probe[2]) / 1e6 < call.start_s
+    return False
 
 
 def _modules_loaded_as_systemd_starts(command_line: str) -> set[str]:
