@@ -208,7 +208,9 @@ def build(log: BootLog, ready: re.Pattern[str] | None, marks: list[tuple[str, re
     timeline.phases = _phases(timeline, log)
     # What is wrong with the log as a whole (a wrapped ring buffer, a panic) before the moments it
     # left out: it is often why (a wrapped dmesg's first ext4 mount is a loop device's, hours later).
-    timeline.warnings = _warnings(timeline, log, ready, wrapped_at) + dropped
+    # Placed by a line stamped 0 alone: no line printed after the kernel's clock started.
+    clock_unplaced = offset_of is not None and not offset_of[1].kernel_s
+    timeline.warnings = _warnings(timeline, log, ready, wrapped_at, clock_unplaced) + dropped
     return timeline
 
 
@@ -427,7 +429,9 @@ def _wrapped_at(log: BootLog) -> float | None:
     return first_kernel if first_kernel is not None and first_kernel >= 1.0 and not log.recorded else None
 
 
-def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None, first_kernel: float | None) -> list[str]:
+def _warnings(
+    t: Timeline, log: BootLog, ready: re.Pattern[str] | None, first_kernel: float | None, clock_unplaced: bool
+) -> list[str]:
     out = []
     if first_kernel is not None and {"sysinit", "basic"} & set(t.moments):
         out.append(
@@ -452,13 +456,7 @@ def _warnings(t: Timeline, log: BootLog, ready: re.Pattern[str] | None, first_ke
             "to init are one here. Give the kernel's messages of the same boot as another file "
             "(`journalctl -b -o short-monotonic` or `dmesg`, saved on the device) to split them"
         )
-    offset_of = _kernel_offset(log)
-    if (
-        t.axis == "host"
-        and offset_of
-        and not offset_of[1].kernel_s
-        and {"root_mounted", "init", "sysinit", "basic"} & set(t.moments)
-    ):
+    if t.axis == "host" and clock_unplaced and {"root_mounted", "init", "sysinit", "basic"} & set(t.moments):
         out.append(
             "no console line was stamped after the kernel started its clock (quiet): the moments on the kernel's "
             "clock (systemd's targets, dmesg's and the journal's lines) are placed from its first lines, early by "
