@@ -47,7 +47,7 @@ ARCH = {
     },
     "amd64": {
         "qemu": "qemu-system-x86_64",
-        "machine": ["-M", "q35"],
+        "machine": ["-M", "q35", "-vga", "none"],
         "console": "ttyS0",
         "early": "earlyprintk=serial,ttyS0,115200",
     },

@@ -1759,6 +1759,20 @@ def test_a_display_driver_that_coldplug_loaded_late_is_advised_to_load_as_system
     two.write_text("\n".join(lines) + "\n")
     (advice,) = _display_advice(two)
     assert advice["kernel_args"] == ["modules_load=virtio_gpu,foo"] and len(advice["evidence"]) == 5
+    assert "registered 2 cards" in advice["message"] and "as this boot registered their cards" in advice["message"]
+    # The other the boot VGA device, its DRM name its module's and "-drm" (bochs-drm, module bochs),
+    # as on a PC: its module first, so that it keeps the first card's number when both load early.
+    vga = "1.100000\t[    0.650000] pci 0000:00:01.0: vgaarb: setting as boot VGA device"
+    two.write_text(
+        "\n".join([*lines[:828], vga, *lines[828:]]).replace(
+            "Initialized foo 1.0.0 20200101 for 1:0", "Initialized foo-drm 1.0.0 20200101 for 0000:00:01.0"
+        )
+        + "\n"
+    )
+    (advice,) = _display_advice(two)
+    assert advice["kernel_args"] == ["modules_load=foo,virtio_gpu"]
+    assert "foo's first, the boot VGA device (0000:00:01.0)" in advice["message"]
+    assert advice["evidence"][-1].endswith("pci 0000:00:01.0: vgaarb: setting as boot VGA device")
     # A boot bound by its CPUs (busy 80% or more): moving the driver earlier only moves the wait.
     busy, idle = tmp_path / "busy.txt", tmp_path / "idle.txt"
     busy.write_text("Id=a.service\nCPUUsageNSec=2000000000\n\ncpu  800 0 100 100 0 0 0 0\n")

@@ -511,8 +511,12 @@ def _printed_between(log: BootLog, first: Line, last: Line) -> list[Line]:
     return log.lines[start : end + 1] if start is not None and end is not None else []
 
 
-# drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c), with the DRM driver's name.
-_DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .* on minor \d+")
+# drm_dev_register's line for each card (drivers/gpu/drm/drm_drv.c), with the DRM driver's name and
+# its device's bus address.
+_DRM_CARD = re.compile(r"\[drm\] Initialized (\S+) .*? (?:for (\S+) )?on minor \d+")
+# The PCI display the firmware showed its console on (drivers/pci/vgaarb.c): what a compositor that
+# chooses among cards takes (weston, wlroots: "boot_vga" in sysfs).
+_BOOT_VGA = re.compile(r"pci (\S+): vgaarb: setting as boot VGA device")
 _COLDPLUG = re.compile(r"Starting .*(?:systemd-udev-trigger|Coldplug All udev Devices)")
 # Less than this after coldplug began, and there is little to move.
 LATE_MODULE_S = 0.25
@@ -532,40 +536,61 @@ def _coldplug_on_idle_cpus(t: Timeline, log: BootLog) -> tuple[Line, float] | No
 def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     """Display drivers that udev's coldplug loaded: a card, which a compositor waits for, appears
     only when udev reaches its device among all the others. Loading the module as systemd starts
-    (systemd-modules-load, before coldplug) makes the card sooner. Every card counts: the log does
-    not say which one drives the display (a render-only GPU registers one too). Said only with the
-    module's own initcall in the log (initcall_debug): a DRM driver's name need not be its module's."""
+    (systemd-modules-load, before coldplug) makes the card sooner. Every card coldplug made counts,
+    once one came late: the log does not say which one drives the display (a render-only GPU
+    registers one too), and a card's number follows the order its driver registered it, so loading
+    one early alone can give another's number (card0) to it. Said only with the module's own
+    initcall in the log (initcall_debug): a DRM driver's name need not be its module's."""
     if (began := _coldplug_on_idle_cpus(t, log)) is None:
         return []
     coldplug, started = began
     loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
-    late: dict[str, tuple[Initcall, Line, float]] = {}  # module -> its initcall, its card's line, when
+    cards: dict[str, tuple[Initcall, Line, float, str]] = {}  # module -> initcall, card's line, when, bus address
     for line in log.lines:
         shown = t.time_of(line)
         m = _DRM_CARD.search(line.text)
-        if m and shown is not None and shown - started >= LATE_MODULE_S:
+        if m and shown is not None and shown >= started:
             call = _module_running(t, shown, m.group(1), since=started, drivers_only=True)
-            if call and call.module not in loaded and call.module not in late:
-                late[call.module] = (call, line, shown)
-    if not late:
+            if call and call.module not in loaded and call.module not in cards:
+                cards[call.module] = (call, line, shown, m.group(2) or "")
+    first = min((shown for _, _, shown, _ in cards.values()), default=None)
+    if first is None or not any(shown - started >= LATE_MODULE_S for _, _, shown, _ in cards.values()):
         return []
-    modules = ",".join(late)
-    first = min(shown for _, _, shown in late.values())
+    vga_line = next((line for line in log.lines if _BOOT_VGA.search(line.text)), None)
+    vga_bus = _BOOT_VGA.search(vga_line.text).group(1) if vga_line else None
+    vga_card = next((module for module, (*_, bus) in cards.items() if bus == vga_bus), None)
+    # The boot VGA device's first, then as this boot numbered them.
+    modules = sorted(cards, key=lambda module: module != vga_card)
+    evidence = [coldplug] + [x for module in modules for x in (cards[module][0].evidence, cards[module][1])]
+    evidence += [vga_line] if vga_line and vga_card and len(modules) > 1 else []
+    order = ""
+    if len(modules) > 1:
+        order = (
+            f" This boot's coldplug registered {len(modules)} cards, and a card's number (/dev/dri/cardN) "
+            "follows the order the drivers register them: a compositor started on the first card to "
+            "appear, or told card0, takes the first. Loading one alone earlier moves the others after "
+            "it, so every one is named, in the order to load them: "
+            + (
+                f"{vga_card}'s first, the boot VGA device ({vga_bus}), on which the firmware showed its console."
+                if vga_card
+                else "as this boot registered their cards."
+            )
+        )
     return [
         Advice(
             "display driver",
-            f"The first DRM card ({', '.join(late)}) appeared {first - started:.3f} s after udev's coldplug began: "
-            "udev loaded the driver's module when it reached the card's device among all the others, and a "
-            "compositor waits for its card before the first program can show anything. Load the module as "
-            f"systemd starts, before coldplug: `modules_load={modules}` on the kernel command line, or "
-            "the names in /etc/modules-load.d/ (or build them in). On a boot whose CPUs are busy, the units "
-            "after it then wait for a CPU instead: on the virtual device (CPUs busy about 75% of its boot), the "
+            f"The first DRM card appeared {first - started:.3f} s after udev's coldplug began "
+            f"({', '.join(modules)}): udev loaded the driver's module when it reached the card's device "
+            "among all the others, and a compositor waits for its card before the first program can show "
+            "anything. Load the module as systemd starts, before coldplug: "
+            f"`modules_load={','.join(modules)}` on the kernel command line, or the names in "
+            "/etc/modules-load.d/ (or build them in). On a boot whose CPUs are busy, the units after it "
+            "then wait for a CPU instead: on the virtual device (CPUs busy about 75% of its boot), the "
             "compositor's wait for the card fell from 1.7 to 0.55 s, and the home screen's first frame came "
-            "0.21 s sooner in the median of six pairs of boots (-0.16 to 0.83 s; docs/results.md).",
-            [f"{coldplug.source}: {coldplug.text.strip()}"]
-            + [f"{x.source}: {x.text.strip()}" for call, card, _ in late.values() for x in (call.evidence, card)],
+            f"0.21 s sooner in the median of six pairs of boots (-0.16 to 0.83 s; docs/results.md).{order}",
+            [f"{x.source}: {x.text.strip()}" for x in evidence],
             first - started,
-            [f"modules_load={modules}"],
+            [f"modules_load={','.join(modules)}"],
         )
     ]
 
@@ -678,8 +703,14 @@ def _module_running(
         and (end := t.time_of(c.evidence)) is not None
         and c.start_s <= shown <= end
     ]
-    named = [c for c in running if c.module == name.replace("-", "_")]
+    named = [c for c in running if _bare_driver(c.module) == _bare_driver(name)]
     return named[0] if named else running[0] if len(running) == 1 else None
+
+
+def _bare_driver(name: str) -> str:
+    """A driver's name as its module's: a DRM driver's often adds or drops "drm" (bochs-drm in module
+    bochs, rockchip in rockchipdrm, sun4i-drm in sun4i_drm)."""
+    return re.sub(r"_?drm$", "", name.replace("-", "_")) or name
 
 
 def _units(t: Timeline, log: BootLog) -> list[Advice]:
