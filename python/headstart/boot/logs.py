@@ -92,7 +92,6 @@ class BootLog:
     critical_chains: list[list[ChainLink]] = field(default_factory=list)
     # With `--fuzz`, for each chain: the other units its first unit waited for, up within the fuzz
     chains_beside: list[list[ChainLink]] = field(default_factory=list)
-    last_chain_line: ChainLink | None = field(default=None, repr=False)  # while reading: the chain goes on below it
 
     @property
     def critical_chain(self) -> list[ChainLink]:
@@ -231,6 +230,14 @@ def _merge(log: BootLog, one: BootLog) -> None:
     log.formats += one.formats
 
 
+@dataclass
+class _Reading:
+    """What reading one file keeps between its lines."""
+
+    shown: dict[str, str] = field(default_factory=dict)  # the properties of the unit `systemctl show` is printing
+    last_chain_line: ChainLink | None = None  # a critical chain goes on below it
+
+
 def _read_one(name: str, text: str) -> BootLog:
     raw = text.split("\n")  # not splitlines(): a bare carriage return does not end a console line
     if formats.dmesg_wall_clock(raw):
@@ -244,7 +251,7 @@ def _read_one(name: str, text: str) -> BootLog:
         )
     f, stamped = formats.stamp(raw)
     log = BootLog(recorded=f is not None, formats=[f.name if f else "plain"])
-    shown: dict[str, str] = {}  # the properties of the unit `systemctl show` is printing
+    reading = _Reading()
     if f is formats.HEADSTART and (m := _BAUD.search(raw[0])):
         log.baud = int(m.group(1))
     for s in stamped:
@@ -253,7 +260,7 @@ def _read_one(name: str, text: str) -> BootLog:
         if f is not None and before.strip():
             log.lines.append(Line(source, before, s.host_s))  # firmware or a program, then the kernel
             if kernel_s is None and (link := _CHAIN_LINK.match(before)):
-                _chain_link(link, source, log)  # systemd-analyze run on the recorded console
+                _chain_link(link, source, log, reading)  # systemd-analyze run on the recorded console
         # Anything before the kernel's stamp on its line, text or escape codes, came first.
         prefixed = f is not None and kernel_s is not None and not s.text.lstrip(" ").startswith("[")
         if kernel_s is not None:
@@ -262,16 +269,16 @@ def _read_one(name: str, text: str) -> BootLog:
             # came at a moment the capture does not hold, which its printk time and the offset give.
             log.lines.append(Line(source, after, None if prefixed else s.host_s, kernel_s))
         elif f is None:
-            _plain_line(source, before, log, shown)
+            _plain_line(source, before, log, reading)
     return log
 
 
-def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> None:
+def _plain_line(source: str, text: str, log: BootLog, reading: _Reading) -> None:
     """A line without times: systemd-analyze's, systemctl show's (units' or the manager's) or /proc/stat's."""
     if not text.strip():
-        shown.clear()  # the end of a unit's block in systemctl show's output
+        reading.shown.clear()  # the end of a unit's block in systemctl show's output
     elif show := _SHOW.match(text.strip()):
-        _unit_cpu(source, show.group(1), show.group(2), log, shown)
+        _unit_cpu(source, show.group(1), show.group(2), log, reading.shown)
     elif generators := _GENERATORS.match(text.strip()):
         log.generators[generators.group(1)] = (int(generators.group(2)), source)
     elif _PROC_STAT_ONE_CPU.match(text):
@@ -282,7 +289,7 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
         idle = sum(ticks[3:5])
         log.cpu.busy_s, log.cpu.idle_s = (sum(ticks[:8]) - idle) / _USER_HZ, idle / _USER_HZ
     elif link := _CHAIN_LINK.match(text):
-        _chain_link(link, source, log)
+        _chain_link(link, source, log, reading)
     elif finished := _FINISHED.search(text):
         for part in _DURATION_PART.finditer(finished.group(1)):
             log.systemd_phases[part.group(2)] = duration_s(part.group(0))
@@ -290,7 +297,7 @@ def _plain_line(source: str, text: str, log: BootLog, shown: dict[str, str]) -> 
         log.systemd_blame.append((blame.group(2), duration_s(blame.group(1)), source))
 
 
-def _chain_link(link: re.Match[str], source: str, log: BootLog) -> None:
+def _chain_link(link: re.Match[str], source: str, log: BootLog, reading: _Reading) -> None:
     """One line of a critical chain: its first line, not indented, begins a chain. Each level of the
     tree is two columns wide. With `--fuzz`, systemd also prints, below each unit, the others it
     waited for that were up within the fuzz of the last, latest first, and their own trees: the
@@ -303,11 +310,11 @@ def _chain_link(link: re.Match[str], source: str, log: BootLog) -> None:
     took = link.group("took")
     one = ChainLink(link.group("unit"), duration_s(link.group("at")), duration_s(took) if took else None, source)
     chain, depth = log.critical_chains[-1], len(tree) // 2
-    if depth == len(chain) and (depth == 0 or chain[-1] is log.last_chain_line):
+    if depth == len(chain) and (depth == 0 or chain[-1] is reading.last_chain_line):
         chain.append(one)
     elif depth == 1:
         log.chains_beside[-1].append(one)
-    log.last_chain_line = one
+    reading.last_chain_line = one
 
 
 def _unit_cpu(source: str, key: str, value: str, log: BootLog, shown: dict[str, str]) -> None:
