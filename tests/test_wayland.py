@@ -1,4 +1,4 @@
-"""GUI programs under a real Wayland compositor (weston's headless backend, the test's own): the
+"""GUI programs under a real Wayland compositor (weston with a seat, the test's own): the
 GTK 3 and Qt 5 samples reach their first frame by exec and through the daemon alike, seen by the
 proxy of bench/timer/wayland-watch.c, and behave the same; bench times them to that frame; a
 program that never shows a frame, and a compositor that cannot start, each end in one line."""
@@ -71,6 +71,16 @@ def test_samples_reach_their_first_frame_through_the_daemon_as_by_exec(composito
             assert proxy.shown(), f"{program.name} served: no frame"
             assert (got.returncode, got.stdout) == (0, expected.stdout)
             assert b"1 argument(s)" in got.stdout
+
+
+def test_the_compositor_has_a_seat_as_a_products_has(compositor):
+    """A product's compositor has a keyboard and a pointer; weston's headless backend had none, and
+    GTK 3 then printed a critical as it started (gdk_seat_get_keyboard) that it never prints on a
+    device: the bench's weston runs its X11 backend, whose seat has both."""
+    proxy = Proxy(wayland_env(compositor))
+    done = run_exec([str(GTK)], env=dict(wayland_env(compositor), WAYLAND_DISPLAY=proxy.address))
+    assert proxy.shown() and done.returncode == 0, done.stderr
+    assert b"CRITICAL" not in done.stderr and b"WARNING" not in done.stderr, done.stderr
 
 
 def test_a_served_qt_window_has_the_programs_app_id_not_the_daemons(compositor):

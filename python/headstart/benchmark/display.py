@@ -1,6 +1,6 @@
 """A display for programs that show a window, started for the run and stopped after it: a private
 Xvfb (a real X server drawing into memory, with Mesa's software GL) or one the user names, or a
-private weston (a real Wayland compositor on its headless backend)."""
+private weston (a real Wayland compositor, with a seat: its X11 backend in a private Xvfb)."""
 
 from __future__ import annotations
 
@@ -65,9 +65,16 @@ def x_display(display: str | None = None) -> Iterator[str]:
 # weston's kiosk shell: each toplevel fullscreen on the one output, no shell client of its own to
 # start or to draw (desktop-shell runs weston-desktop-shell beside the programs), as in a kiosk or
 # an embedded product's UI. The pixman renderer composites each frame on the CPU, as on a board
-# without a GPU driver in its image (the headless backend's default draws nothing at all).
+# without a GPU driver in its image. Its X11 backend, in a private Xvfb, and not the headless one:
+# weston 10's headless backend has no seat, and a product's compositor has one (a keyboard, a
+# pointer). Without it GTK 3 prints a critical as it starts (gdk_seat_get_keyboard), which a program
+# under test would print where it never does on a device, and the toolkits skip the keymap and the
+# cursor a seat brings. The programs never see that X server: only weston is given its DISPLAY.
 WESTON_ARGS = (
-    "--backend=headless-backend.so",
+    "--backend=x11-backend.so",
+    # The headless backend's output, which every earlier figure had (the X11 backend's is 1024x600).
+    "--width=1024",
+    "--height=640",
     "--use-pixman",
     "--shell=kiosk-shell.so",
     "--idle-time=0",
@@ -78,12 +85,12 @@ WAYLAND_SOCKET = "wayland-headstart"
 
 @contextmanager
 def wayland_display() -> Iterator[dict[str, str]]:
-    """A private weston on its headless backend, in a runtime directory of its own, stopped after;
-    the environment its clients need (WAYLAND_DISPLAY and XDG_RUNTIME_DIR)."""
+    """A private weston with a seat (its X11 backend in a private Xvfb), in a runtime directory of
+    its own, stopped after; the environment its clients need (WAYLAND_DISPLAY and XDG_RUNTIME_DIR)."""
     weston = shutil.which("weston")
     if not weston:
         raise HeadstartError("no Wayland compositor for the programs that show a window: install weston (make deps)")
-    with tempfile.TemporaryDirectory(prefix="headstart-weston-") as runtime:
+    with x_display() as x_server, tempfile.TemporaryDirectory(prefix="headstart-weston-") as runtime:
         os.chmod(runtime, 0o700)
         log = Path(runtime) / "weston.log"
         socket = Path(runtime) / WAYLAND_SOCKET
@@ -93,7 +100,7 @@ def wayland_display() -> Iterator[dict[str, str]]:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
-                env=_weston_env(runtime),
+                env=_weston_env(runtime, x_server),
                 start_new_session=True,
                 preexec_fn=ends_with_parent,
             )
@@ -104,11 +111,11 @@ def wayland_display() -> Iterator[dict[str, str]]:
             terminate(proc, timeout=10)
 
 
-def _weston_env(runtime: str) -> dict[str, str]:
-    """Ours, minus what would make weston a client of the session's display (its wayland and x11
-    backends follow WAYLAND_DISPLAY and DISPLAY; the headless one should, but need not know them)."""
+def _weston_env(runtime: str, x_server: str) -> dict[str, str]:
+    """Ours, with the private X server as weston's only display: its X11 backend draws there, and
+    the wayland backend, which a WAYLAND_DISPLAY of the session's would make it, is not taken."""
     env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "WAYLAND_SOCKET", "DISPLAY")}
-    return dict(env, XDG_RUNTIME_DIR=runtime)
+    return dict(env, XDG_RUNTIME_DIR=runtime, DISPLAY=x_server)
 
 
 def _wait_listening(proc: subprocess.Popen[bytes], socket: Path, log: Path) -> None:
