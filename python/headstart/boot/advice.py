@@ -556,23 +556,20 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     first = min((shown for _, _, shown, _ in cards.values()), default=None)
     if first is None or not any(shown - started >= LATE_MODULE_S for _, _, shown, _ in cards.values()):
         return []
-    vga_line = next((line for line in log.lines if _BOOT_VGA.search(line.text)), None)
-    vga_bus = _BOOT_VGA.search(vga_line.text).group(1) if vga_line else None
-    vga_card = next((module for module, (*_, bus) in cards.items() if bus == vga_bus), None)
-    # The boot VGA device's first, then as this boot numbered them.
-    modules = sorted(cards, key=lambda module: module != vga_card)
+    modules, vga_line = _load_order(cards, log)
     evidence = [coldplug] + [x for module in modules for x in (cards[module][0].evidence, cards[module][1])]
-    evidence += [vga_line] if vga_line and vga_card and len(modules) > 1 else []
     order = ""
     if len(modules) > 1:
+        evidence += [vga_line] if vga_line else []
         order = (
             f" This boot's coldplug registered {len(modules)} cards, and a card's number (/dev/dri/cardN) "
             "follows the order the drivers register them: a compositor started on the first card to "
             "appear, or told card0, takes the first. Loading one alone earlier moves the others after "
             "it, so every one is named, in the order to load them: "
             + (
-                f"{vga_card}'s first, the boot VGA device ({vga_bus}), on which the firmware showed its console."
-                if vga_card
+                f"{modules[0]}'s first, the boot VGA device ({cards[modules[0]][3]}), on which the firmware "
+                "showed its console."
+                if vga_line
                 else "as this boot registered their cards."
             )
         )
@@ -593,6 +590,15 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
             [f"modules_load={','.join(modules)}"],
         )
     ]
+
+
+def _load_order(cards: dict[str, tuple[Initcall, Line, float, str]], log: BootLog) -> tuple[list[str], Line | None]:
+    """The cards' modules in the order to load them: the boot VGA device's first, then as this boot
+    registered their cards; and vgaarb's line naming that device, when one of the cards is it."""
+    vga_line = next((line for line in log.lines if _BOOT_VGA.search(line.text)), None)
+    vga_bus = m.group(1) if vga_line and (m := _BOOT_VGA.search(vga_line.text)) else None
+    vga_card = next((module for module, (*_, bus) in cards.items() if bus == vga_bus), None)
+    return sorted(cards, key=lambda module: module != vga_card), vga_line if vga_card else None
 
 
 # The kernel's line for each input device it registers (drivers/input/input.c), with the device's name.
