@@ -10,7 +10,7 @@ CORPUS_PACKAGES := gzip bzip2 xz-utils zstd lz4 sed grep gawk mawk coreutils dif
 	webp qpdf exiv2 tzdata poppler-utils man-db gettext apt binutils-aarch64-linux-gnu
 # GUI programs run under a private X server (Xvfb): our GTK and Qt samples, and Debian's galculator
 # (GTK 3) and featherpad (Qt 5), timed to their window shown (launch-timer watches X with libxcb).
-# On Wayland they run under a private weston (its headless backend; launch-timer's proxy needs no
+# On Wayland they run under a private weston (its X11 backend in a private Xvfb, for a seat; launch-timer's proxy needs no
 # library), Qt 5 through its Wayland platform plugin (qtwayland5; GTK 3 has its backend built in).
 # Each display comes with a private session bus, as a desktop or kiosk session has: dbus-daemon, and
 # GLib's gdbus, which starts the bus's session services and looks at the bus in tests/test_session_bus.py;
