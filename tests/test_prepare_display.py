@@ -1,4 +1,4 @@
-"""headstartd --prepare-display under a real Wayland compositor (weston's headless backend, the
+"""headstartd --prepare-display under a real Wayland compositor (weston with a seat, the
 test's own): the GTK 3 and GTK 4 samples, launched a second time exactly as the first, are taken by
 a child whose toolkit opened the display ahead, and print and exit as by exec; a launch that differs
 (environment, a GTK option) gets an ordinary child; what GTK says while it starts ahead reaches the
@@ -230,23 +230,29 @@ def test_gtk4s_gl_programs_are_compiled_ahead_only_for_its_gl_renderer(composito
         assert (got.returncode, got.stdout) == (0, expected.stdout)
 
 
+# What makes GTK 3 print as it starts: a module it cannot load ("Failed to load module").
+MISSING_MODULE = {"GTK_MODULES": "headstart-no-such-module"}
+
+
 @pytest.mark.parametrize("toolkit", ["gtk3", "gtk4"])
 def test_a_program_that_names_itself_is_prepared_on_wayland_only(compositor, toolkit):
+    """On Wayland the child is prepared; on X11 GTK reads the name as it opens the display, and where
+    GTK 3 prints as it starts, its message would name the program as it was before it named itself:
+    the child is let go in both, and the launch prints as exec's."""
     program = str(NAMED[toolkit])
+    displays = [(compositor, {}), (None, {})] + ([(compositor, MISSING_MODULE)] if toolkit == "gtk3" else [])
     with prepared_daemon(compositor, program) as d:
-        for found in (compositor, None):
+        for found, extra in displays:
             with display.private_display("x11") if found is None else nullcontext(found) as shown:
-                env = base_env(**shown)
+                env = base_env(**shown, **extra)
                 expected = run_exec([program], env=env)
                 assert expected.returncode == 0 and b"named named-sample" in expected.stdout, expected
                 run_served(d, [program], env=env)
                 state = wait_settled(d, program)
                 if found is None:
-                    # On X11 GTK reads the name as it opens the display: the child is let go.
                     assert state.startswith("failed") and "names itself (g_set_prgname)" in state, state
-                elif toolkit == "gtk3":
-                    # GTK 3 warns as it starts on the test's weston, which has no keyboard: its message
-                    # would name the program as it was before it named itself, so the child is let go.
+                elif extra:
+                    assert b"Failed to load module" in expected.stderr, expected.stderr
                     assert state.startswith("failed") and "printed messages as it started" in state, state
                 else:
                     assert state.startswith("ready"), state
