@@ -234,6 +234,14 @@ def test_a_compositor_that_cannot_start_is_one_line_naming_why(monkeypatch, tmp_
     )
 
 
+def test_a_compositor_without_its_x_server_is_one_line_naming_what_to_install(monkeypatch):
+    which = shutil.which
+    monkeypatch.setattr(display.shutil, "which", lambda name: None if name == "Xvfb" else which(name))
+    with pytest.raises(HeadstartError) as caught, display.wayland_display():
+        pass
+    assert str(caught.value) == "no X server for weston's X11 backend, which gives it a seat: install xvfb (make deps)"
+
+
 GTK4 = bin_path("gtk4-tiles")
 
 

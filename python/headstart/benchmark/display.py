@@ -90,6 +90,8 @@ def wayland_display() -> Iterator[dict[str, str]]:
     weston = shutil.which("weston")
     if not weston:
         raise HeadstartError("no Wayland compositor for the programs that show a window: install weston (make deps)")
+    if not shutil.which("Xvfb"):
+        raise HeadstartError("no X server for weston's X11 backend, which gives it a seat: install xvfb (make deps)")
     with x_display() as x_server, tempfile.TemporaryDirectory(prefix="headstart-weston-") as runtime:
         os.chmod(runtime, 0o700)
         log = Path(runtime) / "weston.log"
