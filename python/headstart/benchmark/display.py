@@ -24,19 +24,19 @@ from headstart.processes import terminate
 
 START_TIMEOUT_S = 15.0
 SCREEN = "1280x800x24"
+NO_XVFB = "no X server for the programs that show a window: install xvfb (make deps) or pass --display"
 
 
 @contextmanager
-def x_display(display: str | None = None) -> Iterator[str]:
-    """The DISPLAY to use: `display` itself, or a fresh Xvfb on a free display number."""
+def x_display(display: str | None = None, missing: str = NO_XVFB) -> Iterator[str]:
+    """The DISPLAY to use: `display` itself, or a fresh Xvfb on a free display number (without
+    Xvfb, the error `missing`)."""
     if display:
         yield display
         return
     xvfb = shutil.which("Xvfb")
     if not xvfb:
-        raise HeadstartError(
-            "no X server for the programs that show a window: install xvfb (make deps) or pass --display"
-        )
+        raise HeadstartError(missing)
     read_end, write_end = os.pipe()
     try:
         # -displayfd: Xvfb picks a free display number and writes it here once it accepts clients.
@@ -90,9 +90,8 @@ def wayland_display() -> Iterator[dict[str, str]]:
     weston = shutil.which("weston")
     if not weston:
         raise HeadstartError("no Wayland compositor for the programs that show a window: install weston (make deps)")
-    if not shutil.which("Xvfb"):
-        raise HeadstartError("no X server for weston's X11 backend, which gives it a seat: install xvfb (make deps)")
-    with x_display() as x_server, tempfile.TemporaryDirectory(prefix="headstart-weston-") as runtime:
+    seatless = "no X server for weston's X11 backend, which gives it a seat: install xvfb (make deps)"
+    with x_display(missing=seatless) as x_server, tempfile.TemporaryDirectory(prefix="headstart-weston-") as runtime:
         os.chmod(runtime, 0o700)
         log = Path(runtime) / "weston.log"
         socket = Path(runtime) / WAYLAND_SOCKET

@@ -533,6 +533,16 @@ def _coldplug_on_idle_cpus(t: Timeline, log: BootLog) -> tuple[Line, float] | No
     return coldplug, started
 
 
+@dataclass(frozen=True)
+class _Card:
+    """A DRM card coldplug made: its module's initcall, its line, when it came, its bus address."""
+
+    call: Initcall
+    line: Line
+    shown: float
+    bus: str
+
+
 def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     """Display drivers that udev's coldplug loaded: a card, which a compositor waits for, appears
     only when udev reaches its device among all the others. Loading the module as systemd starts
@@ -545,19 +555,19 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
         return []
     coldplug, started = began
     loaded = _modules_loaded_as_systemd_starts(_command_line(log) or "")
-    cards: dict[str, tuple[Initcall, Line, float, str]] = {}  # module -> initcall, card's line, when, bus address
+    cards: dict[str, _Card] = {}  # by module
     for line in log.lines:
         shown = t.time_of(line)
         m = _DRM_CARD.search(line.text)
         if m and shown is not None and shown >= started:
             call = _module_running(t, shown, m.group(1), since=started, drivers_only=True)
             if call and call.module not in loaded and call.module not in cards:
-                cards[call.module] = (call, line, shown, m.group(2) or "")
-    first = min((shown for _, _, shown, _ in cards.values()), default=None)
-    if first is None or not any(shown - started >= LATE_MODULE_S for _, _, shown, _ in cards.values()):
+                cards[call.module] = _Card(call, line, shown, m.group(2) or "")
+    if not any(card.shown - started >= LATE_MODULE_S for card in cards.values()):
         return []
+    first = min(card.shown for card in cards.values())
     modules, vga_line = _load_order(cards, log)
-    evidence = [coldplug] + [x for module in modules for x in (cards[module][0].evidence, cards[module][1])]
+    evidence = [coldplug] + [x for module in modules for x in (cards[module].call.evidence, cards[module].line)]
     order = ""
     if len(modules) > 1:
         evidence += [vga_line] if vga_line else []
@@ -567,7 +577,7 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
             "appear, or told card0, takes the first. Loading one alone earlier moves the others after "
             "it, so every one is named, in the order to load them: "
             + (
-                f"{modules[0]}'s first, the boot VGA device ({cards[modules[0]][3]}), on which the firmware "
+                f"{modules[0]}'s first, the boot VGA device ({cards[modules[0]].bus}), on which the firmware "
                 "showed its console."
                 if vga_line
                 else "as this boot registered their cards."
@@ -592,13 +602,12 @@ def _display_driver(t: Timeline, log: BootLog) -> list[Advice]:
     ]
 
 
-def _load_order(cards: dict[str, tuple[Initcall, Line, float, str]], log: BootLog) -> tuple[list[str], Line | None]:
+def _load_order(cards: dict[str, _Card], log: BootLog) -> tuple[list[str], Line | None]:
     """The cards' modules in the order to load them: the boot VGA device's first, then as this boot
     registered their cards; and vgaarb's line naming that device, when one of the cards is it."""
-    vga_line = next((line for line in log.lines if _BOOT_VGA.search(line.text)), None)
-    vga_bus = m.group(1) if vga_line and (m := _BOOT_VGA.search(vga_line.text)) else None
-    vga_card = next((module for module, (*_, bus) in cards.items() if bus == vga_bus), None)
-    return sorted(cards, key=lambda module: module != vga_card), vga_line if vga_card else None
+    vga = next(((line, m[1]) for line in log.lines if (m := _BOOT_VGA.search(line.text))), None)
+    vga_card = next((module for module, card in cards.items() if vga and card.bus == vga[1]), None)
+    return sorted(cards, key=lambda module: module != vga_card), vga[0] if vga and vga_card else None
 
 
 # The kernel's line for each input device it registers (drivers/input/input.c), with the device's name.
