@@ -270,9 +270,9 @@ def test_process_name_through_a_symlink(daemon, tmp_path):
 
 def test_many_launches_in_a_row_leak_nothing(daemon):
     """2,000 launches: none fails, and the daemon's fd count and memory do not grow. Under the
-    sanitizers 600: LeakSanitizer finds a leak of one launch as surely as of thousands, and an fd
-    left open by each launch shows in 600 as in 2,000."""
-    runs = "300" if SANITIZED else "1000"
+    sanitizers 300: LeakSanitizer finds a leak of one launch as surely as of thousands, and an fd
+    left open by each launch shows in 300 as in 2,000."""
+    runs = "150" if SANITIZED else "1000"
     timer = bin_path("launch-timer")
     args = ["--socket", str(daemon.socket), "--run-client", str(bin_path("headstart-run"))]
     fft = [str(bin_path("fft")), "64"]

@@ -30,13 +30,22 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise _Terminated(signum)
 
 
-def _command_modules() -> list[ModuleType]:
-    """Every module in headstart.commands is a subcommand; the list is not kept by hand."""
+def _command_modules(only: str | None = None) -> list[ModuleType]:
+    """Every module in headstart.commands is a subcommand; the list is not kept by hand. `only`: the
+    one named, when it is one (each command imports what it needs, matplotlib and pyelftools among
+    them: all of them take longer to import than most commands take to run)."""
     names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+    if only in names:
+        names = [only]
     return [importlib.import_module(f"headstart.commands.{name}") for name in names]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand argv names: its first word that is not an option (no top-level option takes a value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="headstart",
         description="Measure and explain program launches: compare exec and headstartd (bench), profile "
@@ -46,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"headstart {__version__}")
     parser.add_argument("--traceback", action="store_true", help="show the stack on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in _command_modules():
+    for module in _command_modules(only):
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(run=module.run)
@@ -61,8 +70,8 @@ def _fail(args: argparse.Namespace, message: str, status: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_named(argv)).parse_args(argv)
     previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return _run(args)

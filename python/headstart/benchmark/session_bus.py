@@ -23,6 +23,7 @@ from pathlib import Path
 
 from headstart.benchmark.lifetime import ends_with_parent
 from headstart.errors import HeadstartError
+from headstart.processes import process_stats
 
 START_TIMEOUT_S = 15.0
 GROUP_STOP_S = 5.0  # for the services in the bus's process group to end after it
@@ -72,16 +73,21 @@ def _stop(proc: subprocess.Popen[bytes], runtime: str) -> None:
 
 def _wait_for_group(group: int, timeout: float = GROUP_STOP_S) -> None:
     """Until the services in the bus's process group have ended too (SIGTERM reached them with the
-    bus, and some take a moment to exit), then SIGKILL for those still there."""
+    bus, and some take a moment to exit), then SIGKILL for those still there. A service that has
+    ended but is not yet reaped counts as ended: having daemonised, it is init's to reap, and an init
+    that reaps late (a container's) kept the group alive for seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if not _running_in_group(group):
             return
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
+
+
+def _running_in_group(group: int) -> bool:
+    """Whether a process of the group is still running (a zombie is not)."""
+    return any(fields[2] == b"%d" % group and fields[0] != b"Z" for _, fields in process_stats())
 
 
 def _mounts_under(folder: str) -> list[str]:

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from headstart.boot.analysis import Analysis
 from headstart.profiling.after_main_trace import main_call, relocations, started
-from headstart.profiling.launch import Launch
-from headstart.profiling.profiler import Recorded
 from headstart.profiling.syscalls import AddressMap, Call
 from headstart.profiling.timeline import PHASES
+
+if TYPE_CHECKING:  # types only: importing them takes pyelftools, which `boot` has no use for
+    from headstart.boot.analysis import Analysis
+    from headstart.profiling.launch import Launch
+    from headstart.profiling.profiler import Recorded
 
 ARG_TEXT = 200  # a system call's arguments and result, as strace printed them, cut to this
 
