@@ -107,8 +107,9 @@ NOT_SANITIZED = pytest.mark.skipif(SANITIZED, reason="bench's timer cannot run a
 
 
 def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """--quick: the fewest preload points; what these tests give the bench is checked before any."""
     return subprocess.run(
-        [*HEADSTART, "bench", "--modes", "exec", "--runs", "2", "-o", str(cwd / "out"), *args],
+        [*HEADSTART, "bench", "--quick", "--modes", "exec", "--runs", "2", "-o", str(cwd / "out"), *args],
         capture_output=True,
         text=True,
         timeout=300,
