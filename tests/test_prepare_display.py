@@ -873,6 +873,40 @@ def test_a_setting_changed_while_the_child_waits_gets_an_ordinary_child(composit
             got = run_served(d, [program], env=env)
             # It prints one pointer ("color-hash: ((GHashTable*) 0x...)"), which differs run to run.
             assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
-            assert "the user's settings (dconf) changed since it was prepared" in d.log_text()
+            assert "its toolkit's settings changed since it was prepared" in d.log_text()
+            assert "/dconf/user); letting it go" in d.log_text()
         finally:
             subprocess.run(["gsettings", "reset", *key], env=env)
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gtk-query-settings").exists(), reason="needs gtk-query-settings (libgtk-3-bin)")
+@pytest.mark.parametrize(
+    ("name", "text", "printed"),
+    [
+        ("gtk-3.0/settings.ini", "[Settings]\ngtk-application-prefer-dark-theme=1\n", b"prefer-dark-theme: TRUE"),
+        ("gtk-3.0/gtk.css", "* { color: #ff0000; }\n", None),
+        ("fontconfig/fonts.conf", "<?xml version='1.0'?>\n<fontconfig></fontconfig>\n", None),
+    ],
+)
+def test_a_settings_file_written_while_the_child_waits_gets_an_ordinary_child(
+    compositor, tmp_path, name, text, printed
+):
+    """A new user's trial (2026-12-02): a dark theme set in GTK's settings.ini, a user gtk.css or a
+    fontconfig configuration written while a prepared child waited was never seen by the program
+    that took it (GTK watches none of them): the window kept the old theme, colours or fonts, where
+    exec showed the new. Such a child is now let go, as for dconf."""
+    program = "/usr/bin/gtk-query-settings"
+    env = base_env(**compositor, XDG_CONFIG_HOME=str(tmp_path))
+    with prepared_daemon(compositor, program) as d:
+        run_served(d, [program], env=env)
+        wait_prepared(d, program)
+        written = tmp_path / name
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(text)
+        expected = run_exec([program], env=env)
+        got = run_served(d, [program], env=env)
+        assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
+        if printed:
+            assert printed in expected.stdout, expected.stdout
+        assert taken_ahead(d) == 0, d.log_text()
+        assert f"its toolkit's settings changed since it was prepared ({written}); letting it go" in d.log_text()

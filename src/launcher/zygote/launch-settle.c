@@ -21,15 +21,16 @@ void launch_settle_start(struct launch_settle *l, pid_t pid, uint64_t now_ms) {
 }
 
 bool launch_settle_look(struct launch_settle *l, uint64_t now_ms, uint64_t interval_ms) {
+        uint64_t ticks;
         if (!l->pid)
                 return true;
-        if (now_ms < l->looked_ms + interval_ms)
-                return l->settled;
-        uint64_t ticks;
+        /* Ended (a launch with --help): settled at once, not at the next look's time. */
         if (!read_ticks(l->pid, &ticks)) {
                 l->pid = 0;
                 return true;
         }
+        if (now_ms < l->looked_ms + interval_ms)
+                return l->settled;
         long hz = sysconf(_SC_CLK_TCK);
         uint64_t used_ms = (ticks - l->ticks) * 1000u / (uint64_t) (hz > 0 ? hz : 100);
         l->settled = used_ms * 4 < now_ms - l->looked_ms;

@@ -23,5 +23,6 @@ struct launch_settle {
 void launch_settle_start(struct launch_settle *l, pid_t pid, uint64_t now_ms);
 
 /* Whether the program has settled: between the last look and now (a look younger than interval_ms
- * is answered again), or for good once it has ended or cannot be read (never waited on). */
+ * is answered again), or for good once it has ended or cannot be read (never waited on), which every
+ * call looks at. */
 bool launch_settle_look(struct launch_settle *l, uint64_t now_ms, uint64_t interval_ms);

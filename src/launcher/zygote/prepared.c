@@ -365,27 +365,6 @@ bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_l
         return true;
 }
 
-/* Whether the user's GSettings (dconf's database, $XDG_CONFIG_HOME/dconf/user, which dconf's service
- * writes anew for each change) changed since p's child was forked. The toolkit it started read
- * them then, and hears of a change only as a notification its main loop dispatches: a program
- * that reads its settings before running one (gtk-query-settings) printed the old ones. */
-static bool settings_changed(const struct prepared_program *p) {
-        const char *config = hs_env_value(p->shape.envp, "XDG_CONFIG_HOME");
-        const char *home = hs_env_value(p->shape.envp, "HOME");
-        char path[PATH_MAX];
-        if (config && config[0] == '/')
-                snprintf(path, sizeof path, "%s/dconf/user", config);
-        else if (home && home[0] == '/')
-                snprintf(path, sizeof path, "%s/.config/dconf/user", home);
-        else
-                return false;
-        struct stat st;
-        if (stat(path, &st) < 0)
-                return false;
-        return st.st_mtim.tv_sec > p->forked_at.tv_sec ||
-               (st.st_mtim.tv_sec == p->forked_at.tv_sec && st.st_mtim.tv_nsec >= p->forked_at.tv_nsec);
-}
-
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd) {
         struct prepared_program *p = find(s, image->dev, image->ino);
@@ -397,11 +376,12 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
                         log_info("%s: not the prepared child: %s", p->program, why);
                 return NULL;
         }
-        if (settings_changed(p)) {
+        char changed[PATH_MAX];
+        if (settings_files_changed(&p->settings, p->shape.envp, changed, sizeof changed)) {
                 if (s->options->verbose)
-                        log_info("%s: not the prepared child: the user's settings (dconf) changed since it "
-                                 "was prepared; letting it go",
-                                 p->program);
+                        log_info("%s: not the prepared child: its toolkit's settings changed since it was "
+                                 "prepared (%s); letting it go",
+                                 p->program, changed);
                 release(s, p);
                 return NULL;
         }
@@ -657,7 +637,7 @@ void prepared_fill(struct server *s) {
                 p->waits_for_cpu = false;
                 p->prepare_at = 0;
                 p->forked_ms = now;
-                clock_gettime(CLOCK_REALTIME, &p->forked_at);
+                settings_files_look(&p->settings, p->shape.envp);
                 int r = pool_add_prepared(s, p);
                 if (r < 0) {
                         log_warning_errno(r, "cannot fork a child to prepare %s; retrying in %u ms", p->program,

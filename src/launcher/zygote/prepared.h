@@ -14,6 +14,7 @@
 #include "prepare-toolkit.h"
 #include "protocol.h"
 #include "launch-settle.h"
+#include "settings-files.h"
 #include "string-list.h"
 #include "watch.h"
 
@@ -42,7 +43,7 @@ struct prepared_program {
         struct child *child;  /* waiting, prepared with shape; or NULL */
         bool ready;           /* its toolkit has started (it said PREPARED_READY) */
         uint64_t forked_ms;   /* when child was forked (CLOCK_MONOTONIC ms) */
-        struct timespec forked_at; /* the same, by the clock file times are in (CLOCK_REALTIME) */
+        struct settings_files settings; /* its toolkit's settings files as child was forked */
         unsigned prepare_ms;  /* how long the last child took from its fork to ready; 0: none yet */
         struct conn *waiting; /* a launch waiting for child, still starting, to be ready; or NULL */
         uint64_t prepare_at;  /* when to fork one (CLOCK_MONOTONIC ms); 0: none wanted */
