@@ -642,17 +642,62 @@ static int read_needs(const struct image *im, void (*on_library)(const char *nam
         return r;
 }
 
+#define MAX_RESOURCE_SECTIONS 16
+
+struct file_range {
+        uint64_t off, end;
+};
+
+/* The file ranges of the sections that hold GLib's compiled-in resources (".gresource.NAME", as
+ * glib-compile-resources names them): files the program reads as data, often compressed, whose
+ * bytes may spell any short name ("\xb0TZ" in gtk3-demo's) without being text the program uses. */
+static size_t resource_sections(const struct image *im, struct file_range *r, size_t max) {
+        const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0 || e->e_shstrndx >= e->e_shnum)
+                return 0;
+        const Elf64_Shdr *sh = section_headers(im);
+        const char *names = sh ? elf_at(im, sh[e->e_shstrndx].sh_offset, sh[e->e_shstrndx].sh_size, 1) : NULL;
+        uint64_t size = sh ? sh[e->e_shstrndx].sh_size : 0;
+        if (!names || size == 0 || names[size - 1] != '\0')
+                return 0;
+        size_t n = 0;
+        for (unsigned i = 0; i < e->e_shnum && n < max; i++)
+                if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_name < size &&
+                    strncmp(names + sh[i].sh_name, ".gresource.", strlen(".gresource.")) == 0)
+                        r[n++] = (struct file_range){ sh[i].sh_offset, sh[i].sh_offset + sh[i].sh_size };
+        return n;
+}
+
+/* match over the bytes from off to end but those in skipped: 1 when it matched, else 0. */
+static int search_range(const struct image *m, uint64_t off, uint64_t end, const struct file_range *skipped,
+                        size_t nskipped, bool (*match)(const char *bytes, size_t size, void *data), void *data) {
+        while (off < end) {
+                const struct file_range *next = NULL; /* the first skipped range from off on */
+                for (size_t k = 0; k < nskipped; k++)
+                        if (skipped[k].end > off && skipped[k].off < end && (!next || skipped[k].off < next->off))
+                                next = &skipped[k];
+                uint64_t stop = !next ? end : next->off > off ? next->off : off;
+                const char *bytes = stop > off ? elf_at(m, off, stop - off, 1) : NULL;
+                if (bytes && match(bytes, stop - off, data))
+                        return 1;
+                if (!next)
+                        break;
+                off = next->end;
+        }
+        return 0;
+}
+
 static int search_loaded(const struct image *im, bool (*match)(const char *bytes, size_t size, void *data),
                          void *data) {
         struct image m;
         int r = map_headers(im, &m);
-        for (unsigned i = 0; r >= 0 && i < m.ehdr->e_phnum; i++) {
-                const char *bytes = m.phdr[i].p_type == PT_LOAD
-                                            ? elf_at(&m, m.phdr[i].p_offset, m.phdr[i].p_filesz, 1)
-                                            : NULL;
-                if (bytes && match(bytes, m.phdr[i].p_filesz, data))
+        struct file_range resources[MAX_RESOURCE_SECTIONS];
+        size_t nresources = r >= 0 ? resource_sections(im, resources, MAX_RESOURCE_SECTIONS) : 0;
+        for (unsigned i = 0; r >= 0 && i < m.ehdr->e_phnum; i++)
+                if (m.phdr[i].p_type == PT_LOAD &&
+                    search_range(&m, m.phdr[i].p_offset, m.phdr[i].p_offset + m.phdr[i].p_filesz, resources,
+                                 nresources, match, data))
                         return 1;
-        }
         return r;
 }
 

@@ -71,8 +71,8 @@ int elf_needs_of(const struct elf_file *f, void (*on_library)(const char *name, 
 
 /* Calls match with the file's bytes that are loaded into memory (each PT_LOAD segment's: code,
  * read-only data, data), where the text a program uses at run time is, until it returns true; not
- * debugging information or symbol tables, which it never reads. Returns 1 then, 0 when none matched,
- * or a negative errno. */
+ * debugging information or symbol tables, which it never reads, nor GLib's compiled-in resources
+ * (files it reads as data). Returns 1 then, 0 when none matched, or a negative errno. */
 int elf_search_loaded(const struct elf_file *f, bool (*match)(const char *bytes, size_t size, void *data),
                       void *data);
 
