@@ -162,11 +162,14 @@ def test_exit_codes(daemon, code):
 
 
 def test_all_exit_codes_in_one_loop(daemon):
+    """Every status from 0 to 255 comes back as the program's. Under the sanitizers every fifth and
+    255: each is the same path through the client and the daemon, which the normal pass takes 256 times."""
+    codes = [*range(0, 256, 5), 255] if SANITIZED else list(range(256))
     client = [str(bin_path("headstart-run")), "--socket", str(daemon.socket), *observe("exit")]
-    script = 'for i in $(seq 0 255); do "$@" $i >/dev/null; echo $?; done'
-    with Served(daemon, count=256):
+    script = f'for i in {" ".join(map(str, codes))}; do "$@" $i >/dev/null; echo $?; done'
+    with Served(daemon, count=len(codes)):
         got = run_exec(["/bin/sh", "-c", script, "sh", *client], timeout=120)
-    assert got.stdout.split() == [str(i).encode() for i in range(256)]
+    assert got.stdout.split() == [str(i).encode() for i in codes]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT, signal.SIGTERM, signal.SIGKILL])
@@ -282,7 +285,8 @@ def test_many_launches_in_a_row_leak_nothing(daemon):
         rss = next(int(x.split()[1]) for x in open(f"/proc/{daemon.zygote_pid()}/status") if x.startswith("VmRSS:"))
         return fds, rss
 
-    warm = run_exec([str(timer), "--runs", "100", "--modes", "direct", *args, "--", *fft])
+    # Until the daemon's memory settles (checked in the normal pass only).
+    warm = run_exec([str(timer), "--runs", "20" if SANITIZED else "100", "--modes", "direct", *args, "--", *fft])
     assert b"error" not in warm.stdout
     fds0, rss0 = measure()
     out = run_exec([str(timer), "--runs", runs, "--modes", "direct,run", *args, "--", *fft], timeout=600)
