@@ -145,6 +145,17 @@ def test_unknown_message_type(daemon):
     still_serves(daemon)
 
 
+def test_a_status_question_with_a_payload_or_fds_is_an_error(daemon):
+    """docs/protocol.md: a STATUS has an empty payload and passes no fds (a red team found one with
+    a payload answered as if it had none)."""
+    for payload, fds in ((b"x" * 8, []), (b"", [0])):
+        with connect(daemon) as s:
+            send_with_fds(s, HEADER.pack(MAGIC, VERSION, 6, len(payload)) + payload, fds)
+            mtype, _, text = read_reply(s)
+            assert (mtype, text) == (MSG_ERROR, b"a status question carries no payload and no fds")
+    still_serves(daemon)
+
+
 def test_malformed_launch_requests(daemon):
     path = str(bin_path("observe")).encode()
     cases = [

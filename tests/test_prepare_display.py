@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -912,3 +913,117 @@ def test_a_settings_file_written_while_the_child_waits_gets_an_ordinary_child(
             assert printed in expected.stdout, expected.stdout
         assert taken_ahead(d) == 0, d.log_text()
         assert f"its toolkit's settings changed since it was prepared ({written}); letting it go" in d.log_text()
+
+
+@dataclass
+class SettingsCase:
+    """A launch's environment (in its working directory, the test's folder), the file its toolkit
+    reads that is then changed (as named in the daemon's log), and what exec prints after."""
+
+    env: dict[str, str]
+    changed: str
+    before: str | None
+    after: str
+    printed: bytes | None
+
+
+DARK = "[Settings]\ngtk-application-prefer-dark-theme=1\n"
+DARK_PRINTED = b"prefer-dark-theme: TRUE"
+FONTS_CONF = "<?xml version='1.0'?>\n<fontconfig><include>/etc/fonts/fonts.conf</include>%s</fontconfig>\n"
+REJECT_DEJAVU = "<selectfont><rejectfont><glob>*DejaVuSans.ttf</glob></rejectfont></selectfont>"
+
+
+def settings_case(kind: str, folder: Path) -> SettingsCase:
+    if kind == "relative XDG_CONFIG_HOME":
+        return SettingsCase({"XDG_CONFIG_HOME": "config"}, "config/gtk-3.0/settings.ini", None, DARK, DARK_PRINTED)
+    if kind == "relative HOME":
+        return SettingsCase({"HOME": "home"}, "home/.config/gtk-3.0/settings.ini", None, DARK, DARK_PRINTED)
+    if kind == "the last of many XDG_CONFIG_DIRS":
+        dirs = ":".join(str(folder / f"xdg{i}") for i in range(40))
+        return SettingsCase({"XDG_CONFIG_DIRS": dirs}, f"{folder}/xdg39/gtk-3.0/settings.ini", None, DARK, None)
+    if kind == "FONTCONFIG_FILE":
+        conf = str(folder / "my-fonts.conf")
+        return SettingsCase({"FONTCONFIG_FILE": conf}, conf, FONTS_CONF % "", FONTS_CONF % REJECT_DEJAVU, None)
+    if kind == "a file in fontconfig's conf.d written in place":
+        inner = "<?xml version='1.0'?>\n<fontconfig>%s</fontconfig>\n"
+        name = f"{folder}/home/.config/fontconfig/conf.d/50-mine.conf"
+        return SettingsCase({"HOME": str(folder / "home")}, name, inner % "", inner % REJECT_DEJAVU, None)
+    assert kind == "GSettings' compiled schemas"
+    shutil.copytree("/usr/share/glib-2.0/schemas", folder / "schemas")
+    return SettingsCase(
+        {"GSETTINGS_SCHEMA_DIR": str(folder / "schemas")},
+        f"{folder}/schemas/gschemas.compiled",
+        None,
+        "[org.gnome.desktop.interface]\nfont-name='Monospace 21'\n",
+        b"Monospace 21",
+    )
+
+
+def write_settings(folder: Path, case: SettingsCase, text: str) -> None:
+    if case.changed.endswith("gschemas.compiled"):
+        schemas = Path(case.changed).parent
+        (schemas / "99-test.gschema.override").write_text(text)
+        subprocess.run(["glib-compile-schemas", str(schemas)], check=True)
+        return
+    written = folder / case.changed
+    written.parent.mkdir(parents=True, exist_ok=True)
+    # Written in place (same file, truncated), as an editor that does not rename does it.
+    with open(written, "r+" if written.exists() else "w") as f:
+        f.truncate()
+        f.write(text)
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gtk-query-settings").exists(), reason="needs gtk-query-settings (libgtk-3-bin)")
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "relative XDG_CONFIG_HOME",
+        "relative HOME",
+        "the last of many XDG_CONFIG_DIRS",
+        "FONTCONFIG_FILE",
+        "a file in fontconfig's conf.d written in place",
+        "GSettings' compiled schemas",
+    ],
+)
+def test_settings_files_are_those_the_toolkit_reads_for_the_launch(compositor, tmp_path, kind):
+    """A red team (2026-12-02): the files a prepared child's toolkit read were looked for only under
+    absolute folders, at most 24 of them, without FONTCONFIG_FILE's, a conf.d file's own, or
+    GSettings' compiled schemas (a vendor's override of a default): each changed while a child
+    waited, and the program that took it showed the old setting where exec showed the new."""
+    program = "/usr/bin/gtk-query-settings"
+    case = settings_case(kind, tmp_path)
+    env = base_env(**compositor, **case.env)
+    if case.before is not None:
+        write_settings(tmp_path, case, case.before)
+    with prepared_daemon(compositor, program) as d:
+        run_served(d, [program], env=env, cwd=tmp_path)
+        wait_prepared(d, program)
+        write_settings(tmp_path, case, case.after)
+        expected = run_exec([program], env=env, cwd=tmp_path)
+        got = run_served(d, [program], env=env, cwd=tmp_path)
+        assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
+        if case.printed:
+            assert case.printed in expected.stdout, expected.stdout
+        assert taken_ahead(d) == 0, d.log_text()
+        assert f"settings changed since it was prepared ({case.changed}); letting it go" in d.log_text()
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gtk-query-settings").exists(), reason="needs gtk-query-settings (libgtk-3-bin)")
+def test_a_program_written_over_in_place_is_not_taken_by_the_child_judged_for_it(compositor, tmp_path):
+    """A red team (2026-12-02): a prepared program's file written over in place (the same inode, as
+    `cp` does it) was matched to its prepared child by device and inode only, so a launch that came
+    before the zygote's refresh ran the new file in a child that the judge had cleared for the old
+    one (a program that sets GDK_BACKEND ran on Wayland where exec failed on X11)."""
+    program = tmp_path / "gtk-query-settings"
+    shutil.copy("/usr/bin/gtk-query-settings", program)
+    args = ["--app", str(program), "--prepare-display", str(program), "--pool", "1", "--no-learn"]
+    env = base_env(**compositor)
+    with private_daemon([], extra_args=args, env=dict(os.environ, **compositor)) as d:
+        run_served(d, [str(program)], env=env)
+        wait_prepared(d, str(program))
+        with open(program, "r+b") as f:  # the same bytes, written again: a new version all the same
+            f.write(Path("/usr/bin/gtk-query-settings").read_bytes())
+        got = run_served(d, [str(program)], env=env)
+        expected = run_exec([str(program)], env=env)
+        assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
+        assert taken_ahead(d) == 0, d.log_text()

@@ -136,6 +136,19 @@ def test_replacing_a_preloaded_library_refreshes_and_the_new_code_runs(tmp_path)
         assert run_served(d, [str(prog)]).stdout == b"versioned library 2\n"
 
 
+def test_a_registered_program_made_non_executable_refreshes_and_fails_as_exec(tmp_path):
+    prog = tmp_path / "observe"
+    shutil.copy(bin_path("observe"), prog)
+    with private_daemon([prog]) as d:
+        assert run_served(d, [str(prog), "exit", "3"]).returncode == 3
+        # Only its mode (and so its ctime) changes: same inode, size and mtime.
+        prog.chmod(0o644)
+        status = wait_generation(d, 2)
+        assert status["started-because"] == [f"changed on disk: {prog}"]
+        served = run_served(d, [str(prog), "exit", "3"])
+        assert served.returncode == 126, served
+
+
 T = TypeVar("T")
 
 

@@ -92,7 +92,7 @@ static const Elf64_Shdr *section_headers(const struct image *im);
  * epilogue); -Wl,-fini= points DT_FINI at a function elsewhere. Unsure (no section headers): own. */
 static bool is_own_fini(const struct image *im, uint64_t fini) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
-        const Elf64_Shdr *sh = e->e_shentsize == sizeof(Elf64_Shdr) ? section_headers(im) : NULL;
+        const Elf64_Shdr *sh = section_headers(im);
         for (unsigned i = 0; sh && i < e->e_shnum; i++)
                 if (sh[i].sh_addr == fini && sh[i].sh_type == SHT_PROGBITS && (sh[i].sh_flags & SHF_EXECINSTR) &&
                     sh[i].sh_size <= 64)
@@ -325,16 +325,24 @@ static size_t section_alignment(uint32_t type) {
         }
 }
 
-/* The section headers of im (its ELF header in place), or NULL when they are not all in it. */
+/* Whether the ELF header declares section headers of the form we read (a file may have none). */
+static bool declares_section_headers(const Elf64_Ehdr *e) {
+        return e->e_shentsize == sizeof(Elf64_Shdr) && e->e_shnum > 0;
+}
+
+/* The section headers of im (its ELF header in place), or NULL when it declares none or they are
+ * not all in it. */
 static const Elf64_Shdr *section_headers(const struct image *im) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
+        if (!declares_section_headers(e))
+                return NULL;
         return elf_at(im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr), _Alignof(Elf64_Shdr));
 }
 
 int elf_find_symbol_tables(const struct image *im, struct symbol_tables *t) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
         *t = (struct symbol_tables){ 0 };
-        if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
+        if (!declares_section_headers(e))
                 return 0;
         const Elf64_Shdr *sh = section_headers(im);
         if (!sh)
@@ -560,7 +568,7 @@ static int read_export_parts(int fd, const struct image *im) {
             (r = read_range(fd, im, e->e_shoff, (uint64_t) e->e_shnum * sizeof(Elf64_Shdr))) < 0)
                 return r;
         const Elf64_Shdr *sh = section_headers(im);
-        for (unsigned i = 0; sh && e->e_shentsize == sizeof(Elf64_Shdr) && i < e->e_shnum && r >= 0; i++) {
+        for (unsigned i = 0; sh && i < e->e_shnum && r >= 0; i++) {
                 Elf64_Word type = sh[i].sh_type;
                 if (type == SHT_DYNSYM || type == SHT_GNU_versym || type == SHT_GNU_verneed || type == SHT_GNU_verdef)
                         r = read_range(fd, im, sh[i].sh_offset, sh[i].sh_size);
@@ -653,9 +661,7 @@ struct file_range {
  * bytes may spell any short name ("\xb0TZ" in gtk3-demo's) without being text the program uses. */
 static size_t resource_sections(const struct image *im, struct file_range *r, size_t max) {
         const Elf64_Ehdr *e = (const Elf64_Ehdr *) im->data;
-        if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0 || e->e_shstrndx >= e->e_shnum)
-                return 0;
-        const Elf64_Shdr *sh = section_headers(im);
+        const Elf64_Shdr *sh = e->e_shstrndx < e->e_shnum ? section_headers(im) : NULL;
         const char *names = sh ? elf_at(im, sh[e->e_shstrndx].sh_offset, sh[e->e_shstrndx].sh_size, 1) : NULL;
         uint64_t size = sh ? sh[e->e_shstrndx].sh_size : 0;
         if (!names || size == 0 || names[size - 1] != '\0')

@@ -75,8 +75,10 @@ int hs_launch_parse(const void *payload, size_t size, size_t nfds_received, stru
         if (size < sizeof f)
                 return fail(ret_what, "payload shorter than its fixed part", -EBADMSG);
         memcpy(&f, p, sizeof f);
-        if ((f.flags & ~HS_LAUNCH_FLAGS_KNOWN) != 0 || f.reserved != 0)
+        if ((f.flags & ~HS_LAUNCH_FLAGS_KNOWN) != 0)
                 return fail(ret_what, "unknown flags", -EBADMSG);
+        if (f.reserved != 0)
+                return fail(ret_what, "reserved field not zero", -EBADMSG);
         if (f.nfds > HS_MAX_PASSED_FDS)
                 return fail(ret_what, "too many file descriptors", -EBADMSG);
         if (nfds_received != (size_t) f.nfds + 2)

@@ -75,6 +75,10 @@ static void test_malformed(void) {
         memcpy(buf, &f, sizeof f);
         expect_bad(buf, size, 2, "unknown flags");
         f.flags = 0;
+        f.reserved = 1;
+        memcpy(buf, &f, sizeof f);
+        expect_bad(buf, size, 2, "reserved field not zero");
+        f.reserved = 0;
         f.umask = 01000;
         memcpy(buf, &f, sizeof f);
         expect_bad(buf, size, 2, "umask");

@@ -21,12 +21,6 @@
 #include "private-dir.h"
 #include "tls-reserve.h"
 
-static bool same_file(const struct image_entry *e, const struct stat *st) {
-        return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
-               e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-               e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec;
-}
-
 static void entry_clear(struct image_entry *e) {
         if (e->fd >= 0)
                 close(e->fd);
@@ -228,9 +222,8 @@ static int make_copy(struct image_cache *c, int fd, const char *path, const stru
         struct stat now;
         if (r >= 0 && fstat(fd, &now) < 0)
                 r = -errno;
-        if (r >= 0 && (now.st_mtim.tv_nsec != st->st_mtim.tv_nsec || now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
-                       now.st_ctim.tv_sec != st->st_ctim.tv_sec || now.st_ctim.tv_nsec != st->st_ctim.tv_nsec ||
-                       now.st_size != st->st_size))
+        struct file_identity copied = file_identity_of(st);
+        if (r >= 0 && !file_identity_matches(&copied, &now))
                 r = -ESTALE;
         if (r >= 0 && renameat(c->dir_fd, temp, c->dir_fd, final) < 0)
                 r = -errno;
@@ -348,18 +341,14 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (!e->reason && e->fd < 0)
                 return -ENOMEM;
         e->own_fini = facts.elf.own_fini;
-        e->dev = st->st_dev;
-        e->ino = st->st_ino;
-        e->size = st->st_size;
-        e->mtime = st->st_mtim;
-        e->ctime = st->st_ctim;
+        e->id = file_identity_of(st);
         return 0;
 }
 
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     const struct string_list *closure, struct image_entry **ret) {
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
-                if ((c->entries[i].fd >= 0 || c->entries[i].reason) && same_file(&c->entries[i], st)) {
+                if ((c->entries[i].fd >= 0 || c->entries[i].reason) && file_identity_matches(&c->entries[i].id, st)) {
                         *ret = &c->entries[i];
                         return 0;
                 }

@@ -9,16 +9,14 @@
 #include <sys/stat.h>
 
 #include "elf-info.h"
+#include "file-identity.h"
 #include "run-program.h"
 #include "string-list.h"
 
 #define IMAGE_CACHE_SIZE 256
 
 struct image_entry {
-        dev_t dev;
-        ino_t ino;
-        off_t size;
-        struct timespec mtime, ctime;
+        struct file_identity id;
         int fd;       /* the file to load, open: exactly the file that was checked (the client's
                        * program, or our copy of it); -1 when not served */
         char *copy;   /* our copy's name in the cache directory, or NULL */

@@ -264,6 +264,8 @@ static void reply_status(struct server *s, struct conn *c) {
 
 /* The request is whole: one handler per message type. Returns true when a refresh is wanted. */
 static bool handle_request(struct server *s, struct conn *c) {
+        if (c->header.type == HS_MSG_STATUS && (c->header.size > 0 || c->nfds > 0))
+                return conn_fail(s, c, EBADMSG, "a status question carries no payload and no fds"), false;
         if (c->header.type == HS_MSG_STATUS)
                 return reply_status(s, c), false;
         if (c->header.type != HS_MSG_LAUNCH)

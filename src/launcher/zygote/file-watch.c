@@ -15,11 +15,6 @@
 
 #define DIR_EVENTS (IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB)
 
-static bool same(const struct watched_file *f, const struct stat *st) {
-        return f->dev == st->st_dev && f->ino == st->st_ino && f->size == st->st_size &&
-               f->mtime.tv_sec == st->st_mtim.tv_sec && f->mtime.tv_nsec == st->st_mtim.tv_nsec;
-}
-
 static bool watching(const struct file_watch *w, const char *path) {
         for (size_t i = 0; i < w->n; i++)
                 if (strcmp(w->files[i].path, path) == 0)
@@ -53,10 +48,7 @@ static int add_entry(struct file_watch *w, const char *path, const struct stat *
                 .wd = wd,
                 .absent = !st,
                 .mapped = mapped,
-                .dev = st ? st->st_dev : 0,
-                .ino = st ? st->st_ino : 0,
-                .size = st ? st->st_size : 0,
-                .mtime = st ? st->st_mtim : (struct timespec){ 0 },
+                .id = st ? file_identity_of(st) : (struct file_identity){ 0 },
         };
         return 0;
 }
@@ -76,7 +68,7 @@ int file_watch_add_missing(struct file_watch *w, const char *path) {
 
 static bool is_mapped(const struct file_watch *w, const struct stat *st) {
         for (size_t i = 0; i < w->n; i++)
-                if (w->files[i].mapped && w->files[i].dev == st->st_dev && w->files[i].ino == st->st_ino)
+                if (w->files[i].mapped && w->files[i].id.dev == st->st_dev && w->files[i].id.ino == st->st_ino)
                         return true;
         return false;
 }
@@ -176,7 +168,7 @@ static bool changed(const struct watched_file *f, uint32_t mask) {
         struct stat lst;
         if (mask == IN_CREATE && lstat(f->path, &lst) == 0 && S_ISREG(lst.st_mode) && lst.st_nlink == 1)
                 return false;
-        return f->absent || !same(f, &st);
+        return f->absent || !file_identity_matches(&f->id, &st);
 }
 
 static const char *check(struct file_watch *w, int wd, const char *name, uint32_t mask) {

@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
-#include <time.h>
+
+#include "file-identity.h"
 
 struct watched_file {
         char *path;
@@ -18,10 +18,7 @@ struct watched_file {
         int wd;
         bool absent; /* named no file: any file there is a change */
         bool mapped; /* a file this process maps, by the path /proc/self/maps gives */
-        dev_t dev;
-        ino_t ino;
-        off_t size;
-        struct timespec mtime;
+        struct file_identity id; /* when not absent */
 };
 
 struct file_watch {

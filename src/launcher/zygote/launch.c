@@ -153,8 +153,8 @@ static struct child *fork_child(struct server *s, struct conn *c, const struct h
         if (pid == 0) {
                 struct child_spec spec = { .req = req, .fds = c->fds, .image_fd = image->fd, .start = image->start,
                                            .plan = &image->plan, .report_fd = report_fd, .after_main = page,
-                                           .schedule = schedule_for(s->schedules, s->nschedules, image->dev,
-                                                                    image->ino),
+                                           .schedule = schedule_for(s->schedules, s->nschedules, image->id.dev,
+                                                                    image->id.ino),
                                            .conn_fd = c->fd };
                 child_run(&spec);
         }
@@ -189,7 +189,7 @@ static void start(struct server *s, struct conn *c, const struct hs_launch_reque
         }
         ch->report_fd = report[0];
         client_context_give_oom_score(ch->pid, oom_score);
-        ch->program = registered_path(s, image->dev, image->ino);
+        ch->program = registered_path(s, image->id.dev, image->id.ino);
         ch->started_ms = now_ms();
         child_list_push(&s->children, ch);
         s->nchildren++;

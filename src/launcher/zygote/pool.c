@@ -175,7 +175,7 @@ void pool_fill(struct server *s) {
 }
 
 static int send_image(int channel, const struct image_entry *e, int report_fd, int conn_fd) {
-        struct image_header h = { .start = e->start, .dev = e->dev, .ino = e->ino, .plan_size = bind_plan_size(&e->plan) };
+        struct image_header h = { .start = e->start, .dev = e->id.dev, .ino = e->id.ino, .plan_size = bind_plan_size(&e->plan) };
         size_t size = sizeof h + h.plan_size;
         uint8_t *buf = malloc(size);
         if (!buf)

@@ -95,9 +95,11 @@ static const struct image_entry *image_of(struct server *s, const struct registe
         return e;
 }
 
-static struct prepared_program *find(const struct server *s, dev_t dev, ino_t ino) {
+/* The program of the image, if it is the very file judged (not one written over it since: the
+ * zygote serving it may not have noticed yet). */
+static struct prepared_program *find(const struct server *s, const struct image_entry *image) {
         for (struct prepared_program *p = s->prepared; p; p = p->next)
-                if (p->dev == dev && p->ino == ino)
+                if (file_identity_same(&p->id, &image->id))
                         return p;
         return NULL;
 }
@@ -352,7 +354,7 @@ static struct child *current_child(struct server *s, struct prepared_program *p)
 
 bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_launch_request *req,
                              const struct image_entry *image) {
-        struct prepared_program *p = find(s, image->dev, image->ino);
+        struct prepared_program *p = find(s, image);
         if (c->waited || !current_child(s, p) || p->ready || p->waiting || mismatch(p, req, c->fds[HS_FD_CWD]))
                 return false;
         p->waiting = c;
@@ -367,7 +369,7 @@ bool prepared_wait_for_child(struct server *s, struct conn *c, const struct hs_l
 
 struct child *prepared_take(struct server *s, const struct conn *c, const struct hs_launch_request *req,
                             const struct image_entry *image, int report_fd) {
-        struct prepared_program *p = find(s, image->dev, image->ino);
+        struct prepared_program *p = find(s, image);
         if (!current_child(s, p) || !p->ready)
                 return NULL;
         const char *why = mismatch(p, req, c->fds[HS_FD_CWD]);
@@ -377,7 +379,7 @@ struct child *prepared_take(struct server *s, const struct conn *c, const struct
                 return NULL;
         }
         char changed[PATH_MAX];
-        if (settings_files_changed(&p->settings, p->shape.envp, changed, sizeof changed)) {
+        if (settings_files_changed(&p->settings, p->cwd_fd, changed, sizeof changed)) {
                 if (s->options->verbose)
                         log_info("%s: not the prepared child: its toolkit's settings changed since it was "
                                  "prepared (%s); letting it go",
@@ -532,9 +534,8 @@ int prepared_init(struct server *s, const struct string_list *names) {
                 else if (reg && !image)
                         why = "its file cannot be read";
                 if (image) {
-                        p->dev = image->dev;
-                        p->ino = image->ino;
-                        bool scheduled = schedule_for(s->schedules, s->nschedules, image->dev, image->ino);
+                        p->id = image->id;
+                        bool scheduled = schedule_for(s->schedules, s->nschedules, image->id.dev, image->id.ino);
                         p->toolkit = prepare_judge(image, scheduled, &p->terms, p->refusal, sizeof p->refusal);
                 } else if (!p->refusal[0])
                         snprintf(p->refusal, sizeof p->refusal, "%s", why);
@@ -550,7 +551,7 @@ int prepared_init(struct server *s, const struct string_list *names) {
 }
 
 void prepared_note_launch(struct server *s, const struct conn *c, const struct image_entry *image, pid_t pid) {
-        struct prepared_program *p = find(s, image->dev, image->ino);
+        struct prepared_program *p = find(s, image);
         if (!p || p->refusal[0])
                 return;
         p->launched_ms = now_ms();
@@ -637,7 +638,7 @@ void prepared_fill(struct server *s) {
                 p->waits_for_cpu = false;
                 p->prepare_at = 0;
                 p->forked_ms = now;
-                settings_files_look(&p->settings, p->shape.envp);
+                settings_files_look(&p->settings, p->shape.envp, p->cwd_fd);
                 int r = pool_add_prepared(s, p);
                 if (r < 0) {
                         log_warning_errno(r, "cannot fork a child to prepare %s; retrying in %u ms", p->program,
@@ -670,6 +671,7 @@ void prepared_done(struct server *s) {
                 s->prepared = p->next;
                 display_watch_stop(&p->display, s->epoll_fd);
                 forget_shape(p);
+                settings_files_forget(&p->settings);
                 free(p->program);
                 free(p);
         }

@@ -26,8 +26,7 @@ struct server;
 struct prepared_program {
         struct watch watch; /* first: its child's channel, in the epoll set while the child may speak */
         struct prepared_program *next;
-        dev_t dev;
-        ino_t ino;
+        struct file_identity id; /* of the file judged */
         char *program;        /* its registered path (or the name given, when refused for not being one) */
         enum toolkit toolkit; /* the one it links; TOOLKIT_NONE: none */
         struct prepare_terms terms; /* what its launches must be like besides */
