@@ -1027,3 +1027,19 @@ def test_a_program_written_over_in_place_is_not_taken_by_the_child_judged_for_it
         expected = run_exec([str(program)], env=env)
         assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
         assert taken_ahead(d) == 0, d.log_text()
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gtk-query-settings").exists(), reason="needs gtk-query-settings (libgtk-3-bin)")
+def test_more_settings_files_than_the_look_takes_are_never_taken_as_unchanged(compositor, tmp_path):
+    """Files past the look's limit were left out, unlooked at (the 25th and on, before): now a look
+    that could not see them all lets no launch take the child."""
+    program = "/usr/bin/gtk-query-settings"
+    env = base_env(**compositor, XDG_CONFIG_DIRS=":".join(str(tmp_path / f"xdg{i}") for i in range(600)))
+    with prepared_daemon(compositor, program) as d:
+        run_served(d, [program], env=env)
+        wait_prepared(d, program)
+        expected = run_exec([program], env=env)
+        got = run_served(d, [program], env=env)
+        assert got.returncode == 0 and without_pointers(got.stdout) == without_pointers(expected.stdout)
+        assert taken_ahead(d) == 0, d.log_text()
+        assert "settings changed since it was prepared (more than 1024 files to look at)" in d.log_text()

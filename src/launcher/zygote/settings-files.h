@@ -16,7 +16,7 @@
 
 /* A look at more files than this (fonts in many folders, dozens of XDG_CONFIG_DIRS) sees none as
  * unchanged: what it could not look at might have changed. */
-#define SETTINGS_FILES_MAX 256
+#define SETTINGS_FILES_MAX 1024
 
 struct settings_file_mark {
         char *path; /* as the toolkit names it: relative ones in the launch's working directory */
