@@ -141,8 +141,9 @@ test-fuzz: fuzz
 	done
 
 # Opt-in, about 15 minutes: a live daemon under a million mutated requests, 100,000 launches, zygote
-# kills and SIGHUPs, its fds and RSS sampled (tests/soak/soak.py, docs/reliability.md). SOAK_ARGS
-# to change the counts; SOAK_DAEMON=build-sanitize/headstartd to have LeakSanitizer look too.
+# kills and SIGHUPs, launches taken by prepared GTK children, its fds and RSS sampled (tests/soak/soak.py,
+# docs/reliability.md). SOAK_ARGS to change the counts; SOAK_DAEMON=build-sanitize/headstartd to have
+# LeakSanitizer look too.
 test-soak: build build-sanitize
 	$(PY) tests/soak/soak.py $(BUILD) $(if $(SOAK_DAEMON),--daemon $(SOAK_DAEMON)) $(SOAK_ARGS)
 

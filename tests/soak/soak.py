@@ -15,13 +15,15 @@ then, each with a daemon of its own: 6. only 48 fds, 60 idle connections held, l
 8. (as root) the daemon as an unprivileged user at a small RLIMIT_NPROC: launches while other
    processes of the user fill the limit now and then, the zygote is SIGKILLed, the zygote alone or
    with the supervisor is SIGSTOPped for longer than a client waits: every launch runs exactly once,
-   with its exit status.
+   with its exit status;
+9. a daemon with --prepare-display under a private weston: launches of a GTK program each taken by
+   a child prepared ahead, each printing what exec prints, the zygote's fds the same after them.
 
 Exits 1 when a launch is lost or wrong, the daemon dies, or fds grow; RSS is reported (its growth
 over a second run of phase 2 tells a leak from the allocator's high-water mark).
 
 usage: soak.py BUILD_DIR [--requests N] [--launches N] [--idle N] [--fault-seconds S]
-               [--pressure-seconds S]"""
+               [--pressure-seconds S] [--prepared-takes N]"""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -348,6 +351,54 @@ def unprivileged_under_pressure(build: Path, seconds: float, failures: list[str]
                 f"times, stopped zygote continued {continued} times")  # fmt: skip
 
 
+GTK_PROGRAM = Path("/usr/bin/gtk-query-settings")
+
+
+def prepared_takes(build: Path, binary: Path | None, n: int, failures: list[str]) -> str:
+    """Phase 9: n launches of a GTK program each taken by a child prepared ahead (--prepare-display,
+    under a private weston), each printing what exec prints; the zygote's fds and RSS between the
+    first few and the last."""
+    if not GTK_PROGRAM.exists():
+        return f"prepared takes: skipped ({GTK_PROGRAM} is not installed)"
+    from headstart.benchmark import display  # the private weston, only for this phase
+
+    def printed(out: bytes) -> bytes:  # it prints one pointer, which differs run to run
+        return re.sub(rb"0x[0-9a-f]+", b"0x", out)
+
+    program = str(GTK_PROGRAM)
+    args = ["--warm", program, "--prepare-display", program, "--pool", "1", "--no-learn"]
+    with display.private_display("wayland") as found:
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C", "HOME": os.environ.get("HOME", "/"), **found}
+        expected = printed(subprocess.run([program], env=env, capture_output=True, timeout=60).stdout)
+        with private_daemon([], extra_args=args, env=dict(os.environ, **found), binary=binary) as d:
+            client = [str(build / "headstart-run"), "--socket", str(d.socket), program]
+            zygote = Soak(d, build, GTK_PROGRAM).zygote
+            samples = []
+            subprocess.run(client, env=env, capture_output=True, timeout=60)  # the launch a child is prepared like
+            for i in range(n + 5):
+                deadline = time.monotonic() + 60
+                while not (d.prepared_line(program) or "").startswith("ready"):
+                    if time.monotonic() > deadline or d.process.poll() is not None:
+                        failures.append(f"prepared take {i}: no child prepared: {d.prepared_line(program)}")
+                        return "prepared takes: stopped"
+                    time.sleep(0.02)
+                if i in (5, n + 4):
+                    samples.append(sample(zygote()))
+                got = subprocess.run(client, env=env, capture_output=True, timeout=60, start_new_session=True)
+                if got.returncode != 0 or printed(got.stdout) != expected:
+                    failures.append(f"prepared take {i}: status {got.returncode}, output differs from exec's")
+            taken = d.log_text().count("prepared ahead)")
+            stop(d)
+            if "Sanitizer" in d.log_text():
+                failures.append("the sanitizer reported (prepared takes):\n" + d.log_text()[-4000:])
+    if taken != n + 5:
+        failures.append(f"prepared takes: {taken} of {n + 5} launches were taken by a prepared child")
+    (fds0, rss0), (fds1, rss1) = samples
+    if fds1 != fds0:
+        failures.append(f"prepared takes: the zygote's fds grew {fds0}->{fds1}")
+    return f"prepared takes: {taken} of {n + 5} taken prepared; zygote fds {fds0}->{fds1}, rss {rss0}->{rss1} KiB"
+
+
 def report_failures(failures: list[str]) -> int:
     for f in failures[:20]:
         print("FAILED:", f)
@@ -362,6 +413,7 @@ def main() -> int:
     p.add_argument("--idle", type=int, default=4000)
     p.add_argument("--fault-seconds", type=float, default=30)
     p.add_argument("--pressure-seconds", type=float, default=60)
+    p.add_argument("--prepared-takes", type=int, default=300)
     p.add_argument("--daemon", type=Path, help="another headstartd (build-sanitize's: leaks reported at its exit)")
     args = p.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -392,6 +444,7 @@ def main() -> int:
     print(fd_exhaustion(args.build, program, soak.failures), flush=True)
     print(full_cache(args.build, program, soak.failures), flush=True)
     print(unprivileged_under_pressure(args.build, args.pressure_seconds, soak.failures), flush=True)
+    print(prepared_takes(args.build, args.daemon, args.prepared_takes, soak.failures), flush=True)
     print(f"{soak.launches} launches, {args.requests} mutated requests, {len(soak.failures)} failures, "
           f"{time.monotonic() - started:.0f} s")  # fmt: skip
     # fds flat: the same after every phase as at the start (the zygote after a kill or SIGHUP is a new
