@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "protocol.h"
 
 /* Under the user's configuration folder ($XDG_CONFIG_HOME, else ~/.config). */
@@ -56,7 +57,7 @@ static void add(struct look *l, const char *path) {
         struct settings_files *f = l->f;
         char *copy;
         if (f->n == SETTINGS_FILES_MAX || !(copy = strdup(path))) {
-                f->too_many = true;
+                f->blind = "more than " STRINGIFY(SETTINGS_FILES_MAX) " files to look at";
                 return;
         }
         f->marks[f->n++] = mark_of(l->cwd_fd, copy);
@@ -78,7 +79,7 @@ static void for_each_entry(struct look *l, const char *folder, void (*fn)(struct
                 return;
         }
         char path[PATH_MAX];
-        for (struct dirent *e; (e = readdir(d)) && !l->f->too_many;)
+        for (struct dirent *e; (e = readdir(d)) && !l->f->blind;)
                 if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && join(path, folder, e->d_name))
                         fn(l, path, arg);
         closedir(d);
@@ -168,18 +169,28 @@ static void add_fontconfig(struct look *l) {
         add_fontconfig_dir(l, FONTCONFIG_DIR);
 }
 
-/* The home folder as GLib finds it: $HOME when set, else the password database's. */
-static const char *home_folder(const struct look *l) {
+/* The home folder as GLib finds it: $HOME when set, else the password database's. That is read
+ * from /etc/passwd alone: getpwuid() could load an NSS module into the zygote, and connect to a
+ * directory service, which every child would then share. NULL when it is not there. */
+static const char *home_folder(const struct look *l, char *buf) {
         const char *home = hs_env_value(l->envp, "HOME");
         if (home)
                 return home;
-        struct passwd *pw = getpwuid(getuid());
-        return pw && pw->pw_dir ? pw->pw_dir : NULL;
+        FILE *f = fopen("/etc/passwd", "re");
+        const char *found = NULL;
+        for (struct passwd *pw; !found && f && (pw = fgetpwent(f));)
+                if (pw->pw_uid == getuid() && pw->pw_dir && snprintf(buf, PATH_MAX, "%s", pw->pw_dir) < PATH_MAX)
+                        found = buf;
+        if (f)
+                fclose(f);
+        return found;
 }
 
 static void look_at_all(struct look *l) {
-        const char *home = home_folder(l);
-        char config[PATH_MAX], data[PATH_MAX], path[PATH_MAX];
+        char home_buf[PATH_MAX], config[PATH_MAX], data[PATH_MAX], path[PATH_MAX];
+        const char *home = home_folder(l, home_buf);
+        if (!home)
+                l->f->blind = "HOME is unset and the user is not in /etc/passwd";
         const char *user_config = value_or(l, "XDG_CONFIG_HOME", home && join(config, home, ".config") ? config : NULL);
         const char *user_data = value_or(l, "XDG_DATA_HOME", home && join(data, home, ".local/share") ? data : NULL);
 
@@ -214,7 +225,7 @@ void settings_files_forget(struct settings_files *f) {
         for (size_t i = 0; i < f->n; i++)
                 free(f->marks[i].path);
         f->n = 0;
-        f->too_many = false;
+        f->blind = NULL;
 }
 
 void settings_files_look(struct settings_files *f, char *const *envp, int cwd_fd) {
@@ -224,9 +235,9 @@ void settings_files_look(struct settings_files *f, char *const *envp, int cwd_fd
 }
 
 bool settings_files_changed(const struct settings_files *f, int cwd_fd, char *changed, size_t size) {
-        if (f->too_many) {
+        if (f->blind) {
                 if (changed)
-                        snprintf(changed, size, "more than %d files to look at", SETTINGS_FILES_MAX);
+                        snprintf(changed, size, "%s", f->blind);
                 return true;
         }
         for (size_t i = 0; i < f->n; i++) {

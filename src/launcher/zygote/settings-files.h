@@ -5,7 +5,7 @@
  * ahead read them then and, but for dconf, never reads them again: GTK watches none of them, so a
  * window would show the old theme, style or fonts for as long as the program runs (a new user's
  * trial, 2026-12-02). The look names each file as the toolkit would for the launch's environment
- * (its HOME, else the user's home in the password database; relative folders in the launch's
+ * (its HOME, else the user's home in /etc/passwd; relative folders in the launch's
  * working directory, as GLib takes them). */
 #pragma once
 
@@ -14,7 +14,7 @@
 
 #include "file-identity.h"
 
-/* A look at more files than this (fonts in many folders, dozens of XDG_CONFIG_DIRS) sees none as
+/* A look at more files than this (fonts in many folders, dozens of XDG_CONFIG_DIRS) takes none as
  * unchanged: what it could not look at might have changed. */
 #define SETTINGS_FILES_MAX 1024
 
@@ -26,7 +26,8 @@ struct settings_file_mark {
 
 struct settings_files {
         size_t n;
-        bool too_many; /* the look found more than SETTINGS_FILES_MAX */
+        const char *blind; /* why the look could not see every file (then none is taken as unchanged);
+                            * NULL when it could */
         struct settings_file_mark marks[SETTINGS_FILES_MAX];
 };
 
