@@ -92,6 +92,30 @@ def test_a_qt_program_is_told_its_own_file_not_the_daemons(daemon):
     assert (got.returncode, got.stdout) == (0, want.stdout) and daemon.launches_started() == before + 1, got.stderr
 
 
+def test_a_qt_program_is_not_given_the_startup_routines_of_another_programs_libraries():
+    """Qt runs, as each QCoreApplication starts, the routines libraries gave it with qAddPreRoutine
+    from their constructors; preloaded for another program, KDE's KI18n gave the Qt every served
+    program shares its routine, and a Qt 5 tool that never links it printed its --help in German
+    where exec printed English (a new user's trial, 2026-12-02). Such a program is now exec'd, and
+    the program that links the library is still served."""
+    program, user = helper_path("qt-app-dir"), helper_path("qt-routine-user")
+    if not program.exists():
+        pytest.skip("qt-app-dir was not built (no Qt 5)")
+    with private_daemon([user, program]) as d:
+        want = run_exec([str(program)])
+        assert b"startup routine" not in want.stdout
+        got = run_served(d, [str(program)])
+        assert (got.returncode, got.stdout) == (0, want.stdout), got.stderr
+        assert "libqt-startup-routine.so, loaded for another program, gave its Qt a startup routine" in d.log_text()
+        own = run_served(d, [str(user)])
+        assert (
+            own.stdout
+            == run_exec([str(user)]).stdout
+            == b"the startup routine of libqt-startup-routine ran\nlinked: 1\n"
+        )
+        assert d.launches_started() == 1, d.log_text()
+
+
 def test_unregistered_program_with_libraries_not_loaded_goes_to_exec(daemon):
     # Its copy relocations need libcopyvars bound to it, and the daemon has not loaded that library.
     assert_fallback(daemon, [str(helper_path("uses-copyvars")), "-a", "x"], b"has not loaded")

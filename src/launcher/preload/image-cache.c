@@ -19,6 +19,7 @@
 #include "preload.h"
 #include "macro.h"
 #include "private-dir.h"
+#include "qt-routines.h"
 #include "tls-reserve.h"
 
 static void entry_clear(struct image_entry *e) {
@@ -263,9 +264,11 @@ static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libr
 /* Plans how its libraries bind to the program (see bind-plan.h), whose libraries are closure (as the
  * loader resolves them), or the loader is asked when closure is NULL. Returns NULL or why not. */
 static const char *plan_binding(struct image_cache *c, const struct elf_exports *ex, const char *path,
-                                const struct string_list *closure, struct image_entry *e, char *buf, size_t size) {
+                                const struct stat *st, const struct string_list *closure, struct image_entry *e,
+                                char *buf, size_t size) {
         e->plan = (struct bind_plan){ 0 };
-        if (ex->n == 0) /* nothing of the program's for a library to bind to */
+        bool routines = qt_routines_any();
+        if (ex->n == 0 && !routines) /* nothing of the program's for a library to bind to */
                 return NULL;
         struct string_list libs = { 0 };
         const char *why = NULL;
@@ -276,12 +279,14 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                                 why = "out of memory";
         } else if ((r = preload_resolve_closure(c->interp, path, &libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS)) < 0)
                 why = r == -ETIMEDOUT ? LOADER_TIMED_OUT : "the dynamic loader cannot resolve its libraries";
+        if (!why && routines)
+                why = qt_routines_verdict(st->st_dev, st->st_ino, &libs, buf, size);
         /* Under exec, what the program loads after main binds to it first too. */
         for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)
                 if (!string_list_contains(&libs, c->also_loaded->items[i]) &&
                     string_list_add(&libs, c->also_loaded->items[i]) < 0)
                         why = "out of memory";
-        if (!why)
+        if (!why && ex->n > 0)
                 why = bind_plan_build(ex, &libs, &e->plan, buf, size);
         string_list_done(&libs);
         return why;
@@ -311,7 +316,7 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         if (!reason && elf_exports_read(fd, &ex) < 0)
                 reason = "its dynamic symbols cannot be read";
         if (!reason)
-                reason = plan_binding(c, &ex, path, closure, e, buf, sizeof buf);
+                reason = plan_binding(c, &ex, path, st, closure, e, buf, sizeof buf);
         if (reason == LOADER_TIMED_OUT)
                 return -ETIMEDOUT;
         /* The dynamic loader resolved the closure by path: it must have been this file. If the path
