@@ -441,23 +441,30 @@ static bool read_schedule(pid_t pid, struct kernel_sched_attr *a, int *nice, cpu
         return errno == 0;
 }
 
-bool schedule_same_as_self(pid_t pid) {
+const char *schedule_difference(pid_t pid) {
         /* Ours is read each time: another process can change it (chrt -p, renice, taskset -p), and so
          * can the CPUs going offline and online, and the children inherit what it is now. */
         struct kernel_sched_attr ours;
         int our_nice;
         cpu_set_t our_cpus;
         if (!read_schedule(0, &ours, &our_nice, &our_cpus))
-                return false;
+                return "the daemon's own cannot be read";
         struct kernel_sched_attr theirs;
         int their_nice;
         cpu_set_t their_cpus;
         if (!read_schedule(pid, &theirs, &their_nice, &their_cpus))
-                return false;
-        bool deadline = ours.sched_policy == SCHED_DEADLINE;
-        return theirs.sched_policy == ours.sched_policy && theirs.sched_priority == ours.sched_priority &&
-               their_nice == our_nice && theirs.sched_util_min == ours.sched_util_min &&
-               theirs.sched_util_max == ours.sched_util_max && CPU_EQUAL(&their_cpus, &our_cpus) &&
-               (!deadline || (theirs.sched_runtime == ours.sched_runtime && theirs.sched_deadline == ours.sched_deadline &&
-                              theirs.sched_period == ours.sched_period));
+                return "its scheduling cannot be read";
+        if (theirs.sched_policy != ours.sched_policy || theirs.sched_priority != ours.sched_priority)
+                return "its policy or priority (chrt)";
+        if (their_nice != our_nice)
+                return "its nice value (nice, renice, setpriority)";
+        if (theirs.sched_util_min != ours.sched_util_min || theirs.sched_util_max != ours.sched_util_max)
+                return "its utilization clamps";
+        if (!CPU_EQUAL(&their_cpus, &our_cpus))
+                return "its CPU affinity (taskset)";
+        if (ours.sched_policy == SCHED_DEADLINE &&
+            (theirs.sched_runtime != ours.sched_runtime || theirs.sched_deadline != ours.sched_deadline ||
+             theirs.sched_period != ours.sched_period))
+                return "its deadline parameters (chrt)";
+        return NULL;
 }

@@ -55,9 +55,10 @@ int schedule_find_cgroup(struct schedule *s, unsigned index);
 /* Applies it to pid (0: the caller). Returns 0, or a negative errno with *what naming the step. */
 int schedule_apply(const struct schedule *s, pid_t pid, const char **what);
 
-/* Whether pid is scheduled as the caller is (policy and its parameters, nice, clamps, affinity). A
- * served program without a --schedule gets the daemon's, where exec would keep the client's. */
-bool schedule_same_as_self(pid_t pid);
+/* NULL when pid is scheduled as the caller is (policy and its parameters, nice, clamps, affinity),
+ * else what differs first. A served program without a --schedule gets the daemon's, where exec would
+ * keep the client's. */
+const char *schedule_difference(pid_t pid);
 
 /* "fifo 50, cpus 1, nice -5, cpu-max 20000/100000": what it sets, for logs and --status. */
 void schedule_describe(const struct schedule *s, char *buf, size_t size);

@@ -234,7 +234,7 @@ void client_context_give_oom_score(pid_t child, const char *oom_score) {
 bool client_context_inherited_unchanged(pid_t child) {
         char path[64], ours[OOM_SCORE_MAX], theirs[OOM_SCORE_MAX];
         snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int) child);
-        return schedule_same_as_self(child) &&
+        return !schedule_difference(child) &&
                syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, child) == syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) &&
                read_line("/proc/self/oom_score_adj", ours, sizeof ours) && read_line(path, theirs, sizeof theirs) &&
                strcmp(ours, theirs) == 0;

@@ -43,11 +43,13 @@ static const struct schedule *program_schedule(const struct server *s, int progr
 }
 
 /* A program without a --schedule gets the daemon's scheduling when served, the client's by exec. */
-static const char *client_schedule_refusal(const struct conn *c, const struct schedule *configured) {
-        if (configured || (c->client_pidfd >= 0 && schedule_same_as_self(c->client_pid)))
+static const char *client_schedule_refusal(const struct conn *c, const struct schedule *configured, char *buf,
+                                           size_t size) {
+        const char *differs = c->client_pidfd < 0 ? "it cannot be looked at" : schedule_difference(c->client_pid);
+        if (configured || !differs)
                 return NULL;
-        return "the client is scheduled otherwise than the daemon (policy, nice, affinity: chrt, nice, taskset), "
-               "which exec keeps";
+        snprintf(buf, size, "the client is scheduled otherwise than the daemon (%s), which exec keeps", differs);
+        return buf;
 }
 
 /* A limit above our own hard limit is one our child could not set (only root may raise it). A limit
@@ -248,7 +250,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 decline(HS_DECLINE_TERMINAL, reason, ret);
         } else if ((reason = rlimits_refusal(&req))) {
                 decline(HS_DECLINE_LIMITS, reason, ret);
-        } else if ((reason = client_schedule_refusal(c, program_schedule(s, c->fds[HS_FD_PROGRAM])))) {
+        } else if ((reason = client_schedule_refusal(c, program_schedule(s, c->fds[HS_FD_PROGRAM]), buf, sizeof buf))) {
                 decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = resolve_image(s, &req, c->fds[HS_FD_PROGRAM], &image, buf, sizeof buf))) {
                 decline(HS_DECLINE_UNSUPPORTED, reason, ret);
