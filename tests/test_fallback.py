@@ -116,6 +116,27 @@ def test_a_qt_program_is_not_given_the_startup_routines_of_another_programs_libr
         assert d.launches_started() == 1, d.log_text()
 
 
+def test_a_qt_program_keeps_the_startup_routines_of_what_it_loads_itself(tmp_path):
+    """A library the program itself loads after main, learned and preloaded, is its own: under exec
+    it gives Qt its routine too (run at once, the application being there), so the program is still
+    served."""
+    program, library = helper_path("qt-loads-routine"), helper_path("libqt-startup-routine.so")
+    if not program.exists():
+        pytest.skip("qt-loads-routine was not built (no Qt 5)")
+    argv = [str(program), str(library)]
+    want = run_exec(argv)
+    assert want.stdout == b"the startup routine of libqt-startup-routine ran\nloaded: 1\n", want.stdout
+    with private_daemon([program], extra_args=["--learn-file", str(tmp_path / "learned")]) as d:
+        run_served(d, argv)
+        deadline = time.monotonic() + 60
+        while not any(f"preloaded {program} {library}" in v for v in d.status().get("learned", [])):
+            assert time.monotonic() < deadline, d.log_text()
+            time.sleep(0.05)
+        with Served(d):
+            got = run_served(d, argv)
+        assert (got.returncode, got.stdout) == (0, want.stdout), got.stderr
+
+
 def test_unregistered_program_with_libraries_not_loaded_goes_to_exec(daemon):
     # Its copy relocations need libcopyvars bound to it, and the daemon has not loaded that library.
     assert_fallback(daemon, [str(helper_path("uses-copyvars")), "-a", "x"], b"has not loaded")

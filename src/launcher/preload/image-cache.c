@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "eligibility.h"
+#include "learn.h"
 #include "preload.h"
 #include "macro.h"
 #include "private-dir.h"
@@ -261,6 +262,21 @@ int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
  * as much as a library that blocks it, so it is not kept as the file's verdict; asked again next time. */
 static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libraries in time";
 
+/* qt-routines.h's verdict, for a program whose own objects are its file, its libraries, and what the
+ * zygote learned it loads after main (which under exec gives Qt its routines too, only later). */
+static const char *qt_routines_refusal(const struct image_cache *c, const char *path, const struct stat *st,
+                                       const struct string_list *libs, char *buf, size_t size) {
+        struct string_list own = { 0 };
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < libs->n; i++)
+                r = string_list_add(&own, libs->items[i]);
+        if (r == 0 && c->learned)
+                r = learned_preloaded_paths_of(c->learned, path, &own);
+        const char *why = r < 0 ? "out of memory" : qt_routines_verdict(st->st_dev, st->st_ino, &own, buf, size);
+        string_list_done(&own);
+        return why;
+}
+
 /* Plans how its libraries bind to the program (see bind-plan.h), whose libraries are closure (as the
  * loader resolves them), or the loader is asked when closure is NULL. Returns NULL or why not. */
 static const char *plan_binding(struct image_cache *c, const struct elf_exports *ex, const char *path,
@@ -280,7 +296,7 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
         } else if ((r = preload_resolve_closure(c->interp, path, &libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS)) < 0)
                 why = r == -ETIMEDOUT ? LOADER_TIMED_OUT : "the dynamic loader cannot resolve its libraries";
         if (!why && routines)
-                why = qt_routines_verdict(st->st_dev, st->st_ino, &libs, buf, size);
+                why = qt_routines_refusal(c, path, st, &libs, buf, size);
         /* Under exec, what the program loads after main binds to it first too. */
         for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)
                 if (!string_list_contains(&libs, c->also_loaded->items[i]) &&

@@ -27,12 +27,15 @@ struct image_entry {
         struct bind_plan plan;
 };
 
+struct learned;
+
 struct image_cache {
         char *dir;   /* this process's copies: DIR/PID */
         int dir_fd;  /* the same directory, open: copies are made through it, never through a path */
         const char *interp; /* the daemon's own dynamic loader */
         const struct string_list *also_loaded; /* objects preloaded beyond the closures (learned after
                                                 * main): bound to a program as exec binds them; or NULL */
+        const struct learned *learned; /* which of them each program loaded itself; or NULL */
         struct image_entry entries[IMAGE_CACHE_SIZE];
         unsigned next; /* round-robin eviction */
 };

@@ -267,13 +267,26 @@ size_t learned_to_preload(struct learned *l, const struct string_list *programs,
         return n;
 }
 
+static int add_preloaded(const struct learned_program *p, struct string_list *ret) {
+        for (size_t j = 0; j < p->n; j++) {
+                const struct learned_object *o = &p->objects[j];
+                if (o->preloaded && !string_list_contains(ret, o->path) && string_list_add(ret, o->path) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int learned_preloaded_paths(const struct learned *l, struct string_list *ret) {
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < l->nprograms; i++)
+                r = add_preloaded(&l->programs[i], ret);
+        return r;
+}
+
+int learned_preloaded_paths_of(const struct learned *l, const char *program, struct string_list *ret) {
         for (size_t i = 0; i < l->nprograms; i++)
-                for (size_t j = 0; j < l->programs[i].n; j++) {
-                        const struct learned_object *o = &l->programs[i].objects[j];
-                        if (o->preloaded && !string_list_contains(ret, o->path) && string_list_add(ret, o->path) < 0)
-                                return -ENOMEM;
-                }
+                if (strcmp(l->programs[i].path, program) == 0)
+                        return add_preloaded(&l->programs[i], ret);
         return 0;
 }
 

@@ -57,6 +57,8 @@ void learned_done(struct learned *l);
 size_t learned_to_preload(struct learned *l, const struct string_list *programs, struct learned_object ***ret);
 /* The paths of the learned objects this zygote has loaded (for binding them to a program as exec would). */
 int learned_preloaded_paths(const struct learned *l, struct string_list *ret);
+/* Adds to ret those of them learned for the registered program at path (none for another). */
+int learned_preloaded_paths_of(const struct learned *l, const char *program, struct string_list *ret);
 
 /* Records what this zygote maps itself, once everything is loaded: those are never "learned". */
 int learned_snapshot_self(struct learned *l);

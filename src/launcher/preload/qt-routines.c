@@ -84,17 +84,17 @@ static bool in(const struct stat *ids, size_t n, dev_t dev, ino_t ino) {
         return false;
 }
 
-const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *closure, char *buf, size_t size) {
+const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *own, char *buf, size_t size) {
         look();
         if (nregistrars == 0)
                 return NULL;
-        struct stat *ids = calloc(closure->n + 1, sizeof *ids);
+        struct stat *ids = calloc(own->n + 1, sizeof *ids);
         if (!ids)
                 return "out of memory";
         size_t n = 0;
         ids[n++] = (struct stat){ .st_dev = dev, .st_ino = ino };
-        for (size_t i = 0; i < closure->n; i++)
-                if (stat(closure->items[i], &ids[n]) == 0)
+        for (size_t i = 0; i < own->n; i++)
+                if (stat(own->items[i], &ids[n]) == 0)
                         n++;
         const char *why = NULL;
         for (size_t i = 0; i < nregistrars && !why; i++) {

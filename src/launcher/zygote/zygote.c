@@ -464,6 +464,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         s.warm_up = warm_up;
         s.refused_preloads = &refused_preloads;
         s.cache.also_loaded = &learned_loaded;
+        s.cache.learned = o->no_learn ? NULL : &learned;
         /* Once, before any fork (the pool's children inherit what it found). */
         const char *tls = tls_reserve_problem();
         if (tls)
