@@ -56,6 +56,13 @@ static void add_registrar(const struct link_map *object) {
         snprintf(r->name, sizeof r->name, "%s", slash ? slash + 1 : object->l_name);
 }
 
+/* Whether the object links Qt's core library, which any caller of qAddPreRoutine does: the other
+ * objects' relocations (tens of thousands in a GTK zygote) are not read, a cost the daemon's start
+ * on a slow board would pay. */
+static bool links_qt(const struct link_map *object) {
+        return loaded_needs(object, "libQt5Core.so.5") || loaded_needs(object, "libQt6Core.so.6");
+}
+
 /* Every object loaded now that imports qAddPreRoutine. Once: the zygote loads nothing after its
  * start (what children load after main is theirs). */
 static void look(void) {
@@ -66,7 +73,7 @@ static void look(void) {
         void *self = dlopen(NULL, RTLD_LAZY);
         if (self && dlinfo(self, RTLD_DI_LINKMAP, &first) == 0)
                 for (const struct link_map *l = first; l; l = l->l_next)
-                        if (l->l_name[0] == '/' && loaded_relocs_walk(l, is_pre_routine, NULL) == 1)
+                        if (l->l_name[0] == '/' && links_qt(l) && loaded_relocs_walk(l, is_pre_routine, NULL) == 1)
                                 add_registrar(l);
         if (self)
                 dlclose(self);
