@@ -187,10 +187,19 @@ test-c: build build-sanitize build-optimized
 # launching the normal build's programs. Each run names its slowest tests: make test is to stay
 # within 20 minutes here.
 test-python: build build-sanitize aarch64
-	HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT) $(PY) -m pytest -q --durations=15 tests
-	HEADSTART_BUILD_DIR=$(CURDIR)/$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(CURDIR)/$(BUILD) HEADSTART_SANITIZED=1 \
-		ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PY) -m pytest -q --durations=15 tests
+	$(call pytest_suite,HEADSTART_AARCH64_BUILD=$(CURDIR)/$(BUILD_A64) HEADSTART_AARCH64_SYSROOT=$(A64_SYSROOT))
+	$(call pytest_suite,HEADSTART_BUILD_DIR=$(CURDIR)/$(BUILD_SAN) HEADSTART_APPS_BUILD_DIR=$(CURDIR)/$(BUILD) \
+		HEADSTART_SANITIZED=1 ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+
+# One run of the suite with the environment $(1). Most tests wait on the programs they launch, with a
+# CPU to spare: they run in TEST_JOBS processes side by side (a file's tests in one, pytest-xdist).
+# Those marked `alone` then run by themselves: what they check depends on the machine's CPUs being
+# idle (tests/test_prepare_display.py: its daemons prepare children only when a CPU is spare).
+TEST_JOBS ?= 2
+define pytest_suite
+	$(1) $(PY) -m pytest -q --durations=15 -n $(TEST_JOBS) --dist loadfile -m "not alone" tests
+	$(1) $(PY) -m pytest -q --durations=10 -m alone tests
+endef
 
 lint: deps
 	$(VENV)/bin/ruff check python tests device tools

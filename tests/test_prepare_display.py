@@ -27,7 +27,11 @@ from conftest import SANITIZED, Result, Served, base_env, bin_path, proc_fields,
 from headstart.benchmark import display
 from headstart.daemon import RunningDaemon, private_daemon
 
-pytestmark = pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)")
+pytestmark = [
+    pytest.mark.skipif(not shutil.which("weston"), reason="weston is not installed (make deps installs it)"),
+    # The daemons here prepare a child only once a CPU is spare: beside other tests, they wait for one.
+    pytest.mark.alone,
+]
 
 GTK3, GTK4, QT = bin_path("gtk-hello"), bin_path("gtk4-tiles"), bin_path("qt-widgets")
 # The same samples naming themselves (g_set_prgname) before GTK starts, as gnome-2048 and gnome-clocks do.

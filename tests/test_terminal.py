@@ -95,18 +95,20 @@ def shell(daemon: RunningDaemon) -> Iterator[Shell]:
         sh.close()
 
 
-def job_states(shell_pid: int) -> list[str]:
-    """The states (R, S, T...) of the shell's children and of every process named observe."""
+def job_states(shell_pid: int, served: list[str]) -> list[str]:
+    """The states (R, S, T...) of the shell's children and of the served program, whose command line
+    is `served` (the daemon's child, not the shell's; other tests may run observe meanwhile)."""
+    want = "".join(f"{arg}\0" for arg in served).encode()
     states = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             state, ppid = proc_fields(entry.name)[:2]
-            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(ppid) == shell_pid or comm == "observe":
+        if int(ppid) == shell_pid or cmdline == want:
             states.append(state)
     return states
 
@@ -164,8 +166,9 @@ def test_the_daemon_can_name_programs_served_from_a_terminal(tmp_path):
 
 @pytest.mark.skipif(SANITIZED, reason="timing of stops under the sanitizer build is not what this checks")
 def test_ctrl_z_stops_the_job_fg_continues_it_and_ctrl_c_ends_it(daemon):
+    served = [OBSERVE, "sleep", "30"]
     with shell(daemon) as sh:
-        sh.send(run_client("--terminal", OBSERVE, "sleep", "30") + "\n")
+        sh.send(run_client("--terminal", *served) + "\n")
         deadline = time.monotonic() + 30
         while daemon.launches_started() == 0:
             assert time.monotonic() < deadline
@@ -179,8 +182,8 @@ def test_ctrl_z_stops_the_job_fg_continues_it_and_ctrl_c_ends_it(daemon):
         sh.expect("sleep 30")
         # As a user presses Ctrl-C once the job runs again: the client and its program both continued.
         deadline = time.monotonic() + 10
-        while any(state == "T" for state in job_states(sh.pid)):
-            assert time.monotonic() < deadline, job_states(sh.pid)
+        while any(state == "T" for state in job_states(sh.pid, served)):
+            assert time.monotonic() < deadline, job_states(sh.pid, served)
             time.sleep(0.02)
         time.sleep(0.2)
         sh.send("\x03")  # Ctrl-C
@@ -257,7 +260,7 @@ def test_ctrl_c_and_ctrl_z_reach_the_programs_children_as_under_exec(key):
     """Under exec the terminal signals the whole job: a script and the command it waits for. Served,
     only the script got Ctrl-C (bash waits for its command before it acts on it, so the script ran
     on to its end), and Ctrl-Z stopped the script while its command ran on."""
-    script = "sleep 30; echo after-sleep"
+    script = "sleep 29; echo after-sleep"  # a duration no other test sleeps: states_of looks machine-wide
 
     def story(command: str, d: RunningDaemon) -> str:
         with shell(d) as sh:
@@ -266,7 +269,7 @@ def test_ctrl_c_and_ctrl_z_reach_the_programs_children_as_under_exec(key):
             sh.send(key)
             seen = sh.expect(PROMPT, timeout=10)
             if key == "\x1a":
-                sleeping = [state for state in states_of(["sleep", "30"]) if state != "T"]
+                sleeping = [state for state in states_of(["sleep", "29"]) if state != "T"]
                 sh.send("kill -KILL %1\n")
                 sh.expect(PROMPT)
                 return f"stopped, {len(sleeping)} still running"
