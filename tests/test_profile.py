@@ -696,6 +696,53 @@ def test_after_main_shares_name_what_a_wait_was_for():
     assert sum(kinds.values()) == pytest.approx(shares["traced_ms"]) and shares["traced_ms"] == pytest.approx(50.005)
 
 
+def test_after_main_shares_count_a_poll_on_the_display_and_no_futex_wake_as_a_wait():
+    """A new user's trial: the main loop's poll on the X socket read as other system calls (strace
+    printed its array as `[...]`), and a one-thread program's FUTEX_WAKE as waiting for its threads."""
+    trace = (
+        '100 10.000000 connect(5<socket:[11]>, {sa_family=AF_UNIX, sun_path=@"/tmp/.X11-unix/X3"}, 20) = 0 <0.000010>\n'
+        "100 10.001000 poll([{fd=4<anon_inode:[eventfd]>, events=POLLIN}, {fd=5<socket:[11]>, events=POLLIN}], 2, -1)"
+        " = 1 ([{fd=5, revents=POLLIN}]) <0.020000>\n"
+        "100 10.030000 futex(0x7f0000001000, FUTEX_WAKE_PRIVATE, 2147483647) = 0 <0.003000>\n"
+        "100 10.040000 futex(0x7f0000002000, FUTEX_WAIT_BITSET_PRIVATE|FUTEX_CLOCK_REALTIME, 0, NULL, "
+        "FUTEX_BITSET_MATCH_ANY) = 0 <0.005000>\n"
+        "100 10.050000 getpid() = 100 <0.000005>\n"
+    )
+    calls = syscalls.parse(trace)
+    kinds = {k["kind"]: k["ms"] for k in after_main_shares.shares(calls, calls)["kinds"]}
+    assert kinds["display"] == pytest.approx(20.01)
+    assert kinds["other system calls"] == pytest.approx(3.005)
+    assert kinds["waiting for its threads"] == pytest.approx(5.0)
+
+
+def test_the_after_main_trace_names_each_descriptor_a_poll_waits_on(tmp_path):
+    """The real strace, as the after-main profile runs it: a poll's descriptors are there to name."""
+    out = tmp_path / "trace"
+    script = "import select, socket; a, b = socket.socketpair(); p = select.poll(); p.register(a); p.poll(1)"
+    subprocess.run([*after_main.trace_command(out), sys.executable, "-c", script], check=True)
+    (poll,) = [c for c in syscalls.parse(out.read_text()) if c.name == "poll"]
+    assert "<socket:[" in poll.rest, poll.rest
+
+
+def test_a_library_mapped_whole_then_segment_by_segment_counts_its_bytes_once():
+    """The loader reserves an object's whole span, then maps its segments over it (MAP_FIXED):
+    "mapped KiB" summed them, twice the span (a new user's trial: libcrypto 8,477 KiB of a 4,637 KiB
+    file). Two processes mapping it count twice."""
+    from headstart.profiling import files
+
+    lib = "/usr/lib/x86_64-linux-gnu/libc.so.6" if Path("/usr/lib/x86_64-linux-gnu/libc.so.6").exists() else "/bin/sh"
+    trace = "".join(
+        f"{pid} mmap(NULL, 8192, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 3<{lib}>, 0) = 0x7f0000000000\n"
+        f"{pid} mmap(0x7f0000000000, 4096, PROT_READ|PROT_EXEC, MAP_PRIVATE|MAP_FIXED|MAP_DENYWRITE, 3<{lib}>, 0)"
+        " = 0x7f0000000000\n"
+        f"{pid} mmap(0x7f0000001000, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_DENYWRITE, 3<{lib}>, "
+        "0x1000) = 0x7f0000001000\n"
+        for pid in (100, 101)
+    )
+    use = files.parse_trace(trace)[lib]
+    assert use.bytes_mapped == 2 * 8192 and use.mapped_exec
+
+
 def test_toolkit_settings_apply_by_the_objects_a_launch_loaded_and_its_environment():
     """Which comparisons a launch gets (toolkit_settings.py): the toolkit's own library and the
     evidence (a Mesa driver; libwayland-cursor on a Wayland display), unless the variable is set."""

@@ -33,9 +33,11 @@ TOP_GAPS = 5
 
 
 def trace_command(output: Path) -> list[str]:
-    """strace with wall-clock times and durations, every system call, descriptors shown as paths."""
+    """strace with wall-clock times and durations, every system call, descriptors shown as paths.
+    Arrays up to 16 entries (strace's -s limits them as it does strings): a toolkit's main loop
+    polls several descriptors at once, its display's socket among them (with -s 0, `[...]`)."""
     strace = files.strace_command(output)[0]
-    return [strace, "-f", "-ttt", "-T", "-qq", "-y", "-s", "0", "-e", "signal=none", "-o", str(output)]
+    return [strace, "-f", "-ttt", "-T", "-qq", "-y", "-s", "16", "-e", "signal=none", "-o", str(output)]
 
 
 _MPROTECT_RO = re.compile(r"^\((0x[0-9a-f]+), \d+, PROT_READ\)\s+=\s+0")

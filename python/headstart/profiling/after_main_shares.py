@@ -5,8 +5,8 @@ Every moment of the main thread from main to the end of the trace is either in a
 the stretch between two (computation). Each is put in one kind:
 - never takeable by the zygote, per launch: the display connection (calls on its socket: the connection's setup,
   round trips, the first frame sent; poll on it, waiting for the server), the session bus's
-  connections (D-Bus, the accessibility bus), and waiting for the program's own threads (futex: a
-  thread cannot be started ahead in a forking zygote). For a GTK program what it does on the first
+  connections (D-Bus, the accessibility bus), and waiting for the program's own threads (a futex
+  wait: a thread cannot be started ahead in a forking zygote). For a GTK program what it does on the first
   two as its toolkit starts (the connection, its first round trips, the settings read from the bus)
   a child prepared ahead takes (headstartd --prepare-display). A wait that ends within WOKEN_WITHIN_S of
   another thread's call on the display, the bus, fontconfig's files or an object being loaded is
@@ -91,8 +91,16 @@ def _woken_by(wait: Call, others: list[tuple[float, str]]) -> str:
     return next((k for k in WAKERS if k in kinds), "waiting for its threads")
 
 
+# The futex operations that wait (for a lock or a condition another thread signals); FUTEX_WAKE and
+# FUTEX_REQUEUE only wake others, and a program with one thread makes those too (a one-time
+# initialisation's lock), so they are the call's own time.
+_FUTEX_WAIT = re.compile(r"^\(0x[0-9a-f]+, FUTEX_(WAIT|LOCK_PI|TRYLOCK_PI|WAIT_REQUEUE_PI)")
+
+
 def _call_kind(c: Call, sockets: dict[str, str], mapped: AddressMap, others: list[tuple[float, str]]) -> str:
-    return _woken_by(c, others) if c.name == "futex" else _own_kind(c, sockets, mapped)
+    if c.name == "futex" and _FUTEX_WAIT.match(c.rest):
+        return _woken_by(c, others)
+    return _own_kind(c, sockets, mapped)
 
 
 def shares(calls: list[Call], all_calls: list[Call]) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ from headstart.profiling.memory import PAGE_SIZE
 READS = ("read", "pread64", "readv", "preadv", "preadv2")
 TRACED = ",".join(("open", "openat", "openat2", *READS, "mmap"))
 # `PID name(args) = result`; -y annotates each descriptor with its path: 3</usr/lib/libc.so.6>.
-_CALL = re.compile(r"^(?:\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+|0x[0-9a-f]+)(?:<(.*?)>)?")
+_CALL = re.compile(r"^(?:(\d+)\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+|0x[0-9a-f]+)(?:<(.*?)>)?")
 _FD = re.compile(r"^\d+<(.*?)>")
 
 
@@ -32,7 +32,7 @@ class FileUse:
     opens: int = 0
     reads: int = 0  # read() and friends
     bytes_read: int = 0
-    bytes_mapped: int = 0
+    bytes_mapped: int = 0  # of the process's address space, each byte once
     mapped_exec: bool = False  # code: a program or a library
 
     def as_dict(self) -> dict[str, object]:
@@ -55,7 +55,8 @@ def strace_command(output: Path) -> list[str]:
 
 
 def _split_args(args: str) -> list[str]:
-    """Top-level arguments; strings are cut to "" by -s 0, flags contain no commas."""
+    """Top-level arguments; flags contain no commas. A string may (the after-main trace keeps 16
+    characters of each), so only the arguments before the first string are relied on."""
     out, depth, current = [], 0, []
     for ch in args:
         if ch in "{[":
@@ -87,11 +88,14 @@ def parse_trace(text: str) -> dict[str, FileUse]:
             files[path] = FileUse(path, size=os.path.getsize(path))
         return files[path]
 
+    # The address ranges each process mapped of each file: the loader maps an object's whole span,
+    # then its segments over it (MAP_FIXED), which are counted once.
+    ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for line in text.splitlines():
         m = _CALL.match(line)
         if not m:
             continue  # unfinished, resumed and failed calls
-        name, args, result, result_path = m.groups()
+        pid, name, args, result, result_path = m.groups()
         if result.startswith("-"):
             continue
         if name.startswith("open"):
@@ -103,7 +107,8 @@ def parse_trace(text: str) -> dict[str, FileUse]:
             fd = _FD.match(parts[4]) if len(parts) > 4 else None
             if fd and _is_file(fd.group(1)):
                 f = use(fd.group(1))
-                f.bytes_mapped += int(parts[1])
+                start = int(result, 0)
+                ranges.setdefault((pid or "", f.path), []).append((start, start + int(parts[1])))
                 f.mapped_exec |= "PROT_EXEC" in parts[2]
             continue
         # A trace of every call (the after-main one) has others on files too: lseek's result is an offset.
@@ -112,7 +117,19 @@ def parse_trace(text: str) -> dict[str, FileUse]:
             f = use(fd.group(1))
             f.reads += 1
             f.bytes_read += int(result)
+    for (_, path), spans in ranges.items():
+        files[path].bytes_mapped += _covered(spans)
     return files
+
+
+def _covered(spans: list[tuple[int, int]]) -> int:
+    """Bytes in the union of the [start, end) ranges."""
+    total, reached = 0, 0
+    for start, end in sorted(spans):
+        if end > reached:
+            total += end - max(start, reached)
+            reached = end
+    return total
 
 
 def read_trace(path: Path) -> dict[str, FileUse]:
