@@ -470,7 +470,7 @@ def test_after_main_shares_of_a_gtk_window(gtk_window_profile):
     assert f"never takeable {shares['never_share']:.0%}" in out.getvalue()
     # The split is of the time after main: the title says how much came before, which a daemon takes.
     before = data["warm"]["to_main_us"]["median"] / data["warm"]["to_ready_us"]["median"]
-    assert f"({1 - before:.0%} of the time to ready; the {before:.0%} before main is the loader's" in out.getvalue()
+    assert f"({1 - before:.0%} of the time to ready; the {before:.0%} before main is exec's and the" in out.getvalue()
 
 
 def test_after_main_is_rendered_in_the_terminal_and_the_report(gtk_window_profile, tmp_path):

@@ -109,8 +109,8 @@ def _shares(shares: dict[str, Any], before_main: float | None) -> Table:
     rows = [[k["kind"], SHARE_GROUPS[k["kind"]], f"{k['ms']:,.1f}", f"{k['share']:.0%}"] for k in shares["kinds"]]
     # The split is of the time after main alone: say how much came before, which a daemon takes whole.
     of_what = (
-        f" ({1 - before_main:.0%} of the time to ready; the {before_main:.0%} before main is the loader's, "
-        "which a daemon takes whole)"
+        f" ({1 - before_main:.0%} of the time to ready; the {before_main:.0%} before main is exec's and the "
+        "loader's, which a daemon takes)"
         if before_main is not None
         else ""
     )
