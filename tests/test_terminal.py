@@ -95,10 +95,15 @@ def shell(daemon: RunningDaemon) -> Iterator[Shell]:
         sh.close()
 
 
+def _cmdline(argv: list[str]) -> bytes:
+    """argv as /proc/PID/cmdline holds it."""
+    return "".join(f"{arg}\0" for arg in argv).encode()
+
+
 def job_states(shell_pid: int, served: list[str]) -> list[str]:
     """The states (R, S, T...) of the shell's children and of the served program, whose command line
     is `served` (the daemon's child, not the shell's; other tests may run observe meanwhile)."""
-    want = "".join(f"{arg}\0" for arg in served).encode()
+    want = _cmdline(served)
     states = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -115,7 +120,7 @@ def job_states(shell_pid: int, served: list[str]) -> list[str]:
 
 def states_of(cmdline: list[str]) -> list[str]:
     """The states of every process whose command line is that."""
-    want = "".join(f"{arg}\0" for arg in cmdline).encode()
+    want = _cmdline(cmdline)
     found = []
     for entry in Path("/proc").iterdir():
         try:

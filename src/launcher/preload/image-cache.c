@@ -266,14 +266,11 @@ static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libr
  * zygote learned it loads after main (which under exec gives Qt its routines too, only later). */
 static const char *qt_routines_refusal(const struct image_cache *c, const char *path, const struct stat *st,
                                        const struct string_list *libs, char *buf, size_t size) {
-        struct string_list own = { 0 };
-        int r = 0;
-        for (size_t i = 0; r == 0 && i < libs->n; i++)
-                r = string_list_add(&own, libs->items[i]);
-        if (r == 0 && c->learned)
-                r = learned_preloaded_paths_of(c->learned, path, &own);
-        const char *why = r < 0 ? "out of memory" : qt_routines_verdict(st->st_dev, st->st_ino, &own, buf, size);
-        string_list_done(&own);
+        struct string_list after_main = { 0 };
+        int r = c->learned ? learned_preloaded_paths_of(c->learned, path, &after_main) : 0;
+        const char *why = r < 0 ? "out of memory" :
+                                  qt_routines_verdict(st->st_dev, st->st_ino, libs, &after_main, buf, size);
+        string_list_done(&after_main);
         return why;
 }
 

@@ -91,18 +91,24 @@ static bool in(const struct stat *ids, size_t n, dev_t dev, ino_t ino) {
         return false;
 }
 
-const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *own, char *buf, size_t size) {
+/* Adds the file of each path that can be looked at to ids. */
+static size_t add_ids(struct stat *ids, size_t n, const struct string_list *paths) {
+        for (size_t i = 0; i < paths->n; i++)
+                if (stat(paths->items[i], &ids[n]) == 0)
+                        n++;
+        return n;
+}
+
+const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *libs,
+                                const struct string_list *after_main, char *buf, size_t size) {
         look();
         if (nregistrars == 0)
                 return NULL;
-        struct stat *ids = calloc(own->n + 1, sizeof *ids);
+        struct stat *ids = calloc(1 + libs->n + after_main->n, sizeof *ids);
         if (!ids)
                 return "out of memory";
-        size_t n = 0;
-        ids[n++] = (struct stat){ .st_dev = dev, .st_ino = ino };
-        for (size_t i = 0; i < own->n; i++)
-                if (stat(own->items[i], &ids[n]) == 0)
-                        n++;
+        ids[0] = (struct stat){ .st_dev = dev, .st_ino = ino };
+        size_t n = add_ids(ids, add_ids(ids, 1, libs), after_main);
         const char *why = NULL;
         for (size_t i = 0; i < nregistrars && !why; i++) {
                 const struct registrar *r = &registrars[i];

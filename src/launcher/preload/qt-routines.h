@@ -18,6 +18,7 @@
 /* Whether any object loaded in this process adds a Qt startup routine (found once). */
 bool qt_routines_any(void);
 
-/* NULL, or why the program (the file dev/ino, whose own objects are `own`: its libraries, and what
- * it loads after main) would run a Qt startup routine of a library not its own (written to buf). */
-const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *own, char *buf, size_t size);
+/* NULL, or why the program (the file dev/ino, whose own objects are its libraries and what it loads
+ * after main) would run a Qt startup routine of a library not its own (written to buf). */
+const char *qt_routines_verdict(dev_t dev, ino_t ino, const struct string_list *libs,
+                                const struct string_list *after_main, char *buf, size_t size);

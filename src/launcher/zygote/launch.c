@@ -45,8 +45,10 @@ static const struct schedule *program_schedule(const struct server *s, int progr
 /* A program without a --schedule gets the daemon's scheduling when served, the client's by exec. */
 static const char *client_schedule_refusal(const struct conn *c, const struct schedule *configured, char *buf,
                                            size_t size) {
+        if (configured) /* the program gets its own, served or exec'd */
+                return NULL;
         const char *differs = c->client_pidfd < 0 ? "it cannot be looked at" : schedule_difference(c->client_pid);
-        if (configured || !differs)
+        if (!differs)
                 return NULL;
         snprintf(buf, size, "the client is scheduled otherwise than the daemon (%s), which exec keeps", differs);
         return buf;
