@@ -115,8 +115,12 @@ def relocations(calls: list[Call], mapped: AddressMap) -> list[tuple[float, floa
 
 
 def _describe(call: Call, mapped: AddressMap) -> str:
-    """The call as the tables name it; the probe's own at main (its mark, its output) as "main"."""
-    return "main" if _probes_own(call) else call.describe(mapped)
+    """The call as the tables name it; the probe's own calls as what they are, not the program's."""
+    if MAIN_MARK in call.rest:
+        return "main (the probe's mark)"
+    if _probes_own(call):  # whenever its buffer fills, and at exit
+        return "the probe writing its record"
+    return call.describe(mapped)
 
 
 def gaps(calls: list[Call], pid: int, main: float, top: int, mapped: AddressMap) -> list[dict[str, Any]]:

@@ -19,9 +19,9 @@ LOAD_HEADERS = [
     "loaded apart ms",
     "+ deps",
 ]
-GAP_HEADERS = ["at ms (traced)", "no system call for ms", "after", "before"]
-TEXT_COLUMNS = {"loaded after main", "file", "kind", "asked for by", "after", "before", "by", "ran", "call"}
-TEXT_COLUMNS.add("the zygote can take it")
+GAP_HEADERS = ["at ms (traced)", "no system call for ms", "from the end of", "to the start of"]
+TEXT_COLUMNS = {"loaded after main", "file", "kind", "asked for by", "by", "ran", "call", "the zygote can take it"}
+TEXT_COLUMNS.update(GAP_HEADERS[2:])
 GAP_TITLE = "After main: the longest stretches without a system call (main thread)"
 
 
