@@ -116,6 +116,24 @@ def test_a_qt_program_is_not_given_the_startup_routines_of_another_programs_libr
         assert d.launches_started() == 1, d.log_text()
 
 
+def test_a_qt_program_is_not_given_the_resources_of_another_programs_libraries():
+    """A library's Qt resources are registered by its constructor; Qt reads a path from the first
+    registration that has it, so a library preloaded for another program, registered in the zygote
+    first, hid a served program's own resource at the same path and added its files to the folder's
+    listing. Such a program is exec'd; the program that links the library is still served."""
+    program, user = helper_path("qt-reads-resource"), helper_path("qt-resource-user")
+    if not program.exists():
+        pytest.skip("qt-reads-resource was not built (no Qt 5)")
+    want = run_exec([str(program)])
+    assert want.stdout == b"the program's resource\nsaid.txt\n", want.stdout
+    with private_daemon([user, program]) as d:
+        got = run_served(d, [str(program)])
+        assert (got.returncode, got.stdout) == (0, want.stdout), got.stderr
+        assert "libqt-resource-library.so, loaded for another program, gave its Qt resources" in d.log_text()
+        assert run_served(d, [str(user)]).stdout == run_exec([str(user)]).stdout == b"linked: 1\n"
+        assert d.launches_started() == 1, d.log_text()
+
+
 def test_a_qt_program_keeps_the_startup_routines_of_what_it_loads_itself(tmp_path):
     """A library the program itself loads after main, learned and preloaded, is its own: under exec
     it gives Qt its routine too (run at once, the application being there), so the program is still

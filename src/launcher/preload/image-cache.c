@@ -20,7 +20,7 @@
 #include "preload.h"
 #include "macro.h"
 #include "private-dir.h"
-#include "qt-routines.h"
+#include "qt-registrations.h"
 #include "tls-reserve.h"
 
 static void entry_clear(struct image_entry *e) {
@@ -262,14 +262,14 @@ int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
  * as much as a library that blocks it, so it is not kept as the file's verdict; asked again next time. */
 static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libraries in time";
 
-/* qt-routines.h's verdict, for a program whose own objects are its file, its libraries, and what the
- * zygote learned it loads after main (which under exec gives Qt its routines too, only later). */
-static const char *qt_routines_refusal(const struct image_cache *c, const char *path, const struct stat *st,
+/* qt-registrations.h's verdict, for a program whose own objects are its file, its libraries, and what the
+ * zygote learned it loads after main (which under exec registers with Qt too, only later). */
+static const char *qt_registrations_refusal(const struct image_cache *c, const char *path, const struct stat *st,
                                        const struct string_list *libs, char *buf, size_t size) {
         struct string_list after_main = { 0 };
         int r = c->learned ? learned_preloaded_paths_of(c->learned, path, &after_main) : 0;
         const char *why = r < 0 ? "out of memory" :
-                                  qt_routines_verdict(st->st_dev, st->st_ino, libs, &after_main, buf, size);
+                                  qt_registrations_verdict(st->st_dev, st->st_ino, libs, &after_main, buf, size);
         string_list_done(&after_main);
         return why;
 }
@@ -280,8 +280,8 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                                 const struct stat *st, const struct string_list *closure, struct image_entry *e,
                                 char *buf, size_t size) {
         e->plan = (struct bind_plan){ 0 };
-        bool routines = qt_routines_any();
-        if (ex->n == 0 && !routines) /* nothing of the program's for a library to bind to */
+        bool registrations = qt_registrations_any();
+        if (ex->n == 0 && !registrations) /* nothing of the program's for a library to bind to */
                 return NULL;
         struct string_list libs = { 0 };
         const char *why = NULL;
@@ -292,8 +292,8 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                                 why = "out of memory";
         } else if ((r = preload_resolve_closure(c->interp, path, &libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS)) < 0)
                 why = r == -ETIMEDOUT ? LOADER_TIMED_OUT : "the dynamic loader cannot resolve its libraries";
-        if (!why && routines)
-                why = qt_routines_refusal(c, path, st, &libs, buf, size);
+        if (!why && registrations)
+                why = qt_registrations_refusal(c, path, st, &libs, buf, size);
         /* Under exec, what the program loads after main binds to it first too. */
         for (size_t i = 0; !why && c->also_loaded && i < c->also_loaded->n; i++)
                 if (!string_list_contains(&libs, c->also_loaded->items[i]) &&
