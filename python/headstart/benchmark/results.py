@@ -7,6 +7,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
+from headstart.benchmark.cpu_use import CpuUse
 from headstart.benchmark.memory import MemoryAtMain
 from headstart.benchmark.repeated import RepeatedLaunches
 from headstart.benchmark.scaling import PreloadPoint
@@ -65,6 +66,7 @@ class BenchResult:
     missing_programs: dict[str, str]  # asked for but not found or not built: why
     preload_scaling: list[PreloadPoint]
     repeated: RepeatedLaunches | None
+    cpu_use: CpuUse | None = None  # the CPUs' use over the run, other work's share (cpu_use.py)
 
     def mean_ratio(self, key: str, metric: str = "to_main_us") -> float | None:
         """The average over programs of the ratio to exec, as the paper averages its programs; a mode
@@ -145,4 +147,5 @@ def as_json(result: BenchResult) -> dict[str, Any]:
         "mean_after_main_ratio_to_exec": {k: result.mean_ratio(k, "after_main_us") for k in result.keys},
         "preload_scaling": [p.as_dict() for p in result.preload_scaling],
         "repeated_launches": result.repeated.as_dict() if result.repeated else None,
+        "cpu_use": result.cpu_use.as_dict() if result.cpu_use else None,
     }

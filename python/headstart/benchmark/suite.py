@@ -12,6 +12,7 @@ from rich.progress import Progress
 
 from headstart import relocations
 from headstart.benchmark import memory, repeated, scaling
+from headstart.benchmark.cpu_use import CpuWatch
 from headstart.benchmark.daemons import DAEMON_MODES, WARM_UP, Daemons, daemon_memory, not_warm, start_daemons
 from headstart.benchmark.display import display_env, private_display
 from headstart.benchmark.programs import SAMPLES, Program, Ready, mark_main_env, resolve
@@ -179,6 +180,7 @@ def _library_sources(programs: list[Program]) -> list[Path]:
 
 
 def run(plan: Plan, progress: Progress) -> BenchResult:
+    watch = CpuWatch()
     programs, missing = resolve_programs(plan.programs, plan.ready)
     keys = mode_keys(plan.modes, plan.clients)
     base = dict(os.environ)
@@ -205,7 +207,7 @@ def run(plan: Plan, progress: Progress) -> BenchResult:
     task = progress.add_task("preload time vs libraries", total=None)
     points = scaling.measure(list(plan.preload_counts), plan.preload_repeats, _library_sources(programs))
     progress.remove_task(task)
-    return BenchResult(plan.quick, keys, results, missing, points, repeat)
+    return BenchResult(plan.quick, keys, results, missing, points, repeat, watch.finish())
 
 
 def _repeated(

@@ -11,6 +11,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from headstart.benchmark.cpu_use import NOISY_SHARE
 from headstart.benchmark.timing import MODE_NAMES, daemon_mode, mode_title
 from headstart.reporters import terminal
 
@@ -235,6 +236,25 @@ def prepared_notes(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cpu_note(data: dict[str, Any]) -> tuple[str, bool] | None:
+    """How busy the CPUs were over the run, and whether other work made small programs' ratios
+    noise (True: say it as a warning); None for a run before it was recorded."""
+    use = data.get("cpu_use")
+    if not use:
+        return None
+    line = (
+        f"the {use['cpus']} CPUs were busy {use['busy_share']:.0%} of the run's {use['elapsed_s']:,.0f} s: "
+        f"the bench and what it started {use['own_share']:.0%}, other work {use['other_share']:.0%}"
+    )
+    noisy = use["other_share"] > NOISY_SHARE
+    if noisy:
+        line += (
+            "; with that much other work, the ratios of programs that take a few milliseconds are noise "
+            "either way (docs/measuring.md): run it again on a quiet machine"
+        )
+    return line, noisy
+
+
 def problems(data: dict[str, Any]) -> list[str]:
     """Launches that were not served, errors, programs missing: what makes the run incomplete."""
     lines = []
@@ -297,6 +317,8 @@ def render(data: dict[str, Any], file: IO[str], width: int = 160) -> None:
         console.print(line)
     for line in prepared_notes(data):
         console.print(line)
+    if note := cpu_note(data):
+        console.print(note[0], style="bold yellow" if note[1] else None, highlight=False)
     for line in problems(data):
         console.print(line, style="bold red", markup=False)
 

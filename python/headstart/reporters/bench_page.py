@@ -40,6 +40,8 @@ def build(data: dict[str, Any]) -> Page:
             _table(page, daemon_memory)
         for line in table.loader_notes(data):
             page.text(line)
+        if note := table.cpu_note(data):
+            page.text(note[0])
     page.heading("Preload time against libraries")
     if any(p["time_us"] for p in data["preload_scaling"]):
         page.chart(bench_charts.preload_scaling(data), "The daemon's preload time as libraries are added")
