@@ -27,6 +27,7 @@ static void entry_clear(struct image_entry *e) {
         if (e->fd >= 0)
                 close(e->fd);
         free(e->copy);
+        free(e->path);
         free(e->reason);
         bind_plan_done(&e->plan);
         exit_registrations_done(&e->start.exits);
@@ -363,6 +364,24 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         return 0;
 }
 
+static void entry_forget(struct image_cache *c, struct image_entry *e) {
+        if (e->copy)
+                (void) unlinkat(c->dir_fd, e->copy, 0);
+        entry_clear(e);
+}
+
+/* The entries of the other versions of the file at path: a program rebuilt or copied over in a
+ * build's loop is asked for by its path again, never its old version, and each version kept holds a
+ * copy of the program in the cache directory (XDG_RUNTIME_DIR: memory) and its file open (a deleted
+ * one's blocks). Warm entries stay: their image is loaded in the daemon for good. */
+static void forget_other_versions(struct image_cache *c, const char *path) {
+        for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++) {
+                struct image_entry *e = &c->entries[i];
+                if (!e->warm && e->path && strcmp(e->path, path) == 0)
+                        entry_forget(c, e);
+        }
+}
+
 int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const char *path, bool registered,
                     const struct string_list *closure, struct image_entry **ret) {
         for (unsigned i = 0; i < IMAGE_CACHE_SIZE; i++)
@@ -371,20 +390,19 @@ int image_cache_get(struct image_cache *c, int fd, const struct stat *st, const 
                         return 0;
                 }
 
-        /* Warm entries stay: their image is loaded in the daemon for good. */
+        forget_other_versions(c, path);
         for (unsigned tries = 0; c->entries[c->next].warm && tries < IMAGE_CACHE_SIZE; tries++)
                 c->next = (c->next + 1) % IMAGE_CACHE_SIZE;
         struct image_entry *e = &c->entries[c->next];
         if (e->warm)
                 return -ENOSPC;
-        if (e->copy)
-                (void) unlinkat(c->dir_fd, e->copy, 0);
-        entry_clear(e);
+        entry_forget(c, e);
         int r = build_entry(c, fd, path, registered, closure, st, e);
         if (r < 0) {
                 entry_clear(e);
                 return r;
         }
+        e->path = strdup(path); /* without it, this version is only forgotten in its turn */
         c->next = (c->next + 1) % IMAGE_CACHE_SIZE;
         *ret = e;
         return 0;

@@ -20,6 +20,7 @@ struct image_entry {
         int fd;       /* the file to load, open: exactly the file that was checked (the client's
                        * program, or our copy of it); -1 when not served */
         char *copy;   /* our copy's name in the cache directory, or NULL */
+        char *path;   /* the path it was asked for by, or NULL */
         char *reason; /* why not served; NULL when served */
         bool warm;    /* the image is loaded in the daemon: children only call main */
         bool own_fini; /* elf-info.h: a warm program's DT_FINI would run at every child's exit */
