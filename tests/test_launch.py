@@ -255,6 +255,22 @@ def test_an_empty_path_entry_is_the_working_directory_as_for_execvp(tmp_path, pa
     assert json.loads(check.stdout.splitlines()[0])["path"] == str(tmp_path / "here"), check.stdout
 
 
+def test_a_shells_underscore_names_the_program_as_under_exec(daemon):
+    """A shell sets `_` to the file it runs: headstart-run's. The program found it there, served or
+    exec'd by the client, where under exec it finds its own file (xargs --show-limits counted 29
+    bytes more environment, a new user's trial)."""
+    client = f"{bin_path('headstart-run')} --socket {daemon.socket}"
+    for command, want in (("printenv _", "/usr/bin/printenv"), ("./printenv _", "./printenv")):
+        exec_d = subprocess.run(["bash", "-c", f"cd /usr/bin && {command}"], capture_output=True, text=True)
+        before = daemon.launches_started()
+        served = subprocess.run(["bash", "-c", f"cd /usr/bin && {client} {command}"], capture_output=True, text=True)
+        fallback = subprocess.run(
+            ["bash", "-c", f"cd /usr/bin && {client} --exec {command}"], capture_output=True, text=True
+        )
+        assert exec_d.stdout == served.stdout == fallback.stdout == want + "\n", served.stderr
+        assert daemon.launches_started() == before + 1
+
+
 def test_process_name_through_a_symlink(daemon, tmp_path):
     """exec names the process (comm, 15 bytes at most) after the file name it was given."""
     link = tmp_path / "a-rather-long-alias-name"

@@ -16,6 +16,7 @@
 #include <sys/pidfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -398,6 +399,21 @@ static int print_status(void) {
         return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* A shell sets `_` to the file it runs, this client's; under exec the program would find its own
+ * there, as given or as found on PATH. Set so for the launch and for exec alike. */
+static void name_program_in_underscore(const char *name) {
+        const char *underscore = getenv("_");
+        struct stat named, self;
+        if (!underscore || stat(underscore, &named) < 0 || stat("/proc/self/exe", &self) < 0 ||
+            named.st_dev != self.st_dev || named.st_ino != self.st_ino)
+                return;
+        char path[PATH_MAX];
+        if (strchr(name, '/'))
+                (void) setenv("_", name, 1);
+        else if (hs_find_program(name, path, sizeof path) == 0)
+                (void) setenv("_", path, 1);
+}
+
 int main(int argc, char *argv[]) {
         log_setup("headstart-run", LOG_LEVEL_INFO);
         const char *d = getenv("HEADSTART_DEBUG");
@@ -410,6 +426,7 @@ int main(int argc, char *argv[]) {
         if (arg_status)
                 return print_status();
         char **prog_argv = argv + first;
+        name_program_in_underscore(prog_argv[0]);
 
         if (arg_exec)
                 exec_program(prog_argv, "--exec given");
