@@ -615,17 +615,17 @@ def test_a_program_killed_while_stopped_ends_its_client():
     assert got == want == ["stopped by SIGSTOP", "ended -9"]
 
 
-def child_outlives_its_killed_job(argv: list[str]) -> bool:
-    """Runs argv (a script that starts a child and prints its pid) as a job of its own, kills the
-    job's process group with SIGKILL as `kill -KILL %1` or `timeout -s KILL` does, and says whether
-    the script's child still runs 5 s later."""
+def child_outlives_its_job(argv: list[str], end_job: Callable[[subprocess.Popen], None], wait_s: float = 5) -> bool:
+    """Runs argv (a script that starts a child and prints its pid, or a command that runs one) as a
+    job of its own, ends it with end_job, and says whether the script's child still runs wait_s
+    later."""
     job = subprocess.Popen(argv, stdout=subprocess.PIPE, env=base_env(), start_new_session=True)
     assert job.stdout is not None
     child = int(job.stdout.readline())
-    os.killpg(job.pid, signal.SIGKILL)
+    end_job(job)
     job.wait()
     job.stdout.close()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
             if proc_fields(child)[0] == "Z":
@@ -637,6 +637,11 @@ def child_outlives_its_killed_job(argv: list[str]) -> bool:
     return True
 
 
+def child_outlives_its_killed_job(argv: list[str]) -> bool:
+    """The job's process group killed with SIGKILL, as `kill -KILL %1` or `timeout -s KILL` does."""
+    return child_outlives_its_job(argv, lambda job: os.killpg(job.pid, signal.SIGKILL))
+
+
 def test_a_job_killed_with_sigkill_takes_the_programs_children_with_it():
     """Under exec a job's program and its children share the job's process group, which `kill -KILL
     %1`, `timeout -s KILL` and a service manager's stop kill whole. Served, SIGKILL reached only
@@ -646,6 +651,23 @@ def test_a_job_killed_with_sigkill_takes_the_programs_children_with_it():
     with private_daemon([Path(argv[0])]) as d, Served(d):
         client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
         assert not child_outlives_its_killed_job([*client, *argv])
+
+
+def test_timeouts_sigterm_to_its_group_reaches_the_programs_children_and_one_to_the_client_alone_does_not():
+    """timeout(1) ends its command with SIGTERM to the command, then to its whole process group,
+    which under exec holds the program's children: served, the client passed both to the program
+    alone, and a test runner's timed-out test left its children running (a new user's trial). A
+    signal the client's sender ignores (as timeout does before signalling its own group) now goes to
+    the program's group; a SIGTERM to the client alone from a sender that does not ignore it still
+    goes to the program alone, as under exec."""
+    script = ["/usr/bin/bash", "-c", "sleep 300 & echo $!; wait"]
+    with private_daemon([Path(script[0])]) as d, Served(d, count=2):
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket)]
+        for launcher in ([], client):
+            timed_out = ["timeout", "1", *launcher, *script]
+            assert not child_outlives_its_job(timed_out, lambda job: None), launcher
+            term_alone = lambda job: os.kill(job.pid, signal.SIGTERM)  # noqa: E731
+            assert child_outlives_its_job([*launcher, *script], term_alone, wait_s=1.5), launcher
 
 
 def test_a_daemon_that_refuses_writable_executable_memory_declines_every_launch(tmp_path):

@@ -310,6 +310,20 @@ static bool continued_by_daemon(struct hs_launch *l, const struct signalfd_sigin
                (pid_t) si->ssi_pid == ppid;
 }
 
+/* Whether the sender ignores the signal it sent us: what one does before it signals a process group
+ * it is in, so as not to end itself (timeout(1) before its kill(0, SIGTERM), an interactive shell,
+ * which ignores SIGTERM, for `kill %job`). We cannot see a signal's target: this is how a signal to
+ * our group, which under exec reaches the program's children too, is told from one to us alone. */
+static bool sender_ignores(const struct signalfd_siginfo *si) {
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%u/status", si->ssi_pid);
+        _cleanup_fclose_ FILE *f = si->ssi_code == SI_USER && si->ssi_pid > 0 ? fopen(path, "re") : NULL;
+        while (f && fgets(line, sizeof line, f))
+                if (strncmp(line, "SigIgn:", strlen("SigIgn:")) == 0)
+                        return (strtoull(line + strlen("SigIgn:"), NULL, 16) >> (si->ssi_signo - 1)) & 1;
+        return false;
+}
+
 static void drain_signals(struct hs_launch *l, int sigfd) {
         struct signalfd_siginfo si;
         while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) {
@@ -317,9 +331,9 @@ static void drain_signals(struct hs_launch *l, int sigfd) {
                 if (sig == SIGCONT && continued_by_daemon(l, &si))
                         continue;
                 /* What the kernel sent to our group (the terminal's keys, a hang-up, a resize, an
-                 * orphaned group's SIGHUP and SIGCONT), and a shell's fg and bg, which continue the
-                 * whole job. */
-                bool to_group = si.ssi_code == SI_KERNEL || sig == SIGCONT;
+                 * orphaned group's SIGHUP and SIGCONT), a shell's fg and bg, which continue the whole
+                 * job, and what a sender that ignores it sent (to our group, most likely). */
+                bool to_group = si.ssi_code == SI_KERNEL || sig == SIGCONT || sender_ignores(&si);
                 if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
                         forward_stop(l, sig, to_group);
                 else
