@@ -100,8 +100,9 @@ static bool qts_own(const struct link_map *object) {
                strstr(object->l_name, "/qt5/") || strstr(object->l_name, "/qt6/");
 }
 
-/* Every object loaded now whose constructors registered something with Qt. Once: the zygote loads
- * nothing after its start (what children load after main is theirs). */
+/* Every object loaded now that calls one of the kinds' functions (whether from its constructors is
+ * not known: docs/limitations.md). Once: the zygote loads nothing after its start (what children
+ * load after main is theirs). */
 static void look(void) {
         if (looked)
                 return;
