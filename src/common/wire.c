@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 void hs_close_fds(int *fds, size_t n) {
@@ -174,10 +176,20 @@ int hs_recv_message_alloc(int sock, struct hs_header *ret_header, void **ret_pay
         return 0;
 }
 
+static int64_t monotonic_ms(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (int64_t) t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 int hs_wait_readable(int sock, int timeout_ms) {
         struct pollfd p = { .fd = sock, .events = POLLIN };
+        /* A deadline, not a wait begun again after each signal: a caller with a timer (a home
+         * screen's) would never see a stopped daemon time out. */
+        int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
         for (;;) {
-                int n = poll(&p, 1, timeout_ms);
+                int left = deadline < 0 ? -1 : (int) (deadline > monotonic_ms() ? deadline - monotonic_ms() : 0);
+                int n = poll(&p, 1, left);
                 if (n > 0)
                         return 0;
                 if (n == 0)

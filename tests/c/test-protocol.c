@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,7 +168,32 @@ static void test_wire(void) {
         free(payload);
 }
 
+static void on_alarm(int sig) {
+        (void) sig;
+}
+
+/* A caller whose timer interrupts the wait every 20 ms (no SA_RESTART, so poll fails with EINTR):
+ * the wait began again at each signal, and a socket that never answers was waited for forever. */
+static void test_wait_is_a_deadline_across_signals(void) {
+        int sv[2];
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+        struct sigaction sa = { .sa_handler = on_alarm };
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval every = { .it_interval = { 0, 20000 }, .it_value = { 0, 20000 } };
+        setitimer(ITIMER_REAL, &every, NULL);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        CHECK(hs_wait_readable(sv[0], 150) == -ETIMEDOUT);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        setitimer(ITIMER_REAL, &(struct itimerval){ 0 }, NULL);
+        /* Not a timing test: before, it never returned (meson's test timeout ended it). */
+        CHECK(t1.tv_sec - t0.tv_sec < 30);
+        close(sv[0]);
+        close(sv[1]);
+}
+
 int main(void) {
+        test_wait_is_a_deadline_across_signals();
         test_round_trip();
         test_malformed();
         test_header();
