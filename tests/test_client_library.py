@@ -3,13 +3,17 @@ theirs (examples/hs-launch.c), launching through the real daemon."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
-from conftest import Served, bin_path
+from conftest import Served, bin_path, helper_path
 from headstart import binaries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,3 +85,58 @@ def test_declined_program_runs_anyway(hs_launch, daemon):
         p = run(hs_launch, daemon, str(static), "exit", "3")
     assert p.returncode == 3
     assert b"running it ourselves" in p.stderr
+
+
+def leave(daemon, *args: str) -> str:
+    """launch-and-leave's one line: a launcher that ends without waiting for its program."""
+    env = dict(os.environ, HEADSTART_SOCKET=str(daemon.socket))
+    # A file, not a pipe: a program that outlives the launcher holds what it inherited.
+    with tempfile.TemporaryFile("w+") as out:
+        got = subprocess.run([str(helper_path("launch-and-leave")), *args], env=env, stdout=out, stderr=out)
+        out.seek(0)
+        text = out.read()
+    assert got.returncode == 0, text
+    return text.strip()
+
+
+def alive_after(pid: int, seconds: float) -> bool:
+    """Whether pid still runs (not ended, not a zombie) after seconds, or ends before."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+        except OSError:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_launchers_program_outlives_it_when_asked_and_not_otherwise(daemon):
+    """A home screen that restarts took every app it had launched with it: the daemon kills a
+    program whose client's connection drops (what headstart-run needs, standing for the program).
+    With HS_LAUNCH_OUTLIVES_CALLER the program keeps running, as posix_spawn's outlives its parent."""
+    sleep = shutil.which("sleep") or "/usr/bin/sleep"
+    with Served(daemon, count=2):
+        kept = int(leave(daemon, "--outlive", sleep, "30").removeprefix("started "))
+        ended = int(leave(daemon, sleep, "30").removeprefix("started "))
+    try:
+        assert alive_after(kept, 1.0)
+        assert not alive_after(ended, 10.0)
+    finally:
+        os.kill(kept, signal.SIGKILL)
+
+
+def test_arguments_exec_would_refuse_are_refused_as_exec_refuses_them(daemon):
+    """The daemon's bound on a request is 16 MiB: 2.1 to 12 MiB of arguments, and one argument over
+    exec's 32 pages, were served where exec fails with E2BIG (a new user's trial)."""
+    true = shutil.which("true") or "/usr/bin/true"
+    for count, size in ((1, 200_000), (30, 100_000)):
+        with pytest.raises(OSError) as refused:
+            subprocess.run([true, *["x" * size] * count], check=False)
+        assert refused.value.errno == errno.E2BIG
+        assert leave(daemon, "--big-args", str(count), str(size), true) == f"error {errno.E2BIG}"
+    subprocess.run([true, *["x" * 100_000] * 10], check=True)
+    with Served(daemon):
+        assert leave(daemon, "--big-args", "10", "100000", true).startswith("started ")
+    assert leave(daemon, "--flags", "0x1", true) == f"error {errno.EINVAL}"  # ours to set, not the caller's

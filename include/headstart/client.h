@@ -59,7 +59,11 @@ struct hs_launch_options {
          * a stop), and the daemon signals the calling process itself: SIGSTOP when the program is
          * stopped by SIGSTOP, SIGCONT when it is continued or ends (a caller that passes SIGCONT on
          * should not pass that one back: it comes from the program's parent). docs/protocol.md,
-         * "Stops", says how to stop with the other stop signals without a race. */
+         * "Stops", says how to stop with the other stop signals without a race.
+         * HS_LAUNCH_OUTLIVES_CALLER, for a launcher (a home screen): the program keeps running when
+         * the handle is freed or the caller ends, as a program posix_spawn'ed outlives its parent.
+         * Without it the daemon kills the program, and the process group it leads, when the
+         * connection drops: what headstart-run, which stands for the program, needs. */
         unsigned flags;
         /* How long to wait for the daemon's first answer, in ms; 0: HS_LAUNCH_DEFAULT_TIMEOUT_MS.
          * A daemon that does not answer in time (stopped, overloaded) gets -ETIMEDOUT: run the
@@ -73,6 +77,7 @@ struct hs_launch_options {
 #define HS_LAUNCH_TERMINAL_OK 0x2u
 #define HS_LAUNCH_EXECS_WHEN_DECLINED 0x4u
 #define HS_LAUNCH_FOLLOWS_STOPS 0x8u
+#define HS_LAUNCH_OUTLIVES_CALLER 0x10u
 
 /* Results other than 0 and negative errnos. In both cases the handle holds a reason text. */
 enum {
@@ -82,9 +87,14 @@ enum {
 
 /* Asks the daemon to start the program file `path` (absolute) with argv and envp, and waits until
  * it has started or declined. Returns 0 (running), HS_LAUNCH_DECLINED or HS_LAUNCH_REJECTED with
- * *ret set, or a negative errno with *ret NULL (-ENOENT or -ECONNREFUSED: no daemon; -ETIMEDOUT:
- * no answer within the options' timeout_ms; -EACCES: another user listens on the socket, and
- * nothing was sent to it). */
+ * *ret set, or a negative errno with *ret NULL: -ENOENT or -ECONNREFUSED: no daemon (-ENOENT also
+ * for a program or working directory that is not there); -ENXIO: no socket named (neither
+ * $HEADSTART_SOCKET nor $XDG_RUNTIME_DIR); -ETIMEDOUT: no answer within the options' timeout_ms;
+ * -EACCES: another user listens on the socket, and nothing was sent to it; -E2BIG: exec would
+ * refuse these arguments and environment (one string over 32 pages, or all of them over a quarter
+ * of the stack limit); -EMFILE: more fds to pass than one message holds (251); -EINVAL: a path
+ * that is not absolute, no argv[0], or a flag not defined here. On any of them run the program
+ * yourself, which reports the error exec would. */
 int hs_launch_start(const char *path, char *const argv[], char *const envp[], const struct hs_launch_options *options,
                     struct hs_launch **ret);
 
@@ -107,9 +117,10 @@ int hs_launch_signal(struct hs_launch *l, int sig);
  * status is lost. */
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
 
-/* Closes the handle. A program still running keeps running, but it is killed, with the process
- * group it leads (its children), if no one else holds the connection: closing it tells the daemon
- * its client is gone, as a dead parent would. */
+/* Closes the handle. A program still running is killed, with the process group it leads (its
+ * children), once no one holds the connection (a child the caller forked after the launch may):
+ * closing it tells the daemon its client is gone. A program posix_spawn'ed would outlive its
+ * parent: launch with HS_LAUNCH_OUTLIVES_CALLER for that. */
 void hs_launch_free(struct hs_launch *l);
 
 /* What the daemon says about itself: its programs and their modes, pool, counters, refreshes.

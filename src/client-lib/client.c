@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,9 @@ static int chosen_fds(const int *chosen, size_t n, int *fds, uint32_t *targets, 
 _Static_assert(HS_LAUNCH_TERMINAL_OK == HS_LAUNCH_FLAG_TERMINAL_OK, "the public flag is the wire flag");
 _Static_assert(HS_LAUNCH_EXECS_WHEN_DECLINED == HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED, "the public flag is the wire flag");
 _Static_assert(HS_LAUNCH_FOLLOWS_STOPS == HS_LAUNCH_FLAG_FOLLOWS_STOPS, "the public flag is the wire flag");
+_Static_assert(HS_LAUNCH_OUTLIVES_CALLER == HS_LAUNCH_FLAG_OUTLIVES_CLIENT, "the public flag is the wire flag");
+/* The flags a caller may give (the wire's others are ours to set). */
+#define PUBLIC_FLAGS (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_FOLLOWS_STOPS | HS_LAUNCH_OUTLIVES_CALLER)
 
 static bool has_controlling_terminal(void) {
         int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
@@ -237,7 +241,7 @@ static int send_launch(struct hs_launch *l, const char *path, char *const argv[]
                 sigprocmask(SIG_SETMASK, NULL, &sigmask);
         f.sigmask = sigset_bits(o->sigmask ? o->sigmask : &sigmask);
         f.sigignore = ignored_signals();
-        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & (HS_LAUNCH_TERMINAL_OK | HS_LAUNCH_EXECS_WHEN_DECLINED | HS_LAUNCH_FOLLOWS_STOPS));
+        f.flags = (has_controlling_terminal() ? HS_LAUNCH_FLAG_CTTY : 0) | (o->flags & PUBLIC_FLAGS);
         for (unsigned i = 0; i < HS_RLIMIT_COUNT; i++) {
                 struct rlimit rl;
                 if (getrlimit((int) i, &rl) < 0)
@@ -367,13 +371,39 @@ static int give_up_launch(struct hs_launch *l, const char *why) {
         return HS_LAUNCH_DECLINED;
 }
 
+/* Whether exec would refuse these strings with E2BIG (fs/exec.c): one longer than 32 pages, or the
+ * path and every string with a pointer to each (one at least for argv) beyond a quarter of the stack
+ * limit, at most 6 MiB and at least 128 KiB. The daemon's own bound is far above (16 MiB), and a
+ * served program would get what exec refuses. */
+static bool beyond_exec_limits(const char *path, char *const argv[], char *const envp[]) {
+        uint64_t limit = UINT64_C(6) << 20;
+        struct rlimit stack;
+        if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur / 4 < limit)
+                limit = stack.rlim_cur / 4;
+        if (limit < 128 * 1024)
+                limit = 128 * 1024;
+        size_t longest = 32 * (size_t) sysconf(_SC_PAGESIZE);
+        uint64_t used = strlen(path) + 1, pointers = 0;
+        char *const *lists[] = { argv, envp };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                for (char *const *s = lists[i]; *s; s++, pointers++) {
+                        size_t n = strlen(*s) + 1;
+                        if (n > longest)
+                                return true;
+                        used += n;
+                }
+        return used + pointers * sizeof(void *) > limit;
+}
+
 int hs_launch_start(const char *path, char *const argv[], char *const envp[],
                            const struct hs_launch_options *options, struct hs_launch **ret) {
         static const struct hs_launch_options defaults = { 0 };
         const struct hs_launch_options *o = options ? options : &defaults;
         *ret = NULL;
-        if (!path || path[0] != '/' || !argv || !argv[0] || !envp)
+        if (!path || path[0] != '/' || !argv || !argv[0] || !envp || (o->flags & ~PUBLIC_FLAGS))
                 return -EINVAL;
+        if (beyond_exec_limits(path, argv, envp))
+                return -E2BIG;
 
         struct hs_launch *l = calloc(1, sizeof *l);
         if (!l)

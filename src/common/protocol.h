@@ -99,9 +99,12 @@ struct hs_launch_fixed {
 /* The client follows the program's stops: the daemon, which alone sees them (as its parent), sends
  * STOPPED each time the program stops after its main began, by any signal from anyone. */
 #define HS_LAUNCH_FLAG_FOLLOWS_STOPS 0x8u
+/* The program outlives the client's connection, as a program posix_spawn'ed outlives its parent;
+ * without it, the daemon kills the program and its process group when the connection drops. */
+#define HS_LAUNCH_FLAG_OUTLIVES_CLIENT 0x10u
 #define HS_LAUNCH_FLAGS_KNOWN                                                                           \
         (HS_LAUNCH_FLAG_CTTY | HS_LAUNCH_FLAG_TERMINAL_OK | HS_LAUNCH_FLAG_EXECS_WHEN_DECLINED |        \
-         HS_LAUNCH_FLAG_FOLLOWS_STOPS)
+         HS_LAUNCH_FLAG_FOLLOWS_STOPS | HS_LAUNCH_FLAG_OUTLIVES_CLIENT)
 
 /* LAUNCHED payload; SCM_RIGHTS: [pidfd of the program]. */
 struct hs_launched {

@@ -311,9 +311,10 @@ bool conn_on_event(struct server *s, struct conn *c, uint32_t events) {
          * the process group the program leads (run-program.c): under exec the program and its
          * children are in the client's group, which is what kill -KILL of a job, timeout -s KILL
          * and a service manager's stop kill. The group's number is the child's pid, which no other
-         * process can have until we reap the child. */
+         * process can have until we reap the child. Unless the client asked for its program to
+         * outlive it (a launcher's, as posix_spawn's would). */
         if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-                if (c->child) {
+                if (c->child && !c->outlives_client) {
                         (void) kill(-c->child->pid, SIGKILL);
                         (void) pidfd_send_signal(c->child->pidfd, SIGKILL, NULL, 0); /* if it left it */
                 }

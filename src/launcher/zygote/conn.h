@@ -32,6 +32,7 @@ struct conn {
         struct prepared_program *awaiting; /* whose child it waits for (CONN_WAITING); or NULL */
         bool waited;        /* its launch waited once: it is not made to wait again */
         bool follows_stops; /* its client follows the program's stops (HS_LAUNCH_FLAG_FOLLOWS_STOPS) */
+        bool outlives_client; /* its program is not killed when the connection drops (HS_LAUNCH_FLAG_OUTLIVES_CLIENT) */
         pid_t client_pid;   /* the process that connected, found as its launch is handled; 0 before */
         int client_pidfd;   /* a pidfd of it (peer-process.h); -1 before, or when it could not be found */
         struct hs_header header;

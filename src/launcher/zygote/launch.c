@@ -229,6 +229,7 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
         const char *differs;
         const char *reason = NULL;
         c->follows_stops = req.fixed.flags & HS_LAUNCH_FLAG_FOLLOWS_STOPS;
+        c->outlives_client = req.fixed.flags & HS_LAUNCH_FLAG_OUTLIVES_CLIENT;
         /* Once per connection: the kernel's record of who connected, never a pid the client names. */
         if (c->client_pidfd < 0)
                 c->client_pidfd = peer_process_open(c->fd, &c->client_pid);
