@@ -88,11 +88,12 @@ def test_declined_program_runs_anyway(hs_launch, daemon):
 
 
 def leave(daemon, *args: str) -> str:
-    """launch-and-leave's one line: a launcher that ends without waiting for its program."""
+    """What library-launcher printed: a launcher that ends without waiting for its program unless
+    told to."""
     env = dict(os.environ, HEADSTART_SOCKET=str(daemon.socket))
     # A file, not a pipe: a program that outlives the launcher holds what it inherited.
     with tempfile.TemporaryFile("w+") as out:
-        got = subprocess.run([str(helper_path("launch-and-leave")), *args], env=env, stdout=out, stderr=out)
+        got = subprocess.run([str(helper_path("library-launcher")), *args], env=env, stdout=out, stderr=out)
         out.seek(0)
         text = out.read()
     assert got.returncode == 0, text
@@ -140,3 +141,11 @@ def test_arguments_exec_would_refuse_are_refused_as_exec_refuses_them(daemon):
     with Served(daemon):
         assert leave(daemon, "--big-args", "10", "100000", true).startswith("started ")
     assert leave(daemon, "--flags", "0x1", true) == f"error {errno.EINVAL}"  # ours to set, not the caller's
+
+
+def test_a_second_wait_after_the_end_says_the_same(daemon):
+    """A second hs_launch_wait() after the program's end returned -ECONNRESET, which the header
+    gives for a daemon gone away (a new user's trial); it says again how the program ended."""
+    with Served(daemon):
+        got = leave(daemon, "--wait", shutil.which("false") or "/usr/bin/false").splitlines()
+    assert got[1:] == ["ended 0 1 1", "ended 0 1 1"], got  # CLD_EXITED, status 1, twice

@@ -99,8 +99,10 @@ int hs_launch_start(const char *path, char *const argv[], char *const envp[], co
                     struct hs_launch **ret);
 
 pid_t hs_launch_pid(const struct hs_launch *l);
-/* A pidfd of the program, owned by the handle; -1 unless it is running. The caller is not the
- * program's parent, so it cannot waitid() on it, but it can poll it and signal through it. */
+/* A pidfd of the program, owned by the handle until it is freed; -1 when the program was not
+ * started. The caller is not the program's parent, so it cannot waitid() on it, but it can poll it
+ * (readable once the program has ended) and signal through it. The functions taking a handle need
+ * one that hs_launch_start() set (not NULL). */
 int hs_launch_pidfd(const struct hs_launch *l);
 /* The connection to the daemon: it becomes readable when hs_launch_wait() would not block. */
 int hs_launch_fd(const struct hs_launch *l);
@@ -113,8 +115,11 @@ int hs_launch_signal(struct hs_launch *l, int sig);
  * or CLD_KILLED/CLD_DUMPED (*ret_status: the signal), or, when the launch was started with
  * HS_LAUNCH_FOLLOWS_STOPS, CLD_STOPPED (*ret_status: the signal that stopped it; it may have been
  * continued since: call again to go on waiting); HS_LAUNCH_DECLINED when the program failed
- * to start before its main (run it yourself); -ECONNRESET when the daemon went away and the
- * status is lost. */
+ * to start before its main (run it yourself); -ECONNRESET when the daemon went away before it
+ * said how the program ended: the program may still run (its pidfd says when it ends; on Linux
+ * 6.15 and later, ioctl PIDFD_GET_INFO with PIDFD_INFO_EXIT gives its status once its new parent,
+ * the daemon's supervisor, has reaped it, as headstart-run reads it). Called again after the end,
+ * it returns the same. */
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
 
 /* Closes the handle. A program still running is killed, with the process group it leads (its

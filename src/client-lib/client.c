@@ -28,6 +28,8 @@ struct hs_launch {
         int sock;
         pid_t pid;
         int pidfd;
+        bool ended; /* the daemon said how the program ended: code, status */
+        int code, status;
         char reason[HS_MAX_TEXT + 1];
 };
 
@@ -485,6 +487,11 @@ int hs_launch_signal(struct hs_launch *l, int sig) {
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status) {
         if (l->pidfd < 0)
                 return -ECHILD;
+        if (l->ended) { /* asked again: the daemon has hung up since its answer */
+                *ret_code = l->code;
+                *ret_status = l->status;
+                return 0;
+        }
         struct reply reply;
         int r = read_reply(l, &reply);
         if (r < 0)
@@ -495,6 +502,9 @@ int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status) {
                 return -EBADMSG;
         *ret_code = reply.code;
         *ret_status = reply.status;
+        l->ended = reply.type == HS_MSG_EXITED;
+        l->code = reply.code;
+        l->status = reply.status;
         return 0;
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* A launcher that starts a program through the client library and ends without waiting for it, as a
- * home screen that restarts would. Prints "started PID", "declined: WHY" or "error ERRNO".
- *   launch-and-leave [--outlive] [--flags N] [--big-args COUNT SIZE] PROGRAM [ARGS...]
+/* A launcher that starts a program through the client library and, unless told to wait for it,
+ * ends without waiting, as a home screen that restarts would. Prints "started PID", "declined: WHY"
+ * or "error ERRNO", then with --wait what each of two waits returned ("ended R CODE STATUS").
+ *   library-launcher [--outlive] [--wait] [--flags N] [--big-args COUNT SIZE] PROGRAM [ARGS...]
  * --big-args adds COUNT arguments of SIZE bytes each (exec's limits). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,13 @@ extern char **environ;
 int main(int argc, char **argv) {
         struct hs_launch_options o = { 0 };
         size_t count = 0, size = 0;
+        bool wait = false;
         int i = 1;
         for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
                 if (strcmp(argv[i], "--outlive") == 0)
                         o.flags |= HS_LAUNCH_OUTLIVES_CALLER;
+                else if (strcmp(argv[i], "--wait") == 0)
+                        wait = true;
                 else if (strcmp(argv[i], "--flags") == 0 && i + 1 < argc)
                         o.flags |= (unsigned) strtoul(argv[++i], NULL, 0);
                 else if (strcmp(argv[i], "--big-args") == 0 && i + 2 < argc) {
@@ -48,5 +53,9 @@ int main(int argc, char **argv) {
                 printf("declined: %s\n", hs_launch_reason(l));
         else
                 printf("error %d\n", -r);
+        for (int k = 0; r == 0 && wait && k < 2; k++) {
+                int code = 0, status = 0, w = hs_launch_wait(l, &code, &status);
+                printf("ended %d %d %d\n", w, code, status);
+        }
         return 0; /* the handle is left to the process's end, which closes its connection */
 }
