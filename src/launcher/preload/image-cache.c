@@ -263,10 +263,10 @@ int image_loadable_memfd(int fd, off_t size, const struct elf_info *elf) {
  * as much as a library that blocks it, so it is not kept as the file's verdict; asked again next time. */
 static const char LOADER_TIMED_OUT[] = "the dynamic loader did not list its libraries in time";
 
-/* qt-registrations.h's verdict, for a program whose own objects are its file, its libraries, and what the
- * zygote learned it loads after main (which under exec registers with Qt too, only later). */
+/* qt-registrations.h's verdict, for a program whose own objects are its file, its libraries, and
+ * what the zygote learned it loads after main (which under exec registers with Qt too, only later). */
 static const char *qt_registrations_refusal(const struct image_cache *c, const char *path, const struct stat *st,
-                                       const struct string_list *libs, char *buf, size_t size) {
+                                            const struct string_list *libs, char *buf, size_t size) {
         struct string_list after_main = { 0 };
         int r = c->learned ? learned_preloaded_paths_of(c->learned, path, &after_main) : 0;
         const char *why = r < 0 ? "out of memory" :
