@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import Served, bin_path, helper_path
 from headstart import binaries
+from headstart.daemon import private_daemon
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -149,3 +150,28 @@ def test_a_second_wait_after_the_end_says_the_same(daemon):
     with Served(daemon):
         got = leave(daemon, "--wait", shutil.which("false") or "/usr/bin/false").splitlines()
     assert got[1:] == ["ended 0 1 1", "ended 0 1 1"], got  # CLD_EXITED, status 1, twice
+
+
+def test_a_launcher_learns_how_its_program_ended_after_the_daemon_went_away():
+    """The zygote killed while its program ran: hs_launch_wait() said the daemon went away, and the
+    program's status seemed lost, where headstart-run read it from the pidfd (a new user's trial).
+    hs_launch_orphan_status() reads it for any launcher (Linux 6.15 and later)."""
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) < (6, 15):
+        pytest.skip("the kernel keeps no exit status for a pidfd before Linux 6.15")
+    sh = shutil.which("sh") or "/bin/sh"
+    with private_daemon([Path(sh)]) as d:
+        env = dict(os.environ, HEADSTART_SOCKET=str(d.socket))
+        launcher = subprocess.Popen(
+            [str(helper_path("library-launcher")), "--wait", sh, "-c", "sleep 1; exit 3"],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert launcher.stdout is not None
+        program = int(launcher.stdout.readline().removeprefix("started "))
+        # Its zygote: the one serving now may be a newer one (a refresh after what it learned).
+        zygote = int(Path(f"/proc/{program}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(zygote, signal.SIGKILL)
+        rest = launcher.stdout.read().splitlines()
+        launcher.wait()
+    assert rest == [f"ended {-errno.ECONNRESET} 0 0", "orphan 0 1 3"], rest  # CLD_EXITED, 3

@@ -116,11 +116,15 @@ int hs_launch_signal(struct hs_launch *l, int sig);
  * HS_LAUNCH_FOLLOWS_STOPS, CLD_STOPPED (*ret_status: the signal that stopped it; it may have been
  * continued since: call again to go on waiting); HS_LAUNCH_DECLINED when the program failed
  * to start before its main (run it yourself); -ECONNRESET when the daemon went away before it
- * said how the program ended: the program may still run (its pidfd says when it ends; on Linux
- * 6.15 and later, ioctl PIDFD_GET_INFO with PIDFD_INFO_EXIT gives its status once its new parent,
- * the daemon's supervisor, has reaped it, as headstart-run reads it). Called again after the end,
- * it returns the same. */
+ * said how the program ended: the program may still run (its pidfd becomes readable when it ends;
+ * then hs_launch_orphan_status()). Called again after the end, it returns the same. */
 int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status);
+
+/* After hs_launch_wait() returned -ECONNRESET (the daemon went away): how the program ended, once its
+ * pidfd is readable, as hs_launch_wait() says it. -EAGAIN while it runs; -ENODATA when the kernel
+ * cannot say (before Linux 6.15, which keeps a reaped process's status for its pidfd's holders, or
+ * when nobody reaped it within 5 s; this call waits that long at most). */
+int hs_launch_orphan_status(struct hs_launch *l, int *ret_code, int *ret_status);
 
 /* Closes the handle. A program still running is killed, with the process group it leads (its
  * children), once no one holds the connection (a child the caller forked after the launch may):

@@ -16,8 +16,10 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "exit-status.h"
 #include "kept-prctl.h"
 #include "macro.h"
 #include "protocol.h"
@@ -505,6 +507,20 @@ int hs_launch_wait(struct hs_launch *l, int *ret_code, int *ret_status) {
         l->ended = reply.type == HS_MSG_EXITED;
         l->code = reply.code;
         l->status = reply.status;
+        return 0;
+}
+
+int hs_launch_orphan_status(struct hs_launch *l, int *ret_code, int *ret_status) {
+        if (l->pidfd < 0)
+                return -ECHILD;
+        struct pollfd p = { .fd = l->pidfd, .events = POLLIN };
+        if (poll(&p, 1, 0) == 0)
+                return -EAGAIN; /* it runs */
+        int status = exit_status_from_pidfd(l->pidfd);
+        if (status < 0)
+                return -ENODATA;
+        *ret_code = WIFEXITED(status) ? CLD_EXITED : WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED;
+        *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
         return 0;
 }
 

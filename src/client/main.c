@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "headstart/client.h"
-#include "exit-status.h"
 #include "log.h"
 #include "macro.h"
 #include "path-search.h"
@@ -353,10 +352,9 @@ static _Noreturn void wait_orphan(struct hs_launch *l, int sigfd, char *argv[]) 
                 if (p[1].revents)
                         drain_signals(l, sigfd);
         }
-        int status = exit_status_from_pidfd(hs_launch_pidfd(l));
-        if (status >= 0)
-                exit_like(WIFEXITED(status) ? CLD_EXITED : CLD_KILLED,
-                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        int code, status;
+        if (hs_launch_orphan_status(l, &code, &status) == 0)
+                exit_like(code, status);
         log_error("the daemon went away while %s was running; its exit status is lost", argv[0]);
         exit(255);
 }

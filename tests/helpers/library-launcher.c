@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* A launcher that starts a program through the client library and, unless told to wait for it,
  * ends without waiting, as a home screen that restarts would. Prints "started PID", "declined: WHY"
- * or "error ERRNO", then with --wait what each of two waits returned ("ended R CODE STATUS").
+ * or "error ERRNO", then with --wait what each of two waits returned ("ended R CODE STATUS"), and
+ * if the daemon went away, how the program ended by its pidfd ("orphan R CODE STATUS").
  *   library-launcher [--outlive] [--wait] [--flags N] [--big-args COUNT SIZE] PROGRAM [ARGS...]
  * --big-args adds COUNT arguments of SIZE bytes each (exec's limits). */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +55,19 @@ int main(int argc, char **argv) {
                 printf("declined: %s\n", hs_launch_reason(l));
         else
                 printf("error %d\n", -r);
+        fflush(stdout); /* before the wait: the caller reads it while the program runs */
         for (int k = 0; r == 0 && wait && k < 2; k++) {
                 int code = 0, status = 0, w = hs_launch_wait(l, &code, &status);
                 printf("ended %d %d %d\n", w, code, status);
+                fflush(stdout);
+                if (w != -ECONNRESET)
+                        continue;
+                /* The daemon went away: the program's pidfd says when it ends, and how. */
+                struct pollfd p = { .fd = hs_launch_pidfd(l), .events = POLLIN };
+                (void) poll(&p, 1, -1);
+                w = hs_launch_orphan_status(l, &code, &status);
+                printf("orphan %d %d %d\n", w, code, status);
+                break;
         }
         return 0; /* the handle is left to the process's end, which closes its connection */
 }
