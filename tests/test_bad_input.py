@@ -454,3 +454,10 @@ def test_an_empty_program_or_path_setting_is_refused_at_start(tmp_path):
         assert done.returncode == 1 and done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
     done = subprocess.run([str(bin_path("headstart-run")), "--socket"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr == "headstart-run: --socket needs a value (try --help)\n"
+
+
+def test_json_cut_inside_a_string_is_named_without_a_doubled_word(tmp_path):
+    """json says "Unterminated string starting at", and the line read "starting at at line 16"."""
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"schema_version": "1')
+    one_line(headstart("report", str(cut), "-o", str(tmp_path / "r.html")), "(Unterminated string starting at line 1)")

@@ -8,6 +8,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -390,3 +391,48 @@ def test_load_failing_in_the_child_falls_back_to_exec(daemon):
     assert daemon.launches_started() == before + 1  # it was started, then failed before main
     assert (got.returncode, got.stdout) == (want.returncode, want.stdout) == (3, b"bigtls says 1\n")
     assert b"cannot load the program" in got.stderr and b"static TLS" in got.stderr
+
+
+def build_origin_program(folder: Path, soname: bool) -> Path:
+    """A program that finds its library beside it through $ORIGIN, the library with or without a
+    SONAME (a build tree's, linked without -soname)."""
+    folder.mkdir()
+    (folder / "foo.c").write_text("int foo(void) { return 42; }\n")
+    (folder / "use.c").write_text(
+        '#include <stdio.h>\nint foo(void);\nint main(void) { printf("foo %d\\n", foo()); }\n'
+    )
+    cc = shutil.which("cc") or "cc"
+    soname_args = ["-Wl,-soname,libfoo.so"] if soname else []
+    subprocess.run(
+        [cc, "-shared", "-fPIC", *soname_args, str(folder / "foo.c"), "-o", str(folder / "libfoo.so")], check=True
+    )
+    program = folder / "use-foo"
+    subprocess.run(
+        [cc, "-fPIE", "-pie", str(folder / "use.c"), f"-L{folder}", "-lfoo", "-Wl,-rpath,$ORIGIN", "-o", str(program)],
+        check=True,
+    )
+    return program
+
+
+def test_a_program_whose_library_has_no_soname_and_is_found_through_origin_goes_to_exec(tmp_path):
+    """`headstart check` said such a program was served, and every launch failed in the daemon's child
+    (the copy's $ORIGIN is not the program's folder, and a library loaded by path is matched by its
+    SONAME), then went to exec (a new user's trial). Both now say why up front; with a SONAME it is
+    served."""
+    plain, named = build_origin_program(tmp_path / "plain", False), build_origin_program(tmp_path / "named", True)
+    with private_daemon([plain, named]) as d:
+        assert_fallback(d, [str(plain)], b"through $ORIGIN, and that library has no SONAME")
+        with Served(d):
+            assert run_served(d, [str(named)]).stdout == b"foo 42\n"
+    check = subprocess.run(
+        [sys.executable, "-m", "headstart", "check", "--json", str(plain)], capture_output=True, text=True
+    )
+    assert "through $ORIGIN, and that library has no SONAME" in check.stdout, check.stdout + check.stderr
+
+
+def test_a_program_that_is_not_there_is_not_said_to_have_no_daemon(daemon, tmp_path):
+    """The daemon answered, but headstart-run said "no daemon answers on the socket" for a program
+    path that does not exist: both come back as ENOENT (a new user's trial)."""
+    got = run_served(daemon, [str(tmp_path / "no-such-program")], env=debug_env())
+    assert got.returncode == 127
+    assert b"by exec: the program is not there\n" in got.stderr, got.stderr

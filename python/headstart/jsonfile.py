@@ -43,7 +43,9 @@ def parse(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise HeadstartError(f"{source}: not JSON ({e.msg} at line {e.lineno})") from e
+        # Some of json's messages end with "at" ("Unterminated string starting at"): one "at" only.
+        where = f"line {e.lineno}" if e.msg.endswith(" at") else f"at line {e.lineno}"
+        raise HeadstartError(f"{source}: not JSON ({e.msg} {where})") from e
     except RecursionError as e:  # the C scanner gives up at Python's recursion limit (about 1000 deep)
         raise HeadstartError(f"{source}: JSON nested too deep to read") from e
     except ValueError as e:  # an integer of more than 4300 digits, Python's limit

@@ -474,6 +474,9 @@ int main(int argc, char *argv[]) {
                 log_error("the daemon rejected the request: %s", hs_launch_reason(l));
                 exec_program(prog_argv, NULL);
         }
+        /* -ENOENT is also the program's (or its working directory's) own: exec says which. */
+        if (r == -ENOENT && access(path, F_OK) != 0)
+                exec_program(prog_argv, "the program is not there");
         if (r == -ENOENT || r == -ECONNREFUSED || r == -ENXIO)
                 exec_program(prog_argv, "no daemon answers on the socket");
         if (r == -EACCES) {

@@ -124,6 +124,9 @@ static int read_dynamic(const struct image *im, const Elf64_Phdr *dynp, struct e
                 case DT_PREINIT_ARRAY:
                         info->has_preinit = true;
                         break;
+                case DT_SONAME:
+                        info->has_soname = true;
+                        break;
                 case DT_INIT:
                         info->init = dyn[i].d_un.d_ptr;
                         info->init_tag_offset = (off_t) (dynp->p_offset + i * sizeof *dyn);

@@ -28,6 +28,7 @@ struct elf_info {
         bool has_preinit;      /* DT_PREINIT_ARRAY: only ld.so runs it, and only for the main program */
         bool has_rpath;        /* DT_RPATH (searched for the main program's whole closure) */
         bool origin_in_path;   /* $ORIGIN in DT_RPATH or DT_RUNPATH */
+        bool has_soname;       /* DT_SONAME: the loader knows it loaded by that name */
         bool exports_main;     /* a defined, global `main` in the dynamic symbol table */
         size_t needed;         /* DT_NEEDED entries */
         bool needs_sanitizer_runtime; /* its first DT_NEEDED is a sanitizer's runtime that must come

@@ -122,8 +122,11 @@ static _Noreturn void judge(const char *program, const char *interp, const char 
                 v.reason = unloaded;
         else if (e->reason)
                 v.reason = e->reason;
+        else if (!resolved) /* ld.so --list failed: a library not found, most often */
+                v.reason = "the dynamic loader cannot resolve its libraries (`ld.so --list PROGRAM` says which "
+                           "is not found)";
         else if (!preloaded)
-                v.reason = "its libraries cannot be preloaded (see the message above)";
+                v.reason = "its libraries cannot be preloaded";
         char image[64], not_warm_why[512], not_prepared_why[512];
         if (!v.reason) {
                 image_entry_load_name(e, image, sizeof image);

@@ -306,6 +306,34 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
         return why;
 }
 
+/* A program whose run path has $ORIGIN finds its libraries beside its file, but the daemon loads it
+ * from a copy or a descriptor, where $ORIGIN is another folder: a library is then found only as one
+ * already loaded, which the loader matches by its DT_SONAME (the zygote loaded it by path). One
+ * without (a build tree's library linked without -soname) is not found, and every launch failed in
+ * the child (a new user's trial). Returns NULL or why not. */
+static const char *origin_libraries_verdict(const struct image_cache *c, const char *path,
+                                            const struct string_list *closure, char *buf, size_t size) {
+        struct string_list resolved = { 0 };
+        int r = closure ? 0 : preload_resolve_closure(c->interp, path, &resolved, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS);
+        const struct string_list *libs = closure ? closure : &resolved;
+        const char *why = r == -ETIMEDOUT ? LOADER_TIMED_OUT :
+                          r < 0           ? "the dynamic loader cannot resolve its libraries" :
+                                            NULL;
+        for (size_t i = 0; !why && i < libs->n; i++) {
+                _cleanup_close_ int fd = open(libs->items[i], O_RDONLY | O_CLOEXEC);
+                struct elf_info info;
+                if (fd >= 0 && elf_info_read(fd, &info) >= 0 && !info.has_soname) {
+                        snprintf(buf, size,
+                                 "it finds %s through $ORIGIN, and that library has no SONAME: loaded from "
+                                 "the daemon's copy, the program would not find it",
+                                 libs->items[i]);
+                        why = buf;
+                }
+        }
+        string_list_done(&resolved);
+        return why;
+}
+
 /* A PIE (DF_1_PIE, which dlopen refuses), or any executable (one linked before that flag existed):
  * its constructors are the launch's to call (hide_constructors). A shared object exporting main is
  * loaded as it is. */
@@ -329,6 +357,8 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
         if (!reason && elf_exports_read(fd, &ex) < 0)
                 reason = "its dynamic symbols cannot be read";
+        if (!reason && facts.elf.origin_in_path)
+                reason = origin_libraries_verdict(c, path, closure, buf, sizeof buf);
         if (!reason)
                 reason = plan_binding(c, &ex, path, st, closure, e, buf, sizeof buf);
         if (reason == LOADER_TIMED_OUT)
