@@ -54,6 +54,12 @@ def render(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
     terminal.console(file).print(table)
     served = sum(v["mode"] != "exec" for v in verdicts)
     print(f"{served} of {len(verdicts)} served; any served program can also start from a pool (--pool N)", file=file)
+    # What a new user took for the daemon's word on any launch (a trial): it is for registered ones.
+    print(
+        "as registered with --app or --warm; unregistered, a program is served only when the daemon has "
+        "its libraries loaded, and a launch from a terminal only with headstart-run --terminal",
+        file=file,
+    )
 
 
 def reason_kind(reason: str) -> str:
