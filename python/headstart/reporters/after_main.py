@@ -110,7 +110,7 @@ def _shares(shares: dict[str, Any], before_main: float | None) -> Table:
     # The split is of the time after main alone: say how much came before, which a daemon takes whole.
     of_what = (
         f" ({1 - before_main:.0%} of the time to ready; the {before_main:.0%} before main is exec's and the "
-        "loader's, which a daemon takes)"
+        "loader's, which a daemon serving it takes: headstart check says whether it does)"
         if before_main is not None
         else ""
     )
