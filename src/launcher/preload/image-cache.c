@@ -324,8 +324,8 @@ static const char *origin_libraries_verdict(const struct image_cache *c, const c
                 struct elf_info info;
                 if (fd >= 0 && elf_info_read(fd, &info) >= 0 && !info.has_soname) {
                         snprintf(buf, size,
-                                 "it finds %s through $ORIGIN, and that library has no SONAME: loaded from "
-                                 "the daemon's copy, the program would not find it",
+                                 "it finds libraries through $ORIGIN, and %s has no SONAME: loaded from the "
+                                 "daemon's copy, the program would not find it there",
                                  libs->items[i]);
                         why = buf;
                 }
