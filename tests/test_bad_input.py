@@ -461,3 +461,12 @@ def test_json_cut_inside_a_string_is_named_without_a_doubled_word(tmp_path):
     cut = tmp_path / "cut.json"
     cut.write_text('{"schema_version": "1')
     one_line(headstart("report", str(cut), "-o", str(tmp_path / "r.html")), "(Unterminated string starting at line 1)")
+
+
+def test_checks_bad_arguments_say_what_is_wrong_with_the_same_status(tmp_path):
+    """A path given was told to "give a path or put it on PATH"; a missing --dir or --package exited
+    1 where a bad --list exits 2 (a new user's trial)."""
+    missing = headstart("check", str(tmp_path / "nothing"))
+    assert missing.returncode == 1 and missing.stderr.endswith("nothing: no such file\n"), missing.stderr
+    for option in ("--dir", "--package", "--list"):
+        one_line(headstart("check", option, str(tmp_path / "nothing")), f"headstart: {option} ", status=2)

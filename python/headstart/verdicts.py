@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from headstart import binaries
-from headstart.errors import HeadstartError
+from headstart.errors import HeadstartError, UsageError
 
 # Programs per `headstartd --check`: far below ARG_MAX, and a bar moves between batches.
 BATCH = 200
@@ -35,7 +35,7 @@ def is_elf_program(path: Path) -> bool:
 
 def programs_in_dir(folder: Path) -> list[str]:
     if not folder.is_dir():
-        raise HeadstartError(f"{folder}: not a folder")
+        raise UsageError(f"--dir {folder}: not a folder")  # a bad argument, as --list's (status 2)
     return _each_program_once(sorted(folder.iterdir()))
 
 
@@ -48,7 +48,7 @@ def programs_of_package(name: str) -> list[str]:
         return programs_of_package(f"{name}:{native}")
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()
-        raise HeadstartError(f"{name}: not an installed Debian package ({said[0] if said else 'dpkg -L failed'})")
+        raise UsageError(f"--package {name}: not an installed Debian package ({said[0] if said else 'dpkg -L failed'})")
     return _each_program_once(Path(line) for line in done.stdout.splitlines() if line.startswith(PROGRAM_DIRS))
 
 

@@ -93,4 +93,6 @@ def render_missing(verdicts: list[dict[str, Any]], file: IO[str]) -> None:
     """The programs headstartd could not find (no path in their verdict)."""
     for v in verdicts:
         if v.get("path") is None:
-            print(f"headstart: cannot find {shown(v['program'])}: give a path or put it on PATH", file=file)
+            # A path given is not there; a name was not found on PATH.
+            hint = "no such file" if "/" in v["program"] else "give a path or put it on PATH"
+            print(f"headstart: cannot find {shown(v['program'])}: {hint}", file=file)
