@@ -232,6 +232,9 @@ static void on_ready(struct supervisor *s, struct zygote *z) {
                 (void) control_send(old->control_fd, CONTROL_RETIRE);
                 log_info("zygote %u serves; zygote %u finishes its programs and exits", z->generation,
                          old->generation);
+        } else if (s->announced) {
+                /* after a time without one (clients exec'd): the zygote's own "ready" comes before this */
+                log_info("zygote %u serves: clients are served again", z->generation);
         }
         if (s->o->refresh_seconds)
                 s->refresh_at = now_ms() + (uint64_t) s->o->refresh_seconds * 1000u;
