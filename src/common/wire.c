@@ -188,7 +188,8 @@ int hs_wait_readable(int sock, int timeout_ms) {
          * screen's) would never see a stopped daemon time out. */
         int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
         for (;;) {
-                int left = deadline < 0 ? -1 : (int) (deadline > monotonic_ms() ? deadline - monotonic_ms() : 0);
+                int64_t now = deadline < 0 ? 0 : monotonic_ms();
+                int left = deadline < 0 ? -1 : (int) (deadline > now ? deadline - now : 0);
                 int n = poll(&p, 1, left);
                 if (n > 0)
                         return 0;

@@ -275,6 +275,12 @@ static const char *qt_registrations_refusal(const struct image_cache *c, const c
         return why;
 }
 
+/* The program's libraries as the loader resolves them, into libs. Returns NULL or why not. */
+static const char *resolve_closure(const struct image_cache *c, const char *path, struct string_list *libs) {
+        int r = preload_resolve_closure(c->interp, path, libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS);
+        return r == -ETIMEDOUT ? LOADER_TIMED_OUT : r < 0 ? "the dynamic loader cannot resolve its libraries" : NULL;
+}
+
 /* Plans how its libraries bind to the program (see bind-plan.h), whose libraries are closure (as the
  * loader resolves them), or the loader is asked when closure is NULL. Returns NULL or why not. */
 static const char *plan_binding(struct image_cache *c, const struct elf_exports *ex, const char *path,
@@ -286,13 +292,12 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
                 return NULL;
         struct string_list libs = { 0 };
         const char *why = NULL;
-        int r;
         if (closure) {
                 for (size_t i = 0; i < closure->n && !why; i++)
                         if (string_list_add(&libs, closure->items[i]) < 0)
                                 why = "out of memory";
-        } else if ((r = preload_resolve_closure(c->interp, path, &libs, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS)) < 0)
-                why = r == -ETIMEDOUT ? LOADER_TIMED_OUT : "the dynamic loader cannot resolve its libraries";
+        } else
+                why = resolve_closure(c, path, &libs);
         if (!why && registrations)
                 why = qt_registrations_refusal(c, path, st, &libs, buf, size);
         /* Under exec, what the program loads after main binds to it first too. */
@@ -311,15 +316,8 @@ static const char *plan_binding(struct image_cache *c, const struct elf_exports 
  * already loaded, which the loader matches by its DT_SONAME (the zygote loaded it by path). One
  * without (a build tree's library linked without -soname) is not found, and every launch failed in
  * the child (a new user's trial). Returns NULL or why not. */
-static const char *origin_libraries_verdict(const struct image_cache *c, const char *path,
-                                            const struct string_list *closure, char *buf, size_t size) {
-        struct string_list resolved = { 0 };
-        int r = closure ? 0 : preload_resolve_closure(c->interp, path, &resolved, NULL, PRELOAD_LIST_LAUNCH_TIMEOUT_MS);
-        const struct string_list *libs = closure ? closure : &resolved;
-        const char *why = r == -ETIMEDOUT ? LOADER_TIMED_OUT :
-                          r < 0           ? "the dynamic loader cannot resolve its libraries" :
-                                            NULL;
-        for (size_t i = 0; !why && i < libs->n; i++) {
+static const char *origin_libraries_verdict(const struct string_list *libs, char *buf, size_t size) {
+        for (size_t i = 0; i < libs->n; i++) {
                 _cleanup_close_ int fd = open(libs->items[i], O_RDONLY | O_CLOEXEC);
                 struct elf_info info;
                 if (fd >= 0 && elf_info_read(fd, &info) >= 0 && !info.has_soname) {
@@ -327,11 +325,10 @@ static const char *origin_libraries_verdict(const struct image_cache *c, const c
                                  "it finds libraries through $ORIGIN, and %s has no SONAME: loaded from the "
                                  "daemon's copy, the program would not find it there",
                                  libs->items[i]);
-                        why = buf;
+                        return buf;
                 }
         }
-        string_list_done(&resolved);
-        return why;
+        return NULL;
 }
 
 /* A PIE (DF_1_PIE, which dlopen refuses), or any executable (one linked before that flag existed):
@@ -357,10 +354,15 @@ static int build_entry(struct image_cache *c, int fd, const char *path, bool reg
         const char *reason = eligibility_verdict(&facts, c->interp, buf, sizeof buf);
         if (!reason && elf_exports_read(fd, &ex) < 0)
                 reason = "its dynamic symbols cannot be read";
+        /* Both checks below read the closure: asked of the loader once when the caller has none. */
+        struct string_list resolved = { 0 };
+        if (!reason && facts.elf.origin_in_path && !closure && !(reason = resolve_closure(c, path, &resolved)))
+                closure = &resolved;
         if (!reason && facts.elf.origin_in_path)
-                reason = origin_libraries_verdict(c, path, closure, buf, sizeof buf);
+                reason = origin_libraries_verdict(closure, buf, sizeof buf);
         if (!reason)
                 reason = plan_binding(c, &ex, path, st, closure, e, buf, sizeof buf);
+        string_list_done(&resolved);
         if (reason == LOADER_TIMED_OUT)
                 return -ETIMEDOUT;
         /* The dynamic loader resolved the closure by path: it must have been this file. If the path
