@@ -35,8 +35,7 @@ struct calls {
  * those loaded, which every launch of a program without Qt paid twice (18 system calls). */
 static const char *loaded_path_of(const char *soname) {
         for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-                const char *slash = strrchr(l->l_name, '/');
-                if (slash && strcmp(slash + 1, soname) == 0)
+                if (strcmp(basename(l->l_name), soname) == 0)
                         return l->l_name;
         }
         return NULL;

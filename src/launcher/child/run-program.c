@@ -203,21 +203,16 @@ static int apply_rlimits(const struct hs_launch_request *req, bool at_use, bool 
         return 0;
 }
 
-static const char *base_name(const char *path) {
-        const char *s = strrchr(path, '/');
-        return s ? s + 1 : path;
-}
-
 /* What the C library calls the program, which libraries read in the process (Mesa picks its
  * per-program settings by it). */
 static void set_invocation_names(const struct hs_launch_request *req) {
         program_invocation_name = req->argv[0];
-        program_invocation_short_name = (char *) base_name(req->argv[0]);
+        program_invocation_short_name = basename(req->argv[0]);
 }
 
 static void set_names(const struct hs_launch_request *req) {
         /* exec names the process (comm) after the file it runs, not after argv[0]. */
-        (void) prctl(PR_SET_NAME, base_name(req->path), 0, 0, 0);
+        (void) prctl(PR_SET_NAME, basename(req->path), 0, 0, 0);
         set_invocation_names(req);
         proc_title_set(req);
 }

@@ -167,8 +167,7 @@ static void **application_functions(void *gtk) {
 /* Whether fn is a function of the library named soname (GtkApplication's own). */
 static bool in_library(void *fn, const char *soname) {
         Dl_info info;
-        const char *base = fn && dladdr(fn, &info) && info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
-        return base && strcmp(base + 1, soname) == 0;
+        return fn && dladdr(fn, &info) && info.dli_fname && strcmp(basename(info.dli_fname), soname) == 0;
 }
 
 static const char *route_application(void *gtk) {

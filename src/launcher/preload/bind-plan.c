@@ -53,8 +53,7 @@ static const struct {
 };
 
 static bool movable(const char *file, const char *symbol) {
-        const char *base = strrchr(file, '/');
-        base = base ? base + 1 : file;
+        const char *base = basename(file);
         for (size_t i = 0; i < ELEMENTSOF(MOVABLE); i++)
                 if (strncmp(base, MOVABLE[i].library, strlen(MOVABLE[i].library)) == 0 &&
                     strcmp(symbol, MOVABLE[i].symbol) == 0)

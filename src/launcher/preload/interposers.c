@@ -41,8 +41,7 @@ static const char *global_definer(void *libc, const char *name) {
         Dl_info info;
         if (!p || !dladdr(p, &info) || !info.dli_fname)
                 return NULL;
-        const char *base = strrchr(info.dli_fname, '/');
-        base = base ? base + 1 : info.dli_fname;
+        const char *base = basename(info.dli_fname);
         return strncmp(base, "libc.so.", 8) == 0 || strncmp(base, "ld-linux", 8) == 0 ? base : NULL;
 }
 
@@ -144,11 +143,9 @@ static const char *add_interposed(struct interposed_list *list, const struct red
 }
 
 static size_t libc_position(const struct string_list *closure) {
-        for (size_t i = 0; i < closure->n; i++) {
-                const char *base = strrchr(closure->items[i], '/');
-                if (strncmp(base ? base + 1 : closure->items[i], "libc.so.", 8) == 0)
+        for (size_t i = 0; i < closure->n; i++)
+                if (strncmp(basename(closure->items[i]), "libc.so.", 8) == 0)
                         return i;
-        }
         return closure->n;
 }
 

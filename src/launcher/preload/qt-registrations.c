@@ -67,11 +67,6 @@ static bool qt_of(const struct link_map *object, const char *symbol, struct stat
         return found;
 }
 
-static const char *base_name(const char *path) {
-        const char *slash = strrchr(path, '/');
-        return slash ? slash + 1 : path;
-}
-
 static void add_registrar(const struct link_map *object, const struct kind *kind) {
         struct stat own, qt;
         if (stat(object->l_name, &own) < 0 || !qt_of(object, kind->symbol, &qt))
@@ -83,7 +78,7 @@ static void add_registrar(const struct link_map *object, const struct kind *kind
         struct registrar *r = &registrars[nregistrars++];
         *r = (struct registrar){ .dev = own.st_dev, .ino = own.st_ino, .qt_dev = qt.st_dev, .qt_ino = qt.st_ino,
                                  .kind = kind };
-        snprintf(r->name, sizeof r->name, "%s", base_name(object->l_name));
+        snprintf(r->name, sizeof r->name, "%s", basename(object->l_name));
 }
 
 /* Whether the object links Qt's core library, which any caller of the kinds' functions does: the
@@ -95,7 +90,7 @@ static bool links_qt(const struct link_map *object) {
 
 /* One of Qt's own modules, or a plugin in Qt's folders (platform, style, image format, QML). */
 static bool qts_own(const struct link_map *object) {
-        const char *name = base_name(object->l_name);
+        const char *name = basename(object->l_name);
         return strncmp(name, "libQt5", 6) == 0 || strncmp(name, "libQt6", 6) == 0 ||
                strstr(object->l_name, "/qt5/") || strstr(object->l_name, "/qt6/");
 }

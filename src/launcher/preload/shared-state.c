@@ -24,8 +24,7 @@ static const char *const RUNTIME[] = { "ld-linux", "libc.so.", "libstdc++.so.", 
 static bool shared(const char *name) {
         if (!name || !name[0])
                 return false; /* the daemon's executable */
-        const char *base = strrchr(name, '/');
-        base = base ? base + 1 : name;
+        const char *base = basename(name);
         for (size_t i = 0; i < ELEMENTSOF(RUNTIME); i++)
                 if (strncmp(base, RUNTIME[i], strlen(RUNTIME[i])) == 0)
                         return false;
