@@ -27,12 +27,23 @@ def test_an_app_that_cannot_be_registered_is_logged_and_the_others_served(tmp_pa
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o755)
     observe = str(bin_path("observe"))
-    args = ["--app", "/no/such/program", "--warm", str(tmp_path / "dir"), "--app", str(script), "--app", observe]
+    # A program whose library is gone: the loader's failure is the reason then.
+    (tmp_path / "gone.c").write_text("int gone(void) { return 0; }\n")
+    (tmp_path / "uses.c").write_text("int gone(void);\nint main(void) { return gone(); }\n")
+    cc = shutil.which("cc") or "cc"
+    subprocess.run([cc, "-shared", "-fPIC", str(tmp_path / "gone.c"), "-o", str(tmp_path / "libgone.so")], check=True)
+    uses = tmp_path / "uses"
+    subprocess.run([cc, str(tmp_path / "uses.c"), f"-L{tmp_path}", "-lgone", "-o", str(uses)], check=True)
+    (tmp_path / "libgone.so").unlink()
+    args = ["--app", "/no/such/program", "--warm", str(tmp_path / "dir"), "--app", str(script), "--app", str(uses)]
+    args += ["--app", observe]
     with private_daemon([], extra_args=args) as d:
         log = d.log_text()
         assert "--app /no/such/program: cannot find the program; its clients will exec it" in log
         assert f"--warm {tmp_path / 'dir'}: a directory, not a program" in log
-        assert f"--app {script}: the dynamic loader cannot resolve its libraries" in log
+        # Its kind, not the loader's failure to list libraries it does not have (a new user's trial).
+        assert f"--app {script}: not an ELF file (a script?): exec runs it through its interpreter" in log
+        assert f"--app {uses}: the dynamic loader cannot resolve its libraries (`ld.so --list PROGRAM`" in log
         assert "Error 21" not in log and "invalid ELF header" not in log
         assert d.status()["program"] == [f"preload {observe}"]
         with Served(d):

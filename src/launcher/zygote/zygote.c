@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "closure-cache.h"
+#include "eligibility.h"
 #include "learn.h"
 #include "log.h"
 #include "macro.h"
@@ -81,6 +82,17 @@ static int resolve_closure(struct closure_cache *cache, const char *interp, cons
         return r;
 }
 
+/* Why the loader could not list a registered program's libraries: the file's kind when that is
+ * why (a script, a static program, another architecture), not a library it could not find. */
+static const char *unresolvable_why(const char *path, const char *interp, char *buf, size_t size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct program_facts facts;
+        if (fd >= 0 && program_facts_read(fd, true, &facts) >= 0 &&
+            (!facts.elf.is_elf || !facts.elf.has_dynamic || !facts.elf.is_64bit || !facts.elf.machine_matches))
+                return eligibility_verdict(&facts, interp, buf, size);
+        return "the dynamic loader cannot resolve its libraries (`ld.so --list PROGRAM` says which is not found)";
+}
+
 /* Resolves --app and then --warm programs into one list; the warm ones are its last *ret_nwarm.
  * A program that is missing, whose libraries the loader cannot resolve, or one of whose files
  * another user could replace, is left out with a log line: its clients exec it, and the others are
@@ -107,7 +119,7 @@ static int register_apps(const struct daemon_options *o, const char *interp, str
                 if (!problem)
                         problem = preload_program_refusal(path);
                 if (!problem && resolve_closure(cache, interp, path, &st, &closure, missing) < 0)
-                        problem = "the dynamic loader cannot resolve its libraries (is it a dynamically linked program?)";
+                        problem = unresolvable_why(path, interp, why, sizeof why);
                 if (!problem)
                         problem = untrusted_file(path, &closure, why, sizeof why);
                 const char *unloadable = problem ? NULL : left_out_library(o, &closure);
