@@ -1093,3 +1093,59 @@ def test_a_client_in_namespaces_of_its_own_cannot_hold_the_zygote_with_a_file_it
         finally:
             os.killpg(confined.pid, signal.SIGKILL)
             confined.wait()
+
+
+JOINS_PARENTS_GROUP = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static void on(int sig) { dprintf(1, "program got %s\n", strsignal(sig)); _exit(0); }
+int main(void) {
+        /* Served, its parent is the zygote: it joins the daemon's group. */
+        int r = setpgid(0, getpgid(getppid()));
+        signal(SIGTERM, on);
+        dprintf(1, "joined: %d\n", r);
+        sleep(30);
+        return 1;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_a_served_program_in_the_daemons_group_cannot_have_a_signal_to_its_group_reach_the_daemon(trusted_tmp):
+    """Before Linux 6.9 (Debian 12's 6.1) headstart-run signalled the group the program was in, read
+    from /proc, where a pidfd cannot signal a group: a program that joined its parent's group (the
+    zygote's, the daemon's) had a SIGTERM from a sender that ignores it (which goes to the group)
+    stop the daemon (a red team's trial). Now the group numbered by the program's pid, as the pidfd
+    does from 6.9 on; the program left it, so the program alone gets the signal."""
+    program = trusted_tmp / "joins"
+    (trusted_tmp / "joins.c").write_text(JOINS_PARENTS_GROUP)
+    subprocess.run([shutil.which("cc") or "cc", str(trusted_tmp / "joins.c"), "-o", str(program)], check=True)
+    old_kernel = str(helper_path("no-group-signal"))
+    runtime = trusted_tmp / "runtime"
+    runtime.mkdir(mode=0o700)
+    log = trusted_tmp / "daemon.log"
+    root = ["--allow-root"] if os.geteuid() == 0 else []
+    daemon_cmd = [old_kernel, str(bin_path("headstartd")), "--socket", str(runtime / "sock"), *root]
+    with open(log, "wb") as out:  # a session of its own: the old code's signal reaches its group only
+        daemon = subprocess.Popen([*daemon_cmd, "--app", str(program)], stdout=out, stderr=out, env=base_env(),
+                                  start_new_session=True)  # fmt: skip
+    try:
+        wait_for_line(log, "ready: listening")
+        client = subprocess.Popen(
+            [old_kernel, str(bin_path("headstart-run")), "--socket", str(runtime / "sock"), str(program)],
+            env=base_env(HEADSTART_DEBUG="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert client.stdout is not None
+        assert client.stdout.readline() == b"joined: 0\n"
+        subprocess.run(["sh", "-c", f'trap "" TERM; kill -TERM {client.pid}'], check=True)
+        out, err = client.communicate(timeout=30)
+        assert (client.returncode, out) == (0, b"program got Terminated\n"), err
+        assert b"by exec" not in err
+        time.sleep(0.5)  # the daemon's end, were it signalled, is not at once
+        assert daemon.poll() is None, log.read_text(errors="replace")
+        assert "stopping" not in log.read_text(errors="replace")
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)

@@ -232,11 +232,11 @@ static bool own_group_orphaned(void) {
 static void signal_program(struct hs_launch *l, int sig, bool to_group) {
         if (to_group && pidfd_send_signal(hs_launch_pidfd(l), sig, NULL, PIDFD_SIGNAL_PROCESS_GROUP) == 0)
                 return;
-        /* Before Linux 6.9: by its group's number, while the program is alive and so still holds it. */
-        char state;
-        pid_t ppid, pgrp, sid;
-        if (to_group && errno == EINVAL && hs_launch_signal(l, 0) == 0 &&
-            read_stat(hs_launch_pid(l), &state, &ppid, &pgrp, &sid) && pgrp > 1 && kill(-pgrp, sig) == 0)
+        /* Before Linux 6.9: the same group, the one numbered by the program's pid, while the program
+         * is alive and so holds that number. Never the group the program is in now: one that joined
+         * another group (the zygote's, its parent's) would have us signal the daemon (a red team's
+         * trial, 2026-12-02). */
+        if (to_group && errno == EINVAL && hs_launch_signal(l, 0) == 0 && kill(-hs_launch_pid(l), sig) == 0)
                 return;
         (void) hs_launch_signal(l, sig);
 }
