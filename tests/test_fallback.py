@@ -436,3 +436,39 @@ def test_a_program_that_is_not_there_is_not_said_to_have_no_daemon(daemon, tmp_p
     got = run_served(daemon, [str(tmp_path / "no-such-program")], env=debug_env())
     assert got.returncode == 127
     assert b"by exec: the program is not there\n" in got.stderr, got.stderr
+
+
+OPENMP = r"""
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+        int n = 0;
+#pragma omp parallel
+#pragma omp atomic
+        n++;
+        printf("max threads %d, in a parallel region %d\n", omp_get_max_threads(), n);
+        return 0;
+}
+"""
+
+
+def test_a_variable_a_library_read_as_the_daemon_loaded_it_sends_a_launch_that_changes_it_to_exec(tmp_path):
+    """libgomp reads OMP_NUM_THREADS in its constructor, once, in the daemon: served, an OpenMP
+    program given OMP_NUM_THREADS=1 ran the daemon's number of threads (a new user's trial). The
+    zygote notes what its libraries read as it loads them; a launch that differs in one is exec'd,
+    and one that does not is served."""
+    (tmp_path / "omp.c").write_text(OPENMP)
+    program = tmp_path / "omp"
+    cc = shutil.which("cc") or "cc"
+    if subprocess.run([cc, "-fopenmp", str(tmp_path / "omp.c"), "-o", str(program)]).returncode != 0:
+        pytest.skip("no OpenMP in this compiler")
+    with private_daemon([program], env=base_env()) as d:
+        assert "OMP_NUM_THREADS -- libgomp.so.1" in d.status()["read-at-load"]
+        one = debug_env(OMP_NUM_THREADS="1")
+        assert run_exec([str(program)], env=one).stdout == b"max threads 1, in a parallel region 1\n"
+        assert_fallback(
+            d, [str(program)], b"OMP_NUM_THREADS differs from the daemon's, and libgomp.so.1 read it", env=one
+        )
+        with Served(d):
+            got = run_served(d, [str(program)], env=base_env())
+        assert (got.returncode, got.stdout) == (0, run_exec([str(program)], env=base_env()).stdout)

@@ -13,7 +13,7 @@
 
 /* docs/protocol.md, the status keys that are one line per item. */
 static const char *const list_keys[] = { "program", "preload", "learned", "warm-up", "declined", "schedule",
-                                         "prepared" };
+                                         "prepared", "read-at-load" };
 
 static bool is_list(const char *key, size_t len) {
         for (size_t i = 0; i < ELEMENTSOF(list_keys); i++)

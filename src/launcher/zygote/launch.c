@@ -249,6 +249,8 @@ void launch_handle(struct server *s, struct conn *c, struct launch_verdict *ret)
                 snprintf(buf, sizeof buf, "the dynamic loader's environment differs from the daemon's (%.200s)",
                          differs);
                 decline(HS_DECLINE_ENVIRONMENT, buf, ret);
+        } else if ((reason = read_at_load_refusal(&s->read_at_load, req.envp, buf, sizeof buf))) {
+                decline(HS_DECLINE_ENVIRONMENT, reason, ret);
         } else if ((reason = terminal_refusal(s, &req, c->fds[HS_FD_PROGRAM]))) {
                 decline(HS_DECLINE_TERMINAL, reason, ret);
         } else if ((reason = rlimits_refusal(&req))) {

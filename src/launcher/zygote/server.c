@@ -372,6 +372,7 @@ void server_done(struct server *s) {
         if (s->report_fd >= 0)
                 close(s->report_fd);
         loader_env_free(s->loader_env);
+        read_at_load_done(&s->read_at_load);
         launch_counts_unmap(s->counts);
         for (size_t i = 0; i < s->nregistered; i++) {
                 free(s->registered[i].path);

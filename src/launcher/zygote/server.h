@@ -21,6 +21,7 @@
 #include "warm-up.h"
 #include "options.h"
 #include "protocol.h"
+#include "read-at-load.h"
 #include "schedule.h"
 #include "watch.h"
 
@@ -47,6 +48,7 @@ struct server {
         struct image_cache cache;
         char interp[256];
         char **loader_env; /* the daemon's own LD_*, GLIBC_TUNABLES and MALLOC_* variables, sorted */
+        struct read_at_load_list read_at_load; /* what its libraries read as they loaded */
         struct registered_file *registered;
         size_t nregistered;
         int epoll_fd, listen_fd, signal_fd;

@@ -115,6 +115,10 @@ static void compose(const struct server *s, struct text *t) {
                 add(t, "warm-up: %s %s%s%s\n", s->warm_up[i].refused ? "refused" : "done", s->warm_up[i].step,
                     s->warm_up[i].refused ? " -- " : "", s->warm_up[i].refused ? s->warm_up[i].refused : "");
         compose_prepared(s, t);
+        for (size_t i = 0; i < s->read_at_load.n; i++)
+                add(t, "read-at-load: %s -- %s\n", s->read_at_load.items[i].name, s->read_at_load.items[i].reader);
+        if (s->read_at_load.overflowed)
+                add(t, "read-at-load: more than %d -- every launch is exec'd\n", READ_AT_LOAD_MAX);
         add(t, "pool-size: %u\n", o->pool_size);
         add(t, "pool-waiting: %u\n", s->npool);
         add(t, "running: %u\n", s->nchildren);

@@ -27,6 +27,7 @@
 #include "preload.h"
 #include "warm-program.h"
 #include "preload-tested.h"
+#include "read-at-load.h"
 #include "prepared.h"
 #include "server.h"
 #include "signals.h"
@@ -434,6 +435,7 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
         if (signal_fd < 0)
                 return log_error_errno(signal_fd, "cannot set up signal handling");
         zygote_stop_at_once(true);
+        read_at_load_start(); /* until the pool's first child: it must not inherit the hook */
 
         closures = calloc(nclosures ? nclosures : 1, sizeof *closures);
         r = closures ? add_preloads(&o->preloads, &libs, &refused_preloads) : log_error("out of memory");
@@ -502,6 +504,8 @@ int zygote_run(const struct daemon_options *o, char *const argv[], const char *p
                 }
         }
         server_watch_files(&s, &missing);
+        if ((r = read_at_load_stop(environ, &s.read_at_load)) < 0)
+                goto out;
         zygote_stop_at_once(false);
         pool_fill(&s);
         server_ready(&s);
