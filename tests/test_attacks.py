@@ -967,7 +967,7 @@ def test_a_program_whose_library_blocks_the_loader_does_not_hang_the_zygote(tmp_
 FUSE_HANG_C = r"""
 /* A FUSE file system in a user and mount namespace of our own (no privilege): one file, /prog,
  * whose requests from one pid (argv[1], the zygote) are never answered, mounted at argv[2]. Then
- * runs argv[3..] in the namespace. */
+ * runs argv[3..] in the namespace. Its reads are not served: a file whose close waits. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -1024,6 +1024,8 @@ static void serve(int fd, pid_t ignored) {
                 } else if (in->opcode == FUSE_GETATTR) {
                         attr(&got.attr, in->nodeid);
                         reply(fd, in->unique, 0, &got, sizeof got);
+                } else if (in->opcode == FUSE_FLUSH) {
+                        reply(fd, in->unique, 0, NULL, 0); /* ENOSYS would spare everyone the next */
                 } else if (in->opcode != FUSE_FORGET && in->opcode != FUSE_BATCH_FORGET)
                         reply(fd, in->unique, -38, NULL, 0);
         }
@@ -1090,6 +1092,45 @@ def test_a_client_in_namespaces_of_its_own_cannot_hold_the_zygote_with_a_file_it
                 time.sleep(0.01)
             after = run_served(d, [observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"), timeout=20)
             assert after.returncode == 5 and b"by exec" not in after.stderr, after.stderr
+        finally:
+            os.killpg(confined.pid, signal.SIGKILL)
+            confined.wait()
+
+
+def test_a_zygote_held_in_a_file_systems_close_is_replaced_and_clients_are_served_again(tmp_path):
+    """A file whose close waits for a server that never answers (a FUSE file the client serves, a
+    network mount gone): passed as a declined client's stdin, the zygote closes its copy and waits,
+    unkillable (the kernel waits out a FUSE flush), for as long as that server lives; every client
+    after it paid its deadline and exec'd (a red team's trial). The supervisor pings the serving
+    zygote: one that has not answered for 10 s, and is not waiting for a CPU, is replaced."""
+    hang = build_fuse_hang(tmp_path)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    observe = str(bin_path("observe"))
+    with private_daemon([bin_path("observe")]) as d:
+        zygote = d.zygote_pid()
+        client = [str(bin_path("headstart-run")), "--socket", str(d.socket), observe, "exit", "0"]
+        confined = subprocess.Popen(
+            [str(hang), str(zygote), str(mnt), "sh", "-c", 'exec "$@" < "$0"', str(mnt / "prog"), *client],
+            env=base_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while Path(f"/proc/{zygote}/wchan").read_text() != "request_wait_answer":
+                assert time.monotonic() < deadline, d.log_text()
+                time.sleep(0.05)
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    got = run_served(d, [observe, "exit", "5"], env=base_env(HEADSTART_DEBUG="1"), timeout=30)
+                except subprocess.TimeoutExpired as e:
+                    raise AssertionError(d.log_text()) from e
+                assert got.returncode == 5
+                if b"by exec" not in got.stderr:
+                    break
+                assert time.monotonic() < deadline, d.log_text()
+                time.sleep(0.5)
+            assert f"zygote 1 (pid {zygote}) has not answered for 10 s" in d.log_text()
         finally:
             os.killpg(confined.pid, signal.SIGKILL)
             confined.wait()

@@ -3,7 +3,8 @@
  * socket pair, one message per packet.
  *   zygote -> supervisor: "ready" (preloaded, pool filled, accepting), "refresh REASON", "leaving"
  *                         (a stop signal from someone else: it no longer accepts, and finishes)
- *   supervisor -> zygote: "retire" (stop accepting, finish what was accepted, exit)
+ *   supervisor -> zygote: "retire" (stop accepting, finish what was accepted, exit), "ping"
+ *   zygote -> supervisor: "pong", the answer to "ping": its loop still turns
  * A zygote whose channel closes retires too. */
 #pragma once
 
@@ -14,6 +15,8 @@
 #define CONTROL_RETIRE "retire"
 #define CONTROL_REFRESH "refresh "
 #define CONTROL_LEAVING "leaving"
+#define CONTROL_PING "ping"
+#define CONTROL_PONG "pong"
 #define CONTROL_MAX 512
 
 int control_send(int fd, const char *format, ...) __attribute__((format(printf, 2, 3)));

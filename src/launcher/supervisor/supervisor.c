@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "signals.h"
 #include "log.h"
+#include "proc-stat.h"
 #include "macro.h"
 #include "systemd.h"
 #include "wire.h"
@@ -39,6 +40,10 @@ struct zwatch {
  * again after a pause that doubles up to a limit, while clients are declined (they exec). */
 #define RETRY_FIRST_MS 100u
 #define RETRY_MAX_MS 10000u
+/* The serving zygote is asked whether its loop still turns this often, and is taken for hung when
+ * it has not answered this long while not runnable (a zygote waiting for a CPU is not hung). */
+#define PING_EVERY_MS 2000u
+#define HUNG_AFTER_MS 10000u
 
 struct zygote {
         struct zygote *next;
@@ -47,6 +52,7 @@ struct zygote {
         unsigned generation;
         enum zygote_state state;
         bool ended; /* reaped; freed after the current batch of events, which may still name it */
+        uint64_t pinged_ms; /* CLOCK_MONOTONIC ms of the ping not answered yet, 0: none */
         struct zwatch pid_watch, control_watch;
 };
 
@@ -65,6 +71,7 @@ struct supervisor {
         bool failed;         /* a zygote ended badly: our exit status says so */
         uint64_t refresh_at; /* CLOCK_MONOTONIC ms, 0: none */
         uint64_t retry_at;   /* starting a zygote failed: try again then (ms), 0: none */
+        uint64_t ping_at;    /* the serving zygote is pinged then (ms) */
         unsigned retry_ms;   /* the pause before the next try */
         char retry_reason[128];
         bool declining;      /* no zygote serves: we accept and decline, so that clients exec now */
@@ -258,6 +265,8 @@ static void on_control(struct supervisor *s, struct zygote *z) {
         }
         if (strcmp(msg, CONTROL_READY) == 0)
                 on_ready(s, z);
+        else if (strcmp(msg, CONTROL_PONG) == 0)
+                z->pinged_ms = 0;
         else if (strncmp(msg, CONTROL_REFRESH, strlen(CONTROL_REFRESH)) == 0 && z->state == SERVING)
                 refresh(s, msg + strlen(CONTROL_REFRESH));
         else if (strcmp(msg, CONTROL_LEAVING) == 0 && z->state == SERVING) {
@@ -393,12 +402,54 @@ static int setup(struct supervisor *s) {
         return watch(s, s->signal_fd, &s->signal_watch);
 }
 
+/* The state letter of /proc/PID/stat (R, S, D, T, t...), or 0 when it cannot be read. */
+static char process_state(pid_t pid) {
+        struct proc_stat st;
+        return proc_stat_read(pid, &st) < 0 ? 0 : st.state;
+}
+
+/* A zygote whose loop no longer turns serves no one, and a signal cannot tell: it waits in a file
+ * system that never answers (a FUSE or network file a client passed, whose close the kernel makes
+ * wait for its server; a path a client named). It is taken for hung, ended, and another started:
+ * its programs run on, as after a crash (a red team's trial, 2026-12-02: clients paid their 2 s
+ * deadline and exec'd for as long as the file system's server lived). */
+static void watch_serving(struct supervisor *s) {
+        struct zygote *z = find(s, SERVING);
+        uint64_t now = now_ms();
+        if (!z || z->control_fd < 0)
+                return;
+        if (!z->pinged_ms) {
+                if (now >= s->ping_at && control_send(z->control_fd, CONTROL_PING) >= 0)
+                        z->pinged_ms = now;
+                s->ping_at = now + PING_EVERY_MS;
+                return;
+        }
+        if (now - z->pinged_ms < HUNG_AFTER_MS)
+                return;
+        char state = process_state(z->pid);
+        if (state == 'R' || state == 't' || state == 'T') { /* waiting for a CPU, a debugger, a continue */
+                z->pinged_ms = now;
+                return;
+        }
+        log_error("zygote %u (pid %d) has not answered for %u s (state %c): ending it and starting another; "
+                  "its programs run on", z->generation, (int) z->pid, HUNG_AFTER_MS / 1000u, state ? state : '?');
+        s->failed = true;
+        z->state = RETIRING; /* clients are declined until its successor serves */
+        decline_clients(s, true);
+        refresh(s, "the serving zygote hung");
+        (void) pidfd_send_signal(z->pidfd, SIGKILL, NULL, 0);
+}
+
 static int timeout_ms(const struct supervisor *s) {
         if (s->stopping)
                 return -1;
         uint64_t next = s->refresh_at;
         if (s->retry_at && (!next || s->retry_at < next))
                 next = s->retry_at;
+        const struct zygote *serving = find(s, SERVING);
+        uint64_t ping = !serving ? 0 : serving->pinged_ms ? serving->pinged_ms + HUNG_AFTER_MS : s->ping_at;
+        if (ping && (!next || ping < next))
+                next = ping;
         if (!next)
                 return -1;
         uint64_t now = now_ms();
@@ -426,6 +477,8 @@ int supervisor_run(const struct daemon_options *o, int listen_fd, const char *so
 
         while (r >= 0 && !s.stop_requested && (s.zygotes || (s.retry_at && !s.stopping))) {
                 struct epoll_event events[16];
+                if (!s.stopping)
+                        watch_serving(&s);
                 int n = epoll_wait(s.epoll_fd, events, (int) ELEMENTSOF(events), timeout_ms(&s));
                 if (n < 0 && errno != EINTR) {
                         r = log_error_errno(errno, "epoll_wait");

@@ -114,6 +114,8 @@ static void on_control(struct server *s) {
                 retire(s, "the supervisor is gone");
         } else if (strcmp(msg, CONTROL_RETIRE) == 0)
                 retire(s, "a newer zygote serves");
+        else if (strcmp(msg, CONTROL_PING) == 0)
+                (void) control_send(s->control_fd, CONTROL_PONG);
 }
 
 static void on_files_changed(struct server *s) {
