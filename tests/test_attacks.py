@@ -1057,11 +1057,13 @@ int main(int argc, char **argv) {
 """
 
 
-def build_fuse_hang(tmp: Path) -> Path:
+def build_fuse_hang(tmp: Path) -> tuple[Path, Path]:
+    """FUSE_HANG_C built, and an empty folder to mount it on."""
     (tmp / "fuse-hang.c").write_text(FUSE_HANG_C)
     out = tmp / "fuse-hang"
     subprocess.run(["gcc", "-O1", "-o", str(out), str(tmp / "fuse-hang.c")], check=True)
-    return out
+    (tmp / "mnt").mkdir()
+    return out, tmp / "mnt"
 
 
 def test_a_client_in_namespaces_of_its_own_cannot_hold_the_zygote_with_a_file_it_serves(tmp_path):
@@ -1070,9 +1072,7 @@ def test_a_client_in_namespaces_of_its_own_cannot_hold_the_zygote_with_a_file_it
     program's fd (fstat) before it compared the client's namespaces, which declines it: the FUSE
     server never answered that GETATTR, and the zygote waited in it as long as the server lived.
     Every client after waited its deadline and exec'd, and those whose stdout was a pipe never ended."""
-    hang = build_fuse_hang(tmp_path)
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
+    hang, mnt = build_fuse_hang(tmp_path)
     observe = str(bin_path("observe"))
     with private_daemon([bin_path("observe")]) as d:
         zygote = d.zygote_pid()
@@ -1103,9 +1103,7 @@ def test_a_zygote_held_in_a_file_systems_close_is_replaced_and_clients_are_serve
     unkillable (the kernel waits out a FUSE flush), for as long as that server lives; every client
     after it paid its deadline and exec'd (a red team's trial). The supervisor pings the serving
     zygote: one that has not answered for 10 s, and is not waiting for a CPU, is replaced."""
-    hang = build_fuse_hang(tmp_path)
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
+    hang, mnt = build_fuse_hang(tmp_path)
     observe = str(bin_path("observe"))
     with private_daemon([bin_path("observe")]) as d:
         zygote = d.zygote_pid()
