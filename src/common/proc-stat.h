@@ -16,3 +16,8 @@ struct proc_stat {
 
 /* The fields of pid (0: this process). Returns 0, -errno when it cannot be opened (gone), or -EIO. */
 int proc_stat_read(pid_t pid, struct proc_stat *ret);
+
+/* Its CPU time so far, user and system (fields 14 and 15), in clock ticks. */
+static inline unsigned long long proc_stat_cpu_ticks(const struct proc_stat *st) {
+        return st->v[14] + st->v[15];
+}

@@ -41,7 +41,8 @@ struct zwatch {
 #define RETRY_FIRST_MS 100u
 #define RETRY_MAX_MS 10000u
 /* The serving zygote is asked whether its loop still turns this often, and is taken for hung when
- * it has not answered this long while not runnable (a zygote waiting for a CPU is not hung). */
+ * it has not answered this long and used no CPU meanwhile (one copying a large program from slow
+ * storage, or waiting for a CPU, is not hung). */
 #define PING_EVERY_MS 2000u
 #define HUNG_AFTER_MS 10000u
 
@@ -52,7 +53,8 @@ struct zygote {
         unsigned generation;
         enum zygote_state state;
         bool ended; /* reaped; freed after the current batch of events, which may still name it */
-        uint64_t pinged_ms; /* CLOCK_MONOTONIC ms of the ping not answered yet, 0: none */
+        uint64_t pinged_ms;         /* CLOCK_MONOTONIC ms of the ping not answered yet, 0: none */
+        unsigned long long pinged_cpu; /* its CPU time then, in clock ticks */
         struct zwatch pid_watch, control_watch;
 };
 
@@ -402,10 +404,14 @@ static int setup(struct supervisor *s) {
         return watch(s, s->signal_fd, &s->signal_watch);
 }
 
-/* The state letter of /proc/PID/stat (R, S, D, T, t...), or 0 when it cannot be read. */
-static char process_state(pid_t pid) {
+/* Its state letter in /proc/PID/stat (R, S, D, T, t...; 0 when it cannot be read) and its CPU
+ * time in clock ticks. */
+static char process_state(pid_t pid, unsigned long long *cpu) {
         struct proc_stat st;
-        return proc_stat_read(pid, &st) < 0 ? 0 : st.state;
+        if (proc_stat_read(pid, &st) < 0)
+                return *cpu = 0, 0;
+        *cpu = proc_stat_cpu_ticks(&st);
+        return st.state;
 }
 
 /* A zygote whose loop no longer turns serves no one, and a signal cannot tell: it waits in a file
@@ -418,17 +424,22 @@ static void watch_serving(struct supervisor *s) {
         uint64_t now = now_ms();
         if (!z || z->control_fd < 0)
                 return;
+        unsigned long long cpu;
         if (!z->pinged_ms) {
-                if (now >= s->ping_at && control_send(z->control_fd, CONTROL_PING) >= 0)
+                if (now >= s->ping_at && control_send(z->control_fd, CONTROL_PING) >= 0) {
                         z->pinged_ms = now;
+                        (void) process_state(z->pid, &z->pinged_cpu);
+                }
                 s->ping_at = now + PING_EVERY_MS;
                 return;
         }
         if (now - z->pinged_ms < HUNG_AFTER_MS)
                 return;
-        char state = process_state(z->pid);
-        if (state == 'R' || state == 't' || state == 'T') { /* waiting for a CPU, a debugger, a continue */
+        char state = process_state(z->pid, &cpu);
+        /* Working, waiting for a CPU, stopped for a debugger or a continue: asked again later. */
+        if (cpu != z->pinged_cpu || state == 'R' || state == 't' || state == 'T') {
                 z->pinged_ms = now;
+                z->pinged_cpu = cpu;
                 return;
         }
         log_error("zygote %u (pid %d) has not answered for %u s (state %c): ending it and starting another; "

@@ -5,12 +5,12 @@
 
 #include "proc-stat.h"
 
-/* Its user and system time (fields 14 and 15); false when it is gone, a zombie, or unreadable. */
+/* Its CPU time; false when it is gone, a zombie, or unreadable. */
 static bool read_ticks(pid_t pid, uint64_t *ret) {
         struct proc_stat st;
         if (proc_stat_read(pid, &st) < 0 || st.state == 'Z')
                 return false;
-        *ret = st.v[14] + st.v[15];
+        *ret = proc_stat_cpu_ticks(&st);
         return true;
 }
 
