@@ -5,7 +5,7 @@
  * A library that reads a variable in its constructor (libgomp's OMP_NUM_THREADS, OpenSSL's
  * OPENSSL_ia32cap, GLib's G_DEBUG) reads it once, in the daemon, as the daemon loads it: a served
  * program keeps what the daemon's environment said. The zygote notes those names as it loads and
- * sends to exec a launch whose environment differs in one (zygote/load-env.h). Every getenv of the
+ * sends to exec a launch whose environment differs in one (zygote/read-at-load.h). Every getenv of the
  * process comes here, but costs the C library's and a load of the hook when none is set. */
 #pragma once
 

@@ -20,7 +20,7 @@ static struct {
 } noted[READ_AT_LOAD_MAX];
 static size_t nnoted;
 static bool noted_overflow;
-static int noted_lock;
+static bool noted_lock; /* __atomic_test_and_set works on a byte */
 /* The daemon's executable, whose own reads are not a library's. */
 static uintptr_t own_start, own_end;
 
